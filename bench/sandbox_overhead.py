@@ -1,0 +1,141 @@
+"""Per-evaluation overhead of LocalSandbox over calling the evaluator in-process.
+
+A trivial candidate and an evaluator that only imports it and returns a
+constant, so whatever the sandbox adds (temp dirs, interpreter start, rlimits,
+uid switch, reaping, result file) is the whole difference. Measured in one run:
+the in-process baseline, a bare `python -c pass` subprocess for reference, the
+sandbox, and the sandbox with a trusted score() (two processes).
+
+    python bench/sandbox_overhead.py [--n 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from evaluators.local import LocalSandbox
+from evaluators.sandbox import OK, EvalRequest, Limits
+
+CANDIDATE = "def solve():\n    return 1\n"
+EVALUATOR = '''import importlib.util
+
+
+def evaluate(program_path, split):
+    spec = importlib.util.spec_from_file_location("candidate", program_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {"score": 1.0, "outputs": module.solve()}
+'''
+SCORE_FN = '''
+
+def score(outputs, split):
+    return {"score": float(outputs)}
+'''
+BASELINE = "in-process evaluate()"
+RESULTS = Path(__file__).parent / "results" / "sandbox_overhead.json"
+
+
+def _stats(xs: list[float]) -> dict[str, float]:
+    q = statistics.quantiles(xs, n=10, method="inclusive")
+    return {"median_ms": statistics.median(xs) * 1e3, "p10_ms": q[0] * 1e3, "p90_ms": q[-1] * 1e3}
+
+
+def _time(fn, n: int, warmup: int = 3) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _problem(root: Path, name: str, with_score: bool) -> str:
+    d = root / name
+    d.mkdir()
+    (d / "evaluator.py").write_text(EVALUATOR + (SCORE_FN if with_score else ""))
+    return str(d)
+
+
+def _in_process(problem: str, root: Path):
+    """The baseline: the same evaluate() call, no sandbox."""
+    spec = importlib.util.spec_from_file_location("bench_evaluator", f"{problem}/evaluator.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    program = root / "candidate.py"
+    program.write_text(CANDIDATE)
+    return lambda: module.evaluate(str(program), "train")
+
+
+def _sandboxed(sandbox: LocalSandbox, problem: str):
+    req = EvalRequest(problem_dir=problem, program_code=CANDIDATE, program_name="candidate.py",
+                      split="train", limits=Limits(timeout_s=30))
+
+    def call() -> None:
+        res = sandbox.evaluate(req)
+        if res.status != OK:
+            raise RuntimeError(f"benchmark evaluation failed: {res.status} {res.artifacts}")
+
+    return call
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=50, help="timed evaluations per row (default 50)")
+    args = ap.parse_args(argv)
+    sandbox = LocalSandbox(max_parallel=1)
+    with tempfile.TemporaryDirectory(prefix="evolve-bench-") as tmp:
+        root = Path(tmp)
+        plain, scored = _problem(root, "plain", False), _problem(root, "scored", True)
+        bare = [sys.executable, "-s", "-c", "pass"]
+        rows = {
+            BASELINE: _time(_in_process(plain, root), args.n),
+            "bare `python -s -c pass`": _time(
+                lambda: subprocess.run(bare, check=True, env={"PATH": os.defpath}), args.n),
+            "sandbox, native": _time(_sandboxed(sandbox, plain), args.n),
+            "sandbox, native + score()": _time(_sandboxed(sandbox, scored), args.n),
+        }
+    sandbox.close()
+    base = statistics.median(rows[BASELINE])
+    report = {
+        "n": args.n,
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                    "platform": platform.platform(), "root": os.geteuid() == 0},
+        "rows": {name: {**_stats(xs), "overhead": _stats([x - base for x in xs])}
+                 for name, xs in rows.items()},
+    }
+    table = Table(title=f"LocalSandbox overhead per evaluation (n={args.n}, "
+                  f"{'root: uid per slot' if report['machine']['root'] else 'non-root'})")
+    cols = ("ms per evaluation", "median", "p10", "p90", "overhead median", "overhead p10",
+            "overhead p90")
+    for i, col in enumerate(cols):
+        table.add_column(col, justify="right" if i else "left", no_wrap=True)
+    for name, r in report["rows"].items():
+        o = r["overhead"]
+        table.add_row(name, *(f"{v:.2f}" for v in (r["median_ms"], r["p10_ms"], r["p90_ms"],
+                                                     o["median_ms"], o["p10_ms"], o["p90_ms"])))
+    console = Console()
+    console.width = max(console.width, 110)  # no wrapping when piped
+    console.print(table)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

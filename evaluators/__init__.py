@@ -1,0 +1,1 @@
+"""What runs candidates: the in-sandbox harness and the sandbox backends."""

@@ -1,0 +1,263 @@
+"""In-sandbox entrypoint: run a problem's evaluator on one candidate, write RESULT.json.
+
+    python harness.py run REQ.json RESULT.json        # evaluate() next to the candidate
+    python harness.py score OUTPUTS.json RESULT.json  # trusted score(outputs, split), no candidate
+
+A standalone, stdlib-only script because it runs where the `evaluators`
+package is not importable (a bare interpreter, a container). The host never
+parses stdout: the result travels only in RESULT.json, and the host re-checks
+everything in it, since the candidate shares this process in `run` mode.
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import importlib.util
+import json
+import math
+import os
+import sys
+import traceback
+
+# The status strings of evaluators/sandbox.py, which this script cannot import.
+OK = "ok"
+INVALID = "invalid"
+SYNTAX_ERROR = "syntax_error"
+RUNTIME_ERROR = "runtime_error"
+SANDBOX_ERROR = "sandbox_error"
+
+TRACEBACK_CHARS = 8000
+_reserve: bytearray | None = bytearray(1 << 20)  # freed on MemoryError to have room to report
+
+
+def _clip_tail(text: str, n: int = TRACEBACK_CHARS) -> str:
+    return text if len(text) <= n else "[...]\n" + text[-n:]
+
+
+def _failure(status: str, error: str, exc: BaseException | None = None) -> dict:
+    artifacts = {"error": error}
+    if exc is not None:
+        artifacts["traceback"] = _clip_tail("".join(traceback.format_exception(exc)))
+    return {"status": status, "score": None, "metrics": {}, "artifacts": artifacts}
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def _from_exception(exc: BaseException, program: str, limits: dict) -> dict:
+    """Classify an exception raised by evaluate(), the candidate or score()."""
+    global _reserve
+    _reserve = None  # room to format the traceback if memory ran out
+    chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, SyntaxError) and os.path.abspath(e.filename or "") == program:
+            return _failure(SYNTAX_ERROR, f"{type(e).__name__}: {e}", e)
+    if any(isinstance(e, MemoryError) for e in chain):
+        mb = limits.get("memory_mb")
+        return _failure(RUNTIME_ERROR, f"memory limit ({mb} MB) exceeded (MemoryError)", exc)
+    if any(isinstance(e, OSError) and e.errno == errno.EFBIG for e in chain):  # RLIMIT_FSIZE
+        mb = limits.get("max_file_mb")
+        return _failure(RUNTIME_ERROR, f"file size limit ({mb} MB) exceeded: a file or the "
+                        "printed output grew too large", exc)
+    if isinstance(exc, SystemExit):
+        return _failure(RUNTIME_ERROR, f"the program called sys.exit({exc.code!r})", exc)
+    return _failure(RUNTIME_ERROR, f"{type(exc).__name__}: {exc}"[:2000], exc)
+
+
+def _syntax_check(program: str) -> dict | None:
+    """Compile the candidate first: a syntax error is reported as such even if
+    the evaluator would have swallowed it."""
+    try:
+        with open(program, "rb") as f:
+            compile(f.read(), program, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        res = _failure(SYNTAX_ERROR, f"{type(e).__name__}: {e}")
+        res["artifacts"]["traceback"] = "".join(traceback.format_exception_only(e))
+        return res
+    return None
+
+
+def _load_evaluator(problem_dir: str):
+    """Import <problem_dir>/evaluator.py by path as module `evaluator`."""
+    if problem_dir not in sys.path:
+        sys.path.insert(0, problem_dir)
+    spec = importlib.util.spec_from_file_location("evaluator", os.path.join(problem_dir, "evaluator.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no evaluator.py in {problem_dir}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["evaluator"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _is_number(v: object) -> bool:
+    if isinstance(v, bool) or type(v).__name__ == "bool_" or isinstance(v, (str, bytes)):
+        return False
+    return isinstance(v, (int, float)) or hasattr(type(v), "__float__")
+
+
+def _text(v: object) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", "replace")
+    return str(v)
+
+
+def _split_metrics(raw: object) -> tuple[dict[str, float], dict[str, str]]:
+    """Numeric metrics stay metrics; anything else becomes an artifact."""
+    if not isinstance(raw, dict):
+        return {}, {"metrics": _text(raw)}
+    metrics, other = {}, {}
+    for k, v in raw.items():
+        try:
+            if _is_number(v):
+                metrics[str(k)] = float(v)
+                continue
+        except (TypeError, ValueError, OverflowError):
+            pass
+        other[str(k)] = _text(v)
+    return metrics, other
+
+
+def _texts(raw: object) -> dict[str, str]:
+    return {str(k): _text(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+
+
+def _native(raw: object, who: str) -> dict:
+    """A native dict {score, metrics, artifacts, outputs, valid}; the host checks the score."""
+    if not isinstance(raw, dict):
+        return _failure(RUNTIME_ERROR, f"{who} returned {type(raw).__name__}, expected a dict")
+    metrics, moved = _split_metrics(raw.get("metrics") or {})
+    artifacts = {**moved, **_texts(raw.get("artifacts"))}
+    score = raw.get("score")
+    out = {"status": OK, "score": float(score) if _is_number(score) else score,
+           "metrics": metrics, "artifacts": artifacts}
+    if "outputs" in raw:
+        out["outputs"] = raw["outputs"]
+    if not raw.get("valid", True):
+        out["status"] = INVALID
+        artifacts.setdefault("error", f"{who} reported valid=False")
+    return out
+
+
+def _openevolve(raw: object, who: str) -> dict:
+    """OpenEvolve's dict of metrics or EvaluationResult(metrics, artifacts), duck-typed."""
+    if isinstance(raw, dict):
+        metrics_raw, artifacts_raw = raw, {}
+    elif hasattr(raw, "metrics"):
+        metrics_raw, artifacts_raw = raw.metrics, getattr(raw, "artifacts", None) or {}
+    else:
+        return _failure(RUNTIME_ERROR, f"{who} returned {type(raw).__name__}, "
+                        "expected a dict of metrics or an EvaluationResult")
+    metrics, moved = _split_metrics(metrics_raw)
+    artifacts = {**_texts(artifacts_raw), **moved}
+    out = {"status": OK, "score": None, "metrics": metrics, "artifacts": artifacts}
+    if isinstance(metrics_raw, dict) and "error" in metrics_raw:
+        out["status"] = RUNTIME_ERROR
+        artifacts["error"] = _text(metrics_raw["error"])
+    elif not metrics:
+        out["status"] = RUNTIME_ERROR
+        artifacts.setdefault("error", f"{who} returned no numeric metrics")
+    else:
+        values = list(metrics.values())
+        out["score"] = metrics.get("combined_score", math.fsum(values) / len(values))
+    return out
+
+
+def run(req: dict) -> dict:
+    """`run` mode: import the evaluator and call evaluate()/evaluate_stageN() on the candidate."""
+    program = os.path.abspath(req["program_name"])  # the host wrote it into our cwd
+    if program.endswith(".py") and (bad := _syntax_check(program)) is not None:
+        return bad
+    try:
+        evaluator = _load_evaluator(req["problem_dir"])
+    except BaseException as e:
+        return _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
+    native = req.get("fmt", "native") == "native"
+    name = "evaluate" if native else (req.get("stage") or "evaluate")
+    fn = getattr(evaluator, name, None)
+    if not callable(fn):
+        return _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
+    try:
+        raw = fn(program, req["split"]) if native else fn(program)
+    except BaseException as e:
+        return _from_exception(e, program, req.get("limits", {}))
+    return _native(raw, f"{name}()") if native else _openevolve(raw, f"{name}()")
+
+
+def score(payload: dict) -> dict:
+    """`score` mode: trusted score(outputs, split) in a process that never saw the candidate."""
+    score_fn = _load_evaluator(payload["problem_dir"]).score
+    try:
+        raw = score_fn(payload.get("outputs"), payload["split"])
+    except BaseException as e:
+        res = _from_exception(e, "", payload.get("limits", {}))
+        if " limit (" not in res["artifacts"]["error"]:
+            res["status"] = INVALID  # score() choked on the outputs: they are malformed
+            res["artifacts"]["error"] = "score() rejected the outputs: " + res["artifacts"]["error"]
+        return res
+    res = _native(raw, "score()")
+    res.pop("outputs", None)
+    return res
+
+
+def _jsonable(o: object) -> object:
+    if hasattr(o, "tolist"):  # numpy arrays and scalars
+        return o.tolist()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    raise TypeError(f"{type(o).__name__} is not JSON-serializable")
+
+
+def _write(path: str, result: dict) -> None:
+    try:
+        text = json.dumps(result, allow_nan=True, default=_jsonable)
+    except Exception as e:  # outputs the host cannot carry: the candidate's problem
+        text = json.dumps(_failure(RUNTIME_ERROR, f"result is not JSON-serializable: {e!r}"))
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    global _reserve
+    if len(argv) != 4 or argv[1] not in ("run", "score"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # no shadowing
+    mode, src, dst = argv[1:]
+    try:
+        with open(src, encoding="utf-8") as f:
+            payload = json.load(f)
+        result = run(payload) if mode == "run" else score(payload)
+    except MemoryError:
+        _reserve = None
+        gc.collect()
+        result = _failure(RUNTIME_ERROR, "memory limit exceeded (MemoryError) in the harness")
+    except BaseException as e:
+        result = _failure(SANDBOX_ERROR, f"harness failed: {e!r}", e)
+    _reserve = None
+    gc.collect()
+    _write(dst, result)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    # Skip interpreter shutdown: candidate threads and atexit hooks must not
+    # keep the process alive or rewrite the result after it was written.
+    os._exit(code)

@@ -1,0 +1,188 @@
+"""Turn what a harness process left behind into an EvalResult.
+
+Kept apart from the process plumbing because this is the trust boundary: the
+result file may have been written (or rewritten) by the candidate, so every
+field is re-checked here and stdout is never parsed for a score.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import signal
+import stat
+import threading
+from dataclasses import dataclass
+
+from evaluators.sandbox import (
+    INVALID,
+    OK,
+    RUNTIME_ERROR,
+    SANDBOX_ERROR,
+    SYNTAX_ERROR,
+    TIMEOUT,
+    EvalResult,
+    Limits,
+)
+
+ARTIFACT_CHARS = 65536  # per artifact value; tracebacks and output keep their tail
+_HARNESS_STATUSES = {OK, INVALID, SYNTAX_ERROR, RUNTIME_ERROR, SANDBOX_ERROR}
+MISSING = object()  # "evaluate() returned no outputs", distinct from outputs=None
+
+
+@dataclass
+class ProcRun:
+    """One finished harness process, already killed and cleaned up."""
+
+    data: dict | None  # parsed RESULT.json, None if absent or unusable
+    returncode: int
+    timed_out: bool
+    stdout: str
+    stderr: str
+    strays: int  # processes still running after it exited, killed by us
+    note: str | None = None  # why the result file was unusable
+
+
+def read_result(path: str, max_bytes: int) -> tuple[dict | None, str | None]:
+    """Read RESULT.json without following links or blocking on a FIFO the candidate planted."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, f"unreadable result file: {e.strerror}"
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None, "the result file is not a regular file of allowed size"
+        raw = f.read(max_bytes + 1)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        return None, f"malformed result file: {type(e).__name__}"
+    return (data, None) if isinstance(data, dict) else (None, "malformed result file")
+
+
+def tail(path: str, max_kb: int) -> str:
+    """The last max_kb KiB of a captured stream, marked when cut."""
+    n = max_kb * 1024
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - n))
+            data = f.read(n)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "replace")
+    return f"[... {size - n} bytes cut ...]\n{text}" if size > n else text
+
+
+def _clip(key: str, value: object) -> str:
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= ARTIFACT_CHARS:
+        return text
+    cut = f"[... {len(text) - ARTIFACT_CHARS} chars cut ...]"
+    if key.endswith(("traceback", "stdout", "stderr")):
+        return cut + "\n" + text[-ARTIFACT_CHARS:]
+    return text[:ARTIFACT_CHARS] + cut
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _exit_reason(rc: int, limits: Limits, stderr: str) -> tuple[str, str]:
+    """Status and message for a harness that left no result."""
+    if rc >= 0:
+        msg = f"process exited with code {rc} without a result"
+        if "MemoryError" in stderr:
+            msg += f"; memory limit ({limits.memory_mb} MB) exceeded (MemoryError)"
+        return RUNTIME_ERROR, msg
+    sig = -rc
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    if sig == signal.SIGXCPU:
+        return TIMEOUT, f"killed by SIGXCPU: CPU time limit ({math.ceil(limits.timeout_s) + 1} s) exceeded"
+    if sig == signal.SIGXFSZ:
+        return RUNTIME_ERROR, f"killed by SIGXFSZ: a file or the output exceeded {limits.max_file_mb} MB"
+    if sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGKILL):
+        return RUNTIME_ERROR, (f"killed by {name} (not by the sandbox deadline; possibly out of "
+                               f"memory, the limit is {limits.memory_mb} MB)")
+    return RUNTIME_ERROR, f"killed by {name}"
+
+
+def to_result(run: ProcRun, limits: Limits, who: str, check_score: bool,
+              prefix: str = "") -> tuple[EvalResult, object]:
+    """(EvalResult, outputs or MISSING). With check_score False the score is left
+    to a later trusted score() and only failures count here."""
+    ours = {f"{prefix}{k}": v for k, v in (("stdout", run.stdout), ("stderr", run.stderr)) if v}
+    if run.strays:
+        n = run.strays
+        ours[f"{prefix}cleanup"] = f"killed {n} process{'es' * (n != 1)} still running after {who} returned"
+    if run.timed_out:
+        error = f"{who}: wall-clock timeout of {limits.timeout_s:g} s exceeded; all its processes were killed"
+        return EvalResult(TIMEOUT, artifacts={"error": error, **ours}), MISSING
+    data = run.data
+    if data is None or data.get("status") not in _HARNESS_STATUSES:
+        status, error = _exit_reason(run.returncode, limits, run.stderr)
+        if data is not None:
+            status, error = RUNTIME_ERROR, f"{who} left a malformed result file"
+        elif run.note:
+            error += f" ({run.note})"
+        return EvalResult(status, artifacts={"error": error, **ours}), MISSING
+    status = data["status"]
+    raw_metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+    metrics = {str(k): float(v) for k, v in raw_metrics.items() if _is_number(v)}
+    raw_art = data.get("artifacts") if isinstance(data.get("artifacts"), dict) else {}
+    artifacts = {str(k): _clip(str(k), v) for k, v in raw_art.items()}
+    artifacts.update({k: _clip(k, v) for k, v in ours.items()})
+    score = data.get("score")
+    if status == OK and check_score and not (_is_number(score) and math.isfinite(score)):
+        status = INVALID
+        artifacts["error"] = f"{who} gave a score that is not a finite number: {score!r:.200}"
+    final = float(score) if status == OK and check_score else None
+    return EvalResult(status, final, metrics, artifacts), data.get("outputs", MISSING)
+
+
+_score_cache: dict[tuple[str, int], bool] = {}
+_cache_lock = threading.Lock()
+
+
+def _binds_score(stmts: list[ast.stmt]) -> bool:
+    for node in stmts:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "score":
+            return True
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "score" for t in targets):
+                return True
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if any((a.asname or a.name) == "score" for a in node.names):
+                return True
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            nested = [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            if _binds_score(nested):
+                return True
+    return False
+
+
+def has_score_fn(problem_dir: str) -> bool:
+    """Whether a native evaluator.py defines a trusted score(), read from its
+    source on the host: the candidate cannot influence this."""
+    path = os.path.join(problem_dir, "evaluator.py")
+    try:
+        key = (path, os.stat(path).st_mtime_ns)
+    except OSError:
+        return False
+    with _cache_lock:
+        if key not in _score_cache:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    _score_cache[key] = _binds_score(ast.parse(f.read()).body)
+            except (OSError, SyntaxError, ValueError):
+                _score_cache[key] = False
+        return _score_cache[key]

@@ -1,0 +1,85 @@
+"""The one interface every sandbox backend (local, docker, ray) implements.
+
+Requests and results are plain dataclasses so they cross process and
+container boundaries as JSON; the controller never imports candidate code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+# Candidate outcome statuses that a sandbox can produce. The controller adds
+# its own (invalid_edit, duplicate, rejected) before anything reaches a sandbox.
+OK = "ok"
+INVALID = "invalid"  # ran, but the evaluator rejected its outputs (shapes, feasibility)
+SYNTAX_ERROR = "syntax_error"
+RUNTIME_ERROR = "runtime_error"
+TIMEOUT = "timeout"
+SANDBOX_ERROR = "sandbox_error"  # our fault, not the candidate's (harness crashed, no result file)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard limits for one evaluation; every backend enforces all of them."""
+
+    timeout_s: float = 60.0
+    memory_mb: int = 2048
+    max_procs: int = 64
+    max_file_mb: int = 64
+    max_output_kb: int = 64  # kept of stdout and of stderr each (the tail)
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """Evaluate one candidate program on one split (and one cascade stage)."""
+
+    problem_dir: str  # absolute path of the problem folder (read-only to the candidate)
+    program_code: str  # candidate source text
+    program_name: str  # file name the candidate is written as, e.g. "seed.py"
+    split: str  # "train", "test", ... (native); passed through for openevolve
+    fmt: str = "native"  # "native" | "openevolve"
+    stage: str | None = None  # openevolve: "evaluate_stage1".. or None for evaluate()
+    limits: Limits = field(default_factory=Limits)
+    data_dir: str | None = None  # exported as EVOLVE_DATA_DIR inside the sandbox
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> EvalRequest:
+        d = dict(d)
+        d["limits"] = Limits(**d.get("limits", {}))
+        return cls(**d)
+
+
+@dataclass
+class EvalResult:
+    """What the trusted side learned about one evaluation.
+
+    `score` is None unless status is OK: failed candidates never compete.
+    """
+
+    status: str
+    score: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> EvalResult:
+        return cls(**d)
+
+
+class Sandbox(Protocol):
+    """A backend that runs candidates. `evaluate` is blocking and thread-safe;
+    the asyncio controller calls it through a thread pool."""
+
+    name: str
+
+    def evaluate(self, request: EvalRequest) -> EvalResult: ...
+
+    def close(self) -> None: ...

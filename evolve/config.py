@@ -1,0 +1,78 @@
+"""Run configuration: flags and problem defaults merged into one record.
+
+The merged record is stored with the run, so `resume` needs nothing but the
+run id to continue exactly as the run started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from evolve.llm import LLMConfig, ModelSpec
+from evolve.prompts import EDIT_FORMATS
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    problem_dir: str
+    iterations: int = 50
+    models: tuple[ModelSpec, ...] = (ModelSpec("gpt-4.1-mini"),)
+    api_base: str | None = None
+    parallel: int = 2  # evaluations in flight
+    llm_parallel: int = 4  # LLM requests in flight
+    seed: int = 0
+    budget_usd: float | None = None
+    time_limit_s: float | None = None
+    sandbox: str = "local"
+    num_islands: int = 3
+    migration_interval: int = 20  # finished iterations between ring migrations
+    edit_format: str = "block"
+    crossover_rate: float = 0.1
+    temperature: float = 0.8
+    max_tokens: int = 4096
+    llm_timeout_s: float = 120.0
+    llm_retries: int = 4
+    llm_backoff_s: float = 1.0
+    prices_file: str | None = None
+    data_dir: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        checks = [
+            (self.iterations >= 0, "--iterations must be >= 0"),
+            (self.parallel >= 1, "--parallel must be >= 1"),
+            (self.llm_parallel >= 1, "--llm-parallel must be >= 1"),
+            (self.num_islands >= 1, "--islands must be >= 1"),
+            (self.migration_interval >= 1, "--migration-interval must be >= 1"),
+            (self.edit_format in EDIT_FORMATS, f"--edit-format must be one of {', '.join(EDIT_FORMATS)}"),
+            (0.0 <= self.crossover_rate <= 1.0, "--crossover-rate must be within [0, 1]"),
+            (self.budget_usd is None or self.budget_usd > 0, "--budget-usd must be > 0"),
+            (self.time_limit_s is None or self.time_limit_s > 0, "--time-limit must be > 0"),
+            (self.llm_timeout_s > 0, "--llm-timeout must be > 0"),
+            (self.llm_retries >= 0, "--llm-retries must be >= 0"),
+            (bool(self.models), "--model: at least one model is needed"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ValueError(msg)
+
+    def llm_config(self) -> LLMConfig:
+        return LLMConfig(
+            models=self.models, api_base=self.api_base, timeout_s=self.llm_timeout_s,
+            max_retries=self.llm_retries, backoff_s=self.llm_backoff_s,
+            temperature=self.temperature, max_tokens=self.max_tokens,
+        )
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["models"] = [[m.name, m.weight] for m in self.models]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunConfig:
+        d = dict(d)
+        d["models"] = tuple(ModelSpec(n, w) for n, w in d["models"])
+        return cls(**d)
+
+    def with_(self, **changes) -> RunConfig:
+        return replace(self, **changes)

@@ -1,0 +1,81 @@
+"""Run a candidate through the problem's cascade in a sandbox.
+
+Cheap stages screen candidates before the expensive one; a candidate that
+misses a stage's threshold is `rejected` and, like every failure, gets no
+score, so it can never outrank a program that really ran.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluators.sandbox import OK, EvalRequest, EvalResult, Limits, Sandbox
+from evolve.data import default_data_dir, ensure
+from evolve.problem import Problem
+
+REJECTED = "rejected"
+
+
+@dataclass
+class Outcome:
+    status: str
+    score: float | None
+    scores: dict[str, float] = field(default_factory=dict)  # per stage
+    metrics: dict[str, float] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    eval_s: float = 0.0
+
+
+class CandidateEvaluator:
+    def __init__(self, problem: Problem, sandbox: Sandbox, data_dir: str | None = None):
+        self.problem = problem
+        self.sandbox = sandbox
+        root = Path(data_dir).resolve() if data_dir else default_data_dir()
+        if problem.data:
+            ensure(list(problem.data), root)  # trusted side fetches; the sandbox gets no network
+        self.data_dir = str(root)
+        self.limits = Limits(timeout_s=problem.timeout_s, memory_mb=problem.memory_mb)
+
+    def request(self, code: str, split: str, function: str | None = None) -> EvalRequest:
+        return EvalRequest(
+            problem_dir=str(self.problem.root), program_code=code, program_name=self.problem.entry,
+            split=split, fmt=self.problem.fmt, stage=function, limits=self.limits,
+            data_dir=self.data_dir,
+        )
+
+    def run_split(self, code: str, split: str) -> EvalResult:
+        """One split, no cascade (held-out re-scoring, `evolve eval --split`)."""
+        function = None
+        if self.problem.fmt == "openevolve":
+            function = self.problem.cascade[-1].function
+            if function and function != "evaluate":
+                function = "evaluate"
+        return self.sandbox.evaluate(self.request(code, split, function))
+
+    def evaluate(self, code: str) -> Outcome:
+        t0 = time.monotonic()
+        out = Outcome(status=OK, score=None)
+        for i, stage in enumerate(self.problem.cascade):
+            name = stage.function or stage.split
+            res = self.sandbox.evaluate(self.request(code, stage.split, stage.function))
+            out.metrics.update(res.metrics)
+            out.artifacts.update(res.artifacts)
+            if res.status != OK or res.score is None:
+                out.status = res.status if res.status != OK else "sandbox_error"
+                out.artifacts.setdefault("stage", name)
+                out.score = None
+                break
+            out.scores[name] = res.score
+            last = i == len(self.problem.cascade) - 1
+            if not last and stage.threshold is not None and res.score < stage.threshold:
+                out.status = REJECTED
+                out.artifacts["cascade"] = (
+                    f"stage '{name}' scored {res.score:.6g}, below its threshold {stage.threshold:.6g}; "
+                    "later stages were not run"
+                )
+                break
+            out.score = res.score if last else None
+        out.eval_s = time.monotonic() - t0
+        return out

@@ -1,0 +1,185 @@
+"""Islands, a MAP-Elites grid per island, and seeded parent selection.
+
+Derived state only: everything here is rebuilt from archive rows on resume,
+so nothing in memory is ever the only copy of what a run learned. Work per
+selection is bounded by the grid size, not by the archive's size.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from evolve.archive import ProgramRow
+from evolve.blocks import evolvable_text
+
+
+@dataclass(frozen=True)
+class SelectionPolicy:
+    """Probabilities of the three parent picks; the rest is fitness-weighted."""
+
+    best: float = 0.25
+    random: float = 0.25
+    num_inspirations: int = 3
+
+
+@dataclass
+class Member:
+    program_id: str
+    score: float
+    cell: str
+    iteration: int
+
+
+@dataclass
+class Island:
+    elites: dict[str, Member] = field(default_factory=dict)  # cell -> best member
+
+    def best(self) -> Member | None:
+        return max(self.elites.values(), key=lambda m: (m.score, -m.iteration), default=None)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What became of one child of a parent: fed back into the next prompt."""
+
+    iteration: int
+    status: str
+    score: float | None
+    summary: str
+
+
+class Features:
+    """Map a program to its MAP-Elites cell.
+
+    Default dimensions: code length relative to the seed (log scale, 0.5x..2x)
+    and diversity, the share of the seed's evolvable text that changed.
+    A problem may name its own metrics as dimensions (binned on [0, 1] after
+    a tanh squash, so any metric scale lands in the grid).
+    """
+
+    def __init__(self, seed_code: str, dims: tuple[str, ...], bins: int):
+        self.seed_text = evolvable_text(seed_code)
+        self.seed_len = max(1, len(self.seed_text))
+        self.dims = dims or ("code_length", "diversity")
+        self.bins = max(1, bins)
+
+    def values(self, code: str, metrics: dict) -> dict[str, float]:
+        text = evolvable_text(code)
+        out: dict[str, float] = {}
+        for d in self.dims:
+            if d == "code_length":
+                out[d] = float(len(text))
+            elif d == "diversity":
+                sm = SequenceMatcher(None, self.seed_text, text, autojunk=False)
+                out[d] = 1.0 - sm.ratio()
+            else:
+                v = metrics.get(d)
+                out[d] = float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
+        return out
+
+    def cell(self, values: dict[str, float]) -> str:
+        idx = []
+        for d in self.dims:
+            v = values.get(d, 0.0)
+            if d == "code_length":
+                x = (math.log2(max(v, 1.0) / self.seed_len) + 1.0) / 2.0
+            elif d == "diversity":
+                x = v
+            else:
+                x = (math.tanh(v) + 1.0) / 2.0
+            idx.append(min(self.bins - 1, max(0, int(x * self.bins))))
+        return "-".join(map(str, idx))
+
+
+class Population:
+    def __init__(self, num_islands: int, policy: SelectionPolicy, seed: int):
+        self.islands = [Island() for _ in range(max(1, num_islands))]
+        self.policy = policy
+        self.rng = random.Random(seed)
+        self.children: dict[str, list[Attempt]] = defaultdict(list)
+        self.members: dict[str, Member] = {}
+
+    # ---- building ----------------------------------------------------------
+    def add(self, p: ProgramRow, island: int | None = None) -> bool:
+        """Offer a finished program to its island; True if it became an elite."""
+        if p.parent_id:
+            error = p.artifacts.get("error") or p.artifacts.get("traceback", "")
+            summary = (error.strip().splitlines() or [""])[-1][:200] if error else ""
+            self.children[p.parent_id].append(Attempt(p.iteration, p.status, p.score, summary))
+        if p.status != "ok" or p.score is None or p.cell is None:
+            return False
+        m = Member(p.program_id, p.score, p.cell, p.iteration)
+        self.members[p.program_id] = m
+        return self._place(m, p.island if island is None else island)
+
+    def _place(self, m: Member, island: int) -> bool:
+        isl = self.islands[island % len(self.islands)]
+        cur = isl.elites.get(m.cell)
+        if cur is None or m.score > cur.score:
+            isl.elites[m.cell] = m
+            return True
+        return False
+
+    def migrate(self, program_id: str, to_island: int) -> None:
+        m = self.members.get(program_id)
+        if m is not None:
+            self._place(m, to_island)
+
+    def migration_plan(self) -> list[tuple[str, int]]:
+        """Ring migration: each island's best moves to the next island."""
+        plan = []
+        n = len(self.islands)
+        if n < 2:
+            return plan
+        for i, isl in enumerate(self.islands):
+            b = isl.best()
+            if b is not None:
+                plan.append((b.program_id, (i + 1) % n))
+        return plan
+
+    # ---- selection ---------------------------------------------------------
+    def best(self) -> Member | None:
+        return max(self.members.values(), key=lambda m: (m.score, -m.iteration), default=None)
+
+    def select_parent(self, island: int) -> Member | None:
+        elites = list(self.islands[island % len(self.islands)].elites.values())
+        if not elites:
+            b = self.best()
+            return b
+        r = self.rng.random()
+        if r < self.policy.best:
+            return max(elites, key=lambda m: (m.score, -m.iteration))
+        if r < self.policy.best + self.policy.random:
+            return self.rng.choice(sorted(elites, key=lambda m: m.iteration))
+        # Rank-weighted: robust to the score's scale and sign.
+        ranked = sorted(elites, key=lambda m: (m.score, -m.iteration))
+        weights = [i + 1 for i in range(len(ranked))]
+        return self.rng.choices(ranked, weights=weights, k=1)[0]
+
+    def select_second_parent(self, island: int, first: str) -> Member | None:
+        """A crossover partner from another cell, preferring other islands' bests."""
+        pool = [m for isl in self.islands for m in isl.elites.values() if m.program_id != first]
+        if not pool:
+            return None
+        pool.sort(key=lambda m: (m.score, -m.iteration), reverse=True)
+        return self.rng.choice(pool[: max(3, len(pool) // 3)])
+
+    def inspirations(self, island: int, exclude: str) -> list[Member]:
+        """Top programs of the island plus one diverse pick from another cell."""
+        elites = sorted(
+            (m for m in self.islands[island % len(self.islands)].elites.values() if m.program_id != exclude),
+            key=lambda m: (m.score, -m.iteration), reverse=True,
+        )
+        k = self.policy.num_inspirations
+        picked = elites[: max(0, k - 1)]
+        rest = elites[len(picked):]
+        if rest:
+            picked.append(self.rng.choice(rest))
+        return picked
+
+    def attempts(self, parent_id: str, limit: int = 5) -> list[Attempt]:
+        return self.children.get(parent_id, [])[-limit:]

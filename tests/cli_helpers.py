@@ -1,0 +1,49 @@
+"""Run the real `evolve` CLI in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BINPACK = ROOT / "problems" / "online_binpack"
+OPENEVOLVE_FIXTURE = ROOT / "tests" / "fixtures" / "openevolve_binpack"
+
+
+def block(body: str, note: str = "Here is my idea.") -> str:
+    """A reply rewriting online_binpack's EVOLVE-BLOCK with `body`."""
+    return f"{note}\n\n```python\n# EVOLVE-BLOCK-START\n{body.strip()}\n# EVOLVE-BLOCK-END\n```\n"
+
+
+def env(**extra: str) -> dict:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EVOLVE_"))}
+    e.update({"PYTHONUNBUFFERED": "1", **extra})
+    return e
+
+
+def evolve(*args: str, timeout: float = 240, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evolve.cli", *map(str, args)], capture_output=True, text=True,
+        timeout=timeout, env=env(**(extra_env or {})), cwd=ROOT,
+    )
+
+
+def popen(*args: str, extra_env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "evolve.cli", *map(str, args)], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=env(**(extra_env or {})), cwd=ROOT,
+    )
+
+
+def run_args(url: str, runs_dir: Path, *extra: str, problem: Path = BINPACK, iterations: int = 6) -> list[str]:
+    return ["run", str(problem), "--iterations", str(iterations), "--api-base", url, "--model", "scripted",
+            "--runs-dir", str(runs_dir), "--no-progress", "--llm-backoff", "0.05", *extra]
+
+
+def archive_json(runs_dir: Path, *args: str):
+    r = evolve("archive", *args, "--json", "--runs-dir", str(runs_dir))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)

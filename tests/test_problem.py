@@ -1,0 +1,73 @@
+"""Problem folders load into one typed description, and bad ones fail with one clear line."""
+
+from pathlib import Path
+
+import pytest
+
+from evolve.problem import ProblemError, load_problem
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_native_example_loads():
+    p = load_problem(ROOT / "problems" / "online_binpack")
+    assert p.fmt == "native"
+    assert p.train_split == "train" and p.test_split == "test"
+    assert [s.split for s in p.cascade] == ["quick", "train"]
+    assert p.cascade[0].threshold is not None and p.cascade[-1].threshold is None
+    assert "EVOLVE-BLOCK-START" in p.seed_code
+
+
+def test_openevolve_folder_loads_config():
+    p = load_problem(ROOT / "tests" / "fixtures" / "openevolve_binpack")
+    assert p.fmt == "openevolve" and p.entry == "initial_program.py"
+    # As in OpenEvolve: the stage functions form the cascade, and a threshold gates the next stage.
+    assert [s.function for s in p.cascade] == ["evaluate_stage1", "evaluate_stage2"]
+    assert p.cascade[0].threshold == 0.5 and p.cascade[-1].threshold is None
+    assert p.iterations == 5 and p.num_islands == 2
+    assert p.llm.models == (("scripted", 1.0),)
+    assert p.edit_format == "full"
+
+
+def _native(tmp_path: Path, toml: str, seed: str = "x = 1\n", evaluator: str = "def evaluate(p, s):\n    return {}\n"):
+    (tmp_path / "problem.toml").write_text(toml)
+    (tmp_path / "seed.py").write_text(seed)
+    (tmp_path / "evaluator.py").write_text(evaluator)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "toml, fragment",
+    [
+        ('[problem]\nentry = "seed.py"\n', "missing required field 'name'"),
+        ('[problem]\nname = "x"\nentry = "nope.py"\n', "entry 'nope.py' does not exist"),
+        ('[problem]\nname = "x"\nentry = "seed.py"\ndirection = "up"\n', "'direction' must be"),
+        ('[problem]\nname = "x"\nentry = "seed.py"\n[evaluation]\ntimeout_s = -1\n', "'timeout_s' must be > 0"),
+        ('[problem]\nname = "x"\nentry = "seed.py"\n[evaluation]\ntest_split = "hold"\n', "split 'hold' is not listed"),
+        ('[problem]\nname = 3\nentry = "seed.py"\n', "field 'name' must be str"),
+        ("[problem\n", "invalid TOML"),
+    ],
+)
+def test_bad_problem_toml_names_the_field(tmp_path, toml, fragment):
+    _native(tmp_path, toml)
+    with pytest.raises(ProblemError) as e:
+        load_problem(tmp_path)
+    msg = str(e.value)
+    assert fragment in msg and "\n" not in msg
+    assert "problem.toml" in msg or "seed.py" in msg or str(tmp_path) in msg
+
+
+def test_unbalanced_markers_and_missing_evaluate(tmp_path):
+    _native(tmp_path, '[problem]\nname = "x"\nentry = "seed.py"\n', seed="# EVOLVE-BLOCK-START\nx = 1\n")
+    with pytest.raises(ProblemError, match="seed.py"):
+        load_problem(tmp_path)
+    _native(tmp_path, '[problem]\nname = "x"\nentry = "seed.py"\n', evaluator="def other():\n    pass\n")
+    with pytest.raises(ProblemError, match="no top-level function 'evaluate'"):
+        load_problem(tmp_path)
+
+
+def test_not_a_problem_folder(tmp_path):
+    with pytest.raises(ProblemError, match="not a problem folder"):
+        load_problem(tmp_path)
+    with pytest.raises(ProblemError, match="no such problem folder"):
+        load_problem(tmp_path / "missing")

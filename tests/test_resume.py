@@ -1,0 +1,145 @@
+"""kill -9 of the controller at any moment: resume loses nothing and repeats nothing."""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import itertools
+import signal
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from tests.cli_helpers import archive_json, evolve, popen, run_args
+from tests.scripted_llm import Reply, ScriptedLLM
+
+EVALUATOR = '''
+import hashlib, importlib.util, os, time, uuid
+
+def evaluate(program_path, split):
+    code = open(program_path).read()
+    h = hashlib.sha256(code.encode()).hexdigest()[:16]
+    marks = os.environ["EVOLVE_DATA_DIR"]  # one file per mark: sandbox slots may run as other users
+    spec = importlib.util.spec_from_file_location("cand", program_path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    time.sleep(0.15)
+    value = float(m.f(3))
+    open(os.path.join(marks, f"end-{h}-{uuid.uuid4().hex}"), "w").close()
+    return {"outputs": {"value": value}}
+
+def score(outputs, split):
+    return {"score": -abs(outputs["value"] - 10.0), "metrics": {"value": outputs["value"]}}
+'''
+
+SEED = "# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
+
+
+def make_problem(root: Path) -> Path:
+    root.mkdir()
+    (root / "problem.toml").write_text(
+        '[problem]\nname = "toy"\nentry = "seed.py"\n[evaluation]\ntimeout_s = 20\nsplits = ["train"]\n'
+    )
+    (root / "seed.py").write_text(SEED)
+    (root / "evaluator.py").write_text(EVALUATOR)
+    return root
+
+
+def responder():
+    counter = itertools.count(1)
+    lock = threading.Lock()
+
+    def answer(request: dict) -> Reply:
+        with lock:
+            k = next(counter)
+        body = f"def f(x):\n    return x + {k % 9} * 0.5 + {k} * 1e-6\n"
+        return Reply(f"```python\n# EVOLVE-BLOCK-START\n{body}# EVOLVE-BLOCK-END\n```", delay_s=0.1)
+
+    return answer
+
+
+def final_programs(runs_dir: Path, run_id: str) -> dict[int, tuple]:
+    db = sqlite3.connect(runs_dir / "archive.db")
+    try:
+        rows = db.execute(
+            "SELECT iteration, status, score, eval_s, code_hash FROM programs WHERE run_id=? AND status!='pending'",
+            (run_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # the controller has not created the schema yet
+        rows = []
+    finally:
+        db.close()
+    return {r[0]: r for r in rows}
+
+
+def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
+    problem = make_problem(tmp_path / "toy")
+    data, ref_data = tmp_path / "data", tmp_path / "ref_data"
+    for d in (data, ref_data):  # the sandbox may run candidates as another user
+        d.mkdir()
+        d.chmod(0o777)
+    env = {"EVOLVE_DATA_DIR": str(data)}
+    iterations = 14
+    args = ["--parallel", "2", "--llm-parallel", "2", "--migration-interval", "4"]
+
+    with ScriptedLLM(responder()) as srv:
+        ref = evolve(*run_args(srv.base_url, tmp_path / "ref", *args, problem=problem, iterations=iterations),
+                     extra_env={"EVOLVE_DATA_DIR": str(ref_data)})
+        assert ref.returncode == 0, ref.stderr
+        ref_run = archive_json(tmp_path / "ref", "runs")[0]
+
+        runs = tmp_path / "killed"
+        proc = popen(*run_args(srv.base_url, runs, *args, "--run-id", "k", problem=problem, iterations=iterations), extra_env=env)
+        kills = 0
+        before: dict[int, tuple] = {}
+        snapshots = []
+        for wanted in (3, 8):  # kill twice, at different depths of the run
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and proc.poll() is None:
+                if (runs / "archive.db").exists() and len(final_programs(runs, "k")) >= wanted:
+                    break
+                time.sleep(0.02)
+            assert proc.poll() is None, proc.stderr.read()
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            before.update(final_programs(runs, "k"))
+            snapshots.append((final_programs(runs, "k"), end_marks(data)))
+            if wanted == 3:
+                proc = popen("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env)
+        resumed = evolve("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env)
+        assert resumed.returncode == 0, resumed.stderr
+
+    after = final_programs(runs, "k")
+    run = archive_json(runs, "runs")[0]
+    assert kills == 2
+    assert run["status"] == "finished" == ref_run["status"]
+    assert run["iterations_done"] == ref_run["iterations_done"] == iterations
+    assert sorted(after) == list(range(iterations + 1))  # every slot filled exactly once
+    for it, row in before.items():  # nothing finished before a kill changed afterwards
+        assert after[it] == row
+    db = sqlite3.connect(runs / "archive.db")
+    per_iteration = collections.Counter(
+        r[0] for r in db.execute("SELECT iteration FROM llm_calls WHERE run_id='k' AND reply IS NOT NULL")
+    )
+    db.close()
+    assert max(per_iteration.values()) == 1  # a stored reply is never requested again
+    # an evaluation finished and recorded before a kill never ran again (every reply's code is unique)
+    ends = end_marks(data)
+    for final, ends_then in snapshots:
+        for it, row in final.items():
+            if it > 0 and row[1] in ("ok", "runtime_error", "invalid"):
+                h = hashlib.sha256(_code(runs, "k", it).encode()).hexdigest()[:16]
+                assert ends[h] == ends_then[h] >= 1, (it, row)
+
+
+def end_marks(data: Path) -> collections.Counter:
+    return collections.Counter(f.name.split("-")[1] for f in data.glob("end-*"))
+
+
+def _code(runs: Path, run_id: str, it: int) -> str:
+    db = sqlite3.connect(runs / "archive.db")
+    (code,) = db.execute("SELECT code FROM programs WHERE run_id=? AND iteration=?", (run_id, it)).fetchone()
+    db.close()
+    return code

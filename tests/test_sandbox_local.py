@@ -1,0 +1,279 @@
+"""LocalSandbox against real subprocesses: happy paths for both formats and a hostile suite.
+
+Every hostile candidate must end as a recorded failure (or an honest score),
+leave no process behind, and not break the next evaluation in the same sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from evaluators.limits import TOKEN_VAR, UID_BASE, UID_SLOTS
+from evaluators.local import LocalSandbox
+from evaluators.sandbox import (
+    INVALID,
+    OK,
+    RUNTIME_ERROR,
+    SYNTAX_ERROR,
+    TIMEOUT,
+    EvalRequest,
+    EvalResult,
+    Limits,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DIRECT = FIXTURES / "sandbox_native" / "direct"  # score = solve()'s return value
+SORTING = FIXTURES / "sandbox_native" / "sorting"  # has a trusted score()
+OPENEVOLVE = FIXTURES / "sandbox_openevolve" / "basic"
+LIMITS = Limits(timeout_s=2.0, memory_mb=512, max_procs=24, max_file_mb=8, max_output_kb=8)
+ROOT = os.geteuid() == 0
+GOOD = "def solve():\n    return 0.5\n"
+
+
+@pytest.fixture(scope="module")
+def tmp_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sandbox_tmp")
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_root: Path):
+    sb = LocalSandbox(max_parallel=4, tmp_root=str(tmp_root))
+    yield sb
+    sb.close()
+
+
+def request(code: str, problem: Path = DIRECT, limits: Limits = LIMITS, **kw) -> EvalRequest:
+    fmt = "openevolve" if problem == OPENEVOLVE else "native"
+    return EvalRequest(problem_dir=str(problem), program_code=code, program_name="cand.py",
+                       split="train", fmt=fmt, limits=limits, **kw)
+
+
+def _procs() -> dict[int, tuple[int, str, int, bytes]]:
+    """pid -> (ppid, state, real uid, environ) of every process we can read."""
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        field = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        out[int(pid)] = (int(field["PPid"]), field["State"].split()[0],
+                         int(field["Uid"].split()[0]), env)
+    return out
+
+
+def _alive_sandbox_pids() -> list[int]:
+    """Live processes of our evaluations: by slot uid or sandbox token. As root the
+    sandbox adopts orphans (subreaper), so only our descendants count: other
+    sessions on this machine may be running sandboxes of their own."""
+    procs, mine, found = _procs(), {os.getpid()}, []
+    for _ in range(64):  # transitive closure of the parent links
+        mine |= {pid for pid, p in procs.items() if p[0] in mine}
+    for pid, (_, state, uid, env) in procs.items():
+        if state == "Z" or (ROOT and pid not in mine):
+            continue
+        if UID_BASE <= uid < UID_BASE + UID_SLOTS or f"{TOKEN_VAR}=".encode() in env:
+            found.append(pid)
+    return found
+
+
+def assert_recovered(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    """Nothing of the last evaluation survives, and the next one works."""
+    assert _alive_sandbox_pids() == []
+    assert list(tmp_root.iterdir()) == []
+    res = sandbox.evaluate(request(GOOD))
+    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+
+
+def hostile(sandbox: LocalSandbox, tmp_root: Path, code: str, **kw) -> EvalResult:
+    res = sandbox.evaluate(request(code, **kw))
+    assert res.score is None or res.status == OK
+    assert_recovered(sandbox, tmp_root)
+    return res
+
+
+# ---- happy paths ----------------------------------------------------------------
+
+
+def test_native_direct_ok(sandbox: LocalSandbox) -> None:
+    res = sandbox.evaluate(request(GOOD))
+    assert (res.status, res.score, res.metrics) == (OK, 0.5, {"value": 0.5})
+    assert res.artifacts["split"] == "train" and 0 < res.wall_s < 5
+
+
+def test_native_score_fn_merges_artifacts(sandbox: LocalSandbox) -> None:
+    res = sandbox.evaluate(request("def solve(xs):\n    return sorted(xs)\n", SORTING))
+    assert (res.status, res.score, res.metrics) == (OK, 1.0, {"correct": 10.0})
+    assert res.artifacts["note"] == "in-sandbox" and res.artifacts["checked_by"] == "score()"
+
+
+def test_native_invalid_uses_evaluator_error(sandbox: LocalSandbox) -> None:
+    code = "VALID = False\nERROR = 'wrong shape'\n" + GOOD
+    res = sandbox.evaluate(request(code))
+    assert (res.status, res.score, res.artifacts["error"]) == (INVALID, None, "wrong shape")
+
+
+@pytest.mark.parametrize("stage,score,metric", [
+    (None, 0.75, {"combined_score": 0.75, "scaled": 1.5}),
+    ("evaluate_stage1", 0.375, {"combined_score": 0.375, "stage": 1.0}),
+    ("evaluate_stage2", 1.75, {"a": 0.75, "b": 2.75}),  # mean of the numeric metrics
+    ("evaluate_stage3", 1.5, {"combined_score": 1.5}),  # candidate in the evaluator's subprocess
+])
+def test_openevolve_stages(sandbox: LocalSandbox, stage: str | None, score: float, metric: dict) -> None:
+    res = sandbox.evaluate(request("def run():\n    return 0.75\n", OPENEVOLVE, stage=stage))
+    assert (res.status, res.score, res.metrics) == (OK, score, metric), res.artifacts
+    assert "label" not in res.metrics  # non-numeric metrics become artifacts
+    if stage == "evaluate_stage1":
+        assert res.artifacts["stage_note"] == "cheap screen"
+
+
+def test_openevolve_error_metric_never_scores(sandbox: LocalSandbox) -> None:
+    res = sandbox.evaluate(request("def run():\n    raise ValueError('bad input')\n", OPENEVOLVE))
+    assert (res.status, res.score, res.artifacts["error"]) == (RUNTIME_ERROR, None, "bad input")
+
+
+def test_concurrent_evaluations(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    code = "import os, time\ndef solve():\n    time.sleep(1.0)\n    return float(os.getuid())\n"
+    req = request(code, limits=Limits(timeout_s=10, memory_mb=512, max_procs=24))
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(sandbox.evaluate, [req] * 4))
+    assert time.monotonic() - t0 < 3.0  # 4 s if they ran one after another
+    assert all(r.status == OK for r in results), [r.artifacts for r in results]
+    if ROOT:  # each parallel evaluation has its own uid, so its own NPROC budget
+        assert len({r.score for r in results}) == 4
+    assert_recovered(sandbox, tmp_root)
+
+
+# ---- hostile candidates ---------------------------------------------------------
+
+
+def test_infinite_loop_times_out(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    t0 = time.monotonic()
+    res = hostile(sandbox, tmp_root, "def solve():\n    while True:\n        pass\n")
+    assert res.status == TIMEOUT and "timeout" in res.artifacts["error"]
+    assert res.wall_s < LIMITS.timeout_s + 2 and time.monotonic() - t0 < LIMITS.timeout_s + 4
+
+
+def test_sigterm_ignored_still_killed(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "def solve():\n    time.sleep(100)\n")
+    assert hostile(sandbox, tmp_root, code).status == TIMEOUT
+
+
+def test_fork_bomb(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    code = ("import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
+            "        except OSError:\n            pass\n")
+    assert hostile(sandbox, tmp_root, code).status == TIMEOUT
+
+
+def test_fork_limit_enforced(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    code = ("import os, time\ndef solve():\n    n = 0\n    try:\n        while n < 500:\n"
+            "            if os.fork() == 0:\n                time.sleep(60)\n                os._exit(0)\n"
+            "            n += 1\n    except OSError:\n        pass\n    return float(n)\n")
+    res = hostile(sandbox, tmp_root, code)
+    assert res.status == OK and res.score < LIMITS.max_procs  # stopped by RLIMIT_NPROC
+    assert "killed" in res.artifacts["cleanup"]  # the sleeping children did not survive
+
+
+def test_memory_bomb(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    res = hostile(sandbox, tmp_root, "def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n")
+    assert res.status == RUNTIME_ERROR and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+
+
+def test_output_flood_is_capped(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    code = ("import sys\ndef solve():\n    chunk = 'x' * (1 << 20) + '\\n'\n    for _ in range(400):\n"
+            "        sys.stdout.write(chunk)\n        sys.stderr.write(chunk)\n    return 1.0\n")
+    res = hostile(sandbox, tmp_root, code)
+    assert res.status == RUNTIME_ERROR and "file size limit (8 MB)" in res.artifacts["error"]
+    cap = LIMITS.max_output_kb * 1024 + 100  # the tail plus the "bytes cut" marker
+    assert 0 < len(res.artifacts["stdout"]) <= cap and len(res.artifacts.get("stderr", "")) <= cap
+
+
+def test_printed_fake_score_is_ignored(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    fake = "print('{\"combined_score\": 1e9}')\nprint('score: 999')\n"
+    res = hostile(sandbox, tmp_root, fake + "def solve():\n    return 0.25\n")
+    assert (res.status, res.score) == (OK, 0.25)
+    oe = sandbox.evaluate(request(fake + "def run():\n    return 0.75\n", OPENEVOLVE))
+    assert (oe.status, oe.score) == (OK, 0.75) and "1e9" in oe.artifacts["stdout"]
+
+
+def test_secrets_do_not_leak(sandbox: LocalSandbox, tmp_root: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-do-not-leak")
+    code = ("import json, os\ntry:\n    PARENT = open(f'/proc/{os.getppid()}/environ', 'rb').read()"
+            ".decode(errors='replace')\nexcept OSError:\n    PARENT = 'denied'\n"
+            "INFO = json.dumps({'env': dict(os.environ), 'parent': PARENT})\n" + GOOD)
+    res = hostile(sandbox, tmp_root, code, data_dir=str(SORTING))
+    info = json.loads(res.artifacts["info"])
+    assert info["env"]["EVOLVE_DATA_DIR"] == str(SORTING)
+    assert "OPENAI_API_KEY" not in info["env"] and "sk-test" not in json.dumps(info["env"])
+    assert info["env"]["HOME"] == info["env"]["TMPDIR"] and info["env"]["PYTHONHASHSEED"] == "0"
+    if ROOT:  # another uid cannot read the host process's environment either
+        assert info["parent"] == "denied"
+
+
+def test_monkeypatched_evaluator_gets_honest_score(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    code = ("import builtins, sys\nev = sys.modules['evaluator']\n"
+            "ev.score = lambda outputs, split: {'score': 1e9}\n"
+            "builtins.sorted = lambda xs, **kw: list(xs)  # evaluate() now believes any output\n"
+            "def solve(xs):\n    return xs\n")
+    res = hostile(sandbox, tmp_root, code, problem=SORTING)
+    assert (res.status, res.score) == (OK, 0.0) and res.artifacts["checked_by"] == "score()"
+
+
+def test_unserializable_outputs(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    res = hostile(sandbox, tmp_root, "def solve(xs):\n    return [object()]\n", problem=SORTING)
+    assert res.status == RUNTIME_ERROR and "not JSON-serializable" in res.artifacts["error"]
+
+
+def test_daemon_is_killed(sandbox: LocalSandbox, tmp_root: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    pidfile = shared / "daemon.pid"
+    code = (f"import os, time\nPIDFILE = {str(pidfile)!r}\ndef solve():\n    if os.fork() == 0:\n"
+            "        os.setsid()\n        if os.fork() == 0:\n            open(PIDFILE, 'w').write(str(os.getpid()))\n"
+            "            time.sleep(60)\n        os._exit(0)\n    time.sleep(0.3)\n    return 1.0\n")
+    res = hostile(sandbox, tmp_root, code)
+    assert (res.status, res.score) == (OK, 1.0) and "killed 1 process " in res.artifacts["cleanup"]
+    pid = int(pidfile.read_text())
+    state = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
+    assert "\nState:\tZ" in state or not state  # gone (or a zombie of PID 1, never running)
+
+
+def test_os_exit_without_result(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    res = hostile(sandbox, tmp_root, "import os\nos._exit(3)\n")
+    assert res.status == RUNTIME_ERROR
+    assert res.artifacts["error"] == "process exited with code 3 without a result"
+
+
+@pytest.mark.parametrize("value", ["float('nan')", "float('inf')", "'high'", "None"])
+def test_non_finite_score_is_invalid(sandbox: LocalSandbox, tmp_root: Path, value: str) -> None:
+    res = hostile(sandbox, tmp_root, f"def solve():\n    return {value}\n")
+    assert res.status == INVALID and "not a finite number" in res.artifacts["error"]
+
+
+def test_import_time_exception(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    res = hostile(sandbox, tmp_root, "raise RuntimeError('boom at import')\n")
+    assert res.status == RUNTIME_ERROR and "boom at import" in res.artifacts["error"]
+    assert "Traceback" in res.artifacts["traceback"]
+
+
+def test_syntax_error(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    res = hostile(sandbox, tmp_root, "def solve(:\n    return 1\n")
+    assert res.status == SYNTAX_ERROR and "SyntaxError" in res.artifacts["error"]
+
+
+def test_sys_exit_and_lingering_thread(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    res = hostile(sandbox, tmp_root, "import sys\nsys.exit(0)\n")
+    assert res.status == RUNTIME_ERROR and "sys.exit(0)" in res.artifacts["error"]
+    spin = ("import threading, time\nthreading.Thread(target=lambda: time.sleep(100)).start()\n" + GOOD)
+    res = hostile(sandbox, tmp_root, spin)  # a non-daemon thread must not hold the harness open
+    assert (res.status, res.score) == (OK, 0.5) and res.wall_s < LIMITS.timeout_s
