@@ -15,6 +15,7 @@ import os
 import secrets
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,10 @@ class LocalSandbox:
         with self._lock:
             live = list(self._live.items())
         for pid, (uid, token) in live:
+            try:  # the harness is still unreaped while listed in _live, so its pgid is safe to kill
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             try:
                 kill_all(pid, uid, token, skip=pid)
             except TimeoutError:

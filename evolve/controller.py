@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from evolve.archive import Archive, ProgramRow
@@ -90,6 +91,9 @@ class Controller:
 
     # ---- main loop ---------------------------------------------------------
     async def run(self) -> RunSummary:
+        # Enough threads for every evaluation in flight plus held-out re-scoring.
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(max_workers=self.cfg.parallel + 2, thread_name_prefix="eval"))
         self.progress.start(self.snap)
         try:
             await self.ensure_seed()
@@ -98,6 +102,8 @@ class Controller:
             await self._rescore_best()
             status, reason = self._final_status()
         except asyncio.CancelledError:
+            # Kill what is running now; unfinished candidates stay pending for `resume`.
+            self.evaluator.sandbox.close()
             status, reason = "stopped", "interrupted"
         except RunAborted as e:
             status, reason = "failed", str(e)
@@ -293,7 +299,10 @@ class Controller:
         if res.status != "ok":
             metrics["status"] = res.status
         self.archive.set_test_result(row.program_id, res.score, metrics)
-        self.snap.best_test = res.score
+        best = self.pop.best()
+        if best is None or best.program_id == row.program_id:  # re-scores may finish out of order
+            self.snap.best_test = res.score
+            self._refresh()
 
     async def _rescore_best(self) -> None:
         best = self.archive.best(run_id=self.run_id)

@@ -10,9 +10,10 @@ import sys
 import time
 from dataclasses import dataclass
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 
 @dataclass
@@ -47,10 +48,10 @@ class Snapshot:
         valid = f"{100.0 * self.ok / self.done:.0f}%" if self.done else "-"
         best = "-" if self.best is None else f"{self.best:.6g}"
         seed = "" if self.seed_score is None else f" (seed {self.seed_score:.6g})"
-        test = "" if self.best_test is None else f" test {self.best_test:.6g}"
+        test = "" if self.best_test is None else f", held-out {self.best_test:.6g}"
         tokens = self.prompt_tokens + self.completion_tokens
-        return (f"best {best}{seed}{test} | valid {valid} | tokens {tokens:,} ${self.cost_usd:.4f}"
-                f" | llm {self.llm_in_flight} eval {self.eval_in_flight} in flight")
+        return (f"best {best}{test}{seed} | valid {valid} | {tokens:,} tokens ${self.cost_usd:.4f}"
+                f" | in flight: {self.llm_in_flight} LLM, {self.eval_in_flight} eval")
 
 
 class RunProgress:
@@ -66,16 +67,19 @@ class RunProgress:
         if not self.enabled:
             return
         self.bar = Progress(
-            TextColumn("[bold]iteration"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"), console=self.console,
+            TextColumn("[bold]iterations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=self.console,
         )
-        self.task = self.bar.add_task("run", total=snap.target, completed=snap.done, status=snap.status_line())
-        self.live = Live(self.bar, console=self.console, refresh_per_second=4, transient=False)
+        self.task = self.bar.add_task("run", total=snap.target, completed=snap.done)
+        self.status = Text(snap.status_line())
+        self.live = Live(Group(self.bar, self.status), console=self.console, refresh_per_second=4,
+                         transient=False)
         self.live.start()
 
     def update(self, snap: Snapshot) -> None:
         if self.bar is not None:
-            self.bar.update(self.task, total=snap.target, completed=snap.done, status=snap.status_line())
+            self.bar.update(self.task, total=snap.target, completed=snap.done)
+            self.status.plain = snap.status_line()
         elif time.monotonic() - self.last_plain > 10 and snap.done:
             self.last_plain = time.monotonic()
             self.console.print(f"[{snap.done}/{snap.target}] {snap.status_line()}", highlight=False)
