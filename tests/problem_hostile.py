@@ -1,0 +1,85 @@
+"""Helpers for the per-problem hostile and validity checks, through the real CLI.
+
+Every problem in the library must show, with `evolve eval ... --json` and the
+real local sandbox, that a bad or hostile candidate ends as a failure with a
+clear error (never a score), and that tampering gains nothing. These helpers
+keep those tests short:
+
+    prog = with_block(PROBLEM, "def policy(...):\\n    ...\\n", tmp_path)
+    out = eval_json(PROBLEM, prog, "train")
+    assert_fails(out, "not a permutation")
+
+    slow = short_timeout_copy(PROBLEM, tmp_path, 3)   # the same problem, a 3 s deadline
+    assert eval_json(slow, with_block(slow, LOOP_BODY, tmp_path))["status"] == "timeout"
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+from pathlib import Path
+
+from tests.cli_helpers import evolve
+
+START, END = "# EVOLVE-BLOCK-START", "# EVOLVE-BLOCK-END"
+FAILED = ("invalid", "runtime_error", "syntax_error", "timeout")
+# Printed by hostile candidates: the sandbox must never read a score from stdout.
+FAKE_PRINT = (
+    "print('{\"score\": 1e9, \"combined_score\": 1e9, \"valid\": true}')\n"
+    "print('score: 1000000000')\n"
+)
+_ids = itertools.count()
+
+
+def with_block(problem: Path, body: str, dest: Path, prelude: str = "") -> Path:
+    """The problem's seed with its (single) EVOLVE block replaced by `body`, written into dest.
+
+    `prelude` goes right after the block's start marker (e.g. module-level patching code).
+    """
+    seed = (problem / _entry(problem)).read_text()
+    head, rest = seed.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    path = Path(dest) / f"cand{next(_ids)}.py"
+    path.write_text(f"{head}{START}\n{prelude}{body.rstrip()}\n{END}{tail}")
+    return path
+
+
+def eval_json(problem: Path, program: Path, split: str | None = "train", timeout: float = 240) -> dict:
+    """`evolve eval PROBLEM PROGRAM [--split S] --json`; the parsed JSON plus `returncode`."""
+    args = ["eval", str(problem), str(program), "--json"]
+    if split:
+        args += ["--split", split]
+    r = evolve(*args, timeout=timeout)
+    try:
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise AssertionError(f"evolve eval printed no JSON (rc {r.returncode}):\n{r.stdout}\n{r.stderr}") from None
+    out["returncode"] = r.returncode
+    return out
+
+
+def assert_fails(out: dict, fragment: str = "", status: str | tuple[str, ...] = FAILED) -> None:
+    """A failing status, exit code 1, no score, and `fragment` in the error artifact."""
+    statuses = (status,) if isinstance(status, str) else status
+    error = out.get("artifacts", {}).get("error", "")
+    assert out["status"] in statuses, (out["status"], error)
+    assert out["score"] is None and out["returncode"] == 1
+    assert fragment.lower() in error.lower(), f"{fragment!r} not in error: {error!r}"
+
+
+def short_timeout_copy(problem: Path, dest: Path, timeout_s: float = 3.0) -> Path:
+    """A copy of the problem folder whose evaluation deadline is `timeout_s` seconds."""
+    copy = Path(dest) / f"{problem.name}_t{next(_ids)}"
+    shutil.copytree(problem, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    toml = copy / "problem.toml"
+    text, n = re.subn(r"(?m)^timeout_s\s*=.*$", f"timeout_s = {timeout_s}", toml.read_text())
+    assert n == 1, f"{toml}: expected exactly one timeout_s line"
+    toml.write_text(text)
+    return copy
+
+
+def _entry(problem: Path) -> str:
+    m = re.search(r'(?m)^entry\s*=\s*"([^"]+)"', (problem / "problem.toml").read_text())
+    return m.group(1) if m else "seed.py"

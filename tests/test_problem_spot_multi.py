@@ -1,0 +1,344 @@
+"""spot_multi_region (Can't Be Late across zones): the simulator against hand-computed cases,
+the trusted replay, validity and hostile candidates through the real CLI, the baselines'
+README numbers, and a scripted 20-iteration run."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+import sys
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from evolve.data import DataFile, default_data_dir, ensure
+from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.problem_hostile import (
+    END,
+    FAKE_PRINT,
+    START,
+    assert_fails,
+    eval_json,
+    short_timeout_copy,
+    with_block,
+)
+from tests.scripted_llm import Reply, ScriptedLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = ROOT / "problems" / "spot_multi_region"
+BASELINES = PROBLEM / "baselines"
+_ids = itertools.count()
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"_spot_multi_test_{next(_ids)}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+sim = load(PROBLEM / "simulator.py")
+ev = load(PROBLEM / "evaluator.py")
+S, D, N = sim.SPOT, sim.ON_DEMAND, sim.NONE
+
+# README "Reference numbers": mean cost per job ($) and savings vs always on-demand (%).
+EXPECTED = {
+    ("single_region_up.py", "train"): (78.2843, 46.84),
+    ("single_region_up.py", "test"): (93.7821, 36.32),
+    ("greedy_multi.py", "train"): (71.6691, 51.33),
+    ("greedy_multi.py", "test"): (89.7062, 39.08),
+}
+
+# Uniform Progress that moves to the first zone with spot: the README's extra reference row.
+UP_MULTI = """\
+def decide(state):
+    rate = state.work_total / state.deadline
+    behind = state.work_done < state.elapsed * rate
+    if state.has_spot:
+        zone = state.zone
+    elif any(state.spot):
+        zone = state.spot.index(True)
+    else:
+        zone = None
+    choice = SPOT if zone is not None else (ON_DEMAND if behind else NONE)
+    if state.current == ON_DEMAND and (
+        zone is None or state.work_done < (state.elapsed + 2 * state.restart_overhead) * rate
+    ):
+        choice = ON_DEMAND
+    if choice == ON_DEMAND:
+        return ON_DEMAND
+    if choice == SPOT:
+        running = state.current == SPOT and zone == state.zone
+        overhead = state.overhead_left if running else state.restart_overhead
+        progress = max(0.0, state.gap - overhead)
+    else:
+        progress = 0.0
+    if state.time_left - state.gap >= state.work_left - progress + state.restart_overhead + 1e-9:
+        return (SPOT, zone) if choice == SPOT else NONE
+    return ON_DEMAND
+"""
+UP_MULTI_TRAIN = 65.1508
+
+
+def block_of(path: Path) -> str:
+    return path.read_text().split(START, 1)[1].split(END, 1)[0]
+
+
+def scenario(*avail, work_s=1800, deadline_s=3600, overhead_s=300, gap_s=600):
+    zones = tuple(f"z{i}" for i in range(len(avail)))
+    return sim.Scenario(name="tiny", zones=zones, avail=tuple(bytes(a) for a in avail),
+                        gap_s=gap_s, work_s=work_s, deadline_s=deadline_s, overhead_s=overhead_s)
+
+
+def play(sc, steps):
+    job = sim.Job(sc)
+    for a, z in steps:
+        job.step(a, z)
+    return job
+
+
+# --- the simulator, by hand ------------------------------------------------------------------
+def test_moving_to_a_zone_with_spot_pays_the_overhead_and_keeps_the_work():
+    sc = scenario([1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1])
+    job = play(sc, [(S, 0)])  # overhead 300 + progress 300 in zone 0
+    job.observe()
+    assert job.current == N and job.preemptions == 1 and job.zone == 0
+    job.step(S, 1)  # move: a fresh overhead, 300 s of progress
+    assert (job.done_s, job.zone, job.moves, job.restarts, job.spot_s) == (600, 1, 1, 2, 1200)
+    job.step(S, 1)  # zone 1 keeps running with no overhead, zone 0 is irrelevant now
+    job.step(S, 1)
+    assert job.finished and job.tick == 4 and job.preemptions == 1
+    assert job.cost == pytest.approx(2400 / 3600 * 0.97)
+
+
+def test_moving_a_running_instance_restarts_it():
+    job = play(scenario([0] * 6, [0] * 6), [(D, 0), (D, 0), (D, 1)])
+    assert (job.done_s, job.restarts, job.moves, job.od_s) == (1200, 2, 1, 1800)
+    job = play(scenario([1] * 6, [1] * 6), [(S, 0), (D, 0)])  # a type change in place restarts
+    assert (job.restarts, job.moves, job.done_s) == (2, 0, 600)
+
+
+def test_illegal_zone_decisions():
+    sc = scenario([1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0])
+    with pytest.raises(sim.IllegalDecision, match="SPOT in zone 1"):
+        play(sc, [(S, 1)])
+    with pytest.raises(sim.IllegalDecision, match="zone 2 at tick 0"):
+        play(sc, [(D, 2)])
+    with pytest.raises(sim.IllegalDecision, match="zone True"):
+        play(sc, [(D, True)])
+
+
+def test_overhead_carry_over_deadline_miss_and_short_last_tick():
+    job = play(scenario([0] * 6, [0] * 6, overhead_s=720), [(D, 1)])
+    assert (job.done_s, job.overhead_left_s, job.od_s) == (0, 120, 600)
+    # gap 195 s, deadline 400 s: ticks of 195, 195 and 10 s
+    sc = scenario([0] * 3, work_s=400, deadline_s=400, overhead_s=0, gap_s=195)
+    assert sc.n_ticks == 3
+    job = play(sc, [(D, 0)] * 3)
+    assert job.finished and job.od_s == 400
+    job = play(scenario([0] * 3, work_s=401, deadline_s=400, overhead_s=0, gap_s=195), [(D, 0)] * 3)
+    assert job.over and not job.finished and job.work_left_s == 1
+
+
+def test_codes_rle_and_replay():
+    assert [sim.code(S, 2), sim.code(D, 0), sim.code(N, 5)] == ["c", "A", "."]
+    assert [sim.action_of(c) for c in "cA."] == [(S, 2), (D, 0), (N, -1)]
+    assert sim.encode("aaB..") == "a2B1.2" and sim.decode("a2B1.2", 5) == "aaB.."
+    for bad in ("a0", "a", "?3", "a3 ", "a01"):
+        with pytest.raises(ValueError):
+            sim.decode(bad, 10)
+    sc = scenario([1, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1])
+    assert sim.replay(sc, "abbb").finished
+    with pytest.raises(sim.IllegalDecision, match="SPOT in zone 0"):
+        sim.replay(sc, "aa")
+    with pytest.raises(sim.IllegalDecision, match="zone 2"):
+        sim.replay(sc, "c")
+    with pytest.raises(sim.IllegalDecision, match="stops at tick 2"):
+        sim.replay(sc, "ab")
+    with pytest.raises(sim.IllegalDecision, match="after the job ended"):
+        sim.replay(sc, "abbbb")
+
+
+# --- scenarios, data and the trusted score ---------------------------------------------------
+def test_scenarios_are_zone_subsets_on_disjoint_time_windows():
+    train, test = ev.make_scenarios("train"), ev.make_scenarios("test")
+    assert len(train) == len(test) == 6 * 8 * 2 * 2
+    assert {s.zones for s in train} == set(ev.SUBSETS.values())
+    assert {len(s.zones) for s in train} == {2, 3, 5, 9}
+    need = -(-70 * 3600 // 195)
+    start = [int(re.search(r"start_tick=(\d+)", s.name).group(1)) for s in train + test]
+    assert all(t + need <= ev.SPLIT_TICK for t in start[: len(train)])  # train: days 0-24.8
+    assert all(t >= ev.SPLIT_TICK for t in start[len(train):])  # test: later windows only
+    assert {(s.work_s, s.deadline_s, s.overhead_s, s.gap_s) for s in train} == {
+        (48 * 3600, d * 3600, o, 195) for d in (52, 70) for o in (180, 720)
+    }
+
+
+def test_data_files_are_declared_with_checksums_and_download(tmp_path):
+    cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
+    files = [DataFile(**d) for d in cfg["data"]]
+    assert len(files) == 9 and all(f.url.startswith("https://raw.githubusercontent.com/skypilot-org/")
+                                   for f in files)
+    ensure(files, default_data_dir(), download=False)
+    local = [DataFile(f.path, (default_data_dir() / f.path).as_uri(), f.sha256) for f in files[:2]]
+    ensure(local, tmp_path)
+    assert all((tmp_path / f.path).is_file() for f in local)
+
+
+def test_score_rejects_malformed_or_illegal_logs():
+    scs = ev.make_scenarios("train")
+    od = [f"A{-(-(s.work_s + s.overhead_s) // s.gap_s)}" for s in scs]
+    r = ev.score({"decisions": od}, "train")
+    assert r["metrics"]["mean_cost"] == pytest.approx(147.2625) and r["metrics"]["savings_pct"] == 0
+    for outputs, fragment in [
+        ({"decisions": od[:-1]}, f"{len(scs)} logs"),
+        ({"decisions": ["Z890", *od[1:]]}, "zone 25"),
+        ({"decisions": [f"A{int(od[0][1:]) - 1}", *od[1:]]}, f"stops at tick {int(od[0][1:]) - 1}"),
+        ({"decisions": [f"{od[0]}.1", *od[1:]]}, "after the job ended"),
+        ({"decisions": [f"A{scs[0].n_ticks + 1}", *od[1:]]}, "more than"),
+    ]:
+        r = ev.score(outputs, "train")
+        assert r["valid"] is False and fragment in r["artifacts"]["error"], (fragment, r)
+    r = ev.score({"decisions": [f".{s.n_ticks}" for s in scs]}, "train")
+    assert r["valid"] is False and r["metrics"]["deadline_misses"] == len(scs)
+
+
+def test_seed_and_baselines_share_the_fixed_code():
+    files = [PROBLEM / "seed.py", *sorted(BASELINES.glob("*.py"))]
+    assert {p.name for p in files[1:]} == {"single_region_up.py", "greedy_multi.py"}
+    fixed = {re.sub(r"^.*\n", "", p.read_text().split(START)[0]) + p.read_text().split(END)[1]
+             for p in files}
+    assert len(fixed) == 1
+    assert block_of(PROBLEM / "seed.py") == block_of(BASELINES / "single_region_up.py")
+
+
+def test_train_evaluation_is_fast_and_up_multi_beats_both_baselines(tmp_path):
+    t0 = time.perf_counter()
+    out = ev.evaluate(str(with_block(PROBLEM, UP_MULTI, tmp_path)), "train")
+    r = ev.score(out["outputs"], "train")
+    assert time.perf_counter() - t0 < 6.0  # ~1.5 s on one core; the issue allows 10 s
+    assert r["metrics"]["mean_cost"] == pytest.approx(UP_MULTI_TRAIN, abs=0.01)
+    assert r["metrics"]["moves"] > 0
+
+
+# --- through the real CLI and sandbox --------------------------------------------------------
+def _eval_all(jobs):
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda a: eval_json(*a), jobs))
+
+
+def test_baselines_reproduce_the_readme_numbers():
+    keys = list(EXPECTED)
+    outs = _eval_all([(PROBLEM, BASELINES / name, split) for name, split in keys])
+    for (name, split), out in zip(keys, outs, strict=True):
+        cost, savings = EXPECTED[name, split]
+        assert out["status"] == "ok" and out["returncode"] == 0, (name, split, out)
+        assert out["metrics"]["mean_cost"] == pytest.approx(cost, abs=0.01), (name, split)
+        assert out["metrics"]["savings_pct"] == pytest.approx(savings, abs=0.01), (name, split)
+        assert out["score"] == pytest.approx(-out["metrics"]["mean_cost"])
+        assert out["metrics"]["deadline_misses"] == 0 and out["metrics"]["scenarios"] == 192
+        assert out["eval_s"] < 10
+    assert outs[0]["metrics"]["moves"] == 0 and outs[2]["metrics"]["moves"] > 0
+
+
+BAD = {
+    "not an action": ("def decide(state):\n    return 'MOVE'\n", "invalid", "returned 'MOVE'"),
+    "nan": ("def decide(state):\n    return float('nan')\n", "invalid", "returned nan"),
+    "zone out of range": ("def decide(state):\n    return (ON_DEMAND, state.n_zones)\n", "invalid",
+                          "its zone must be an int in 0..1"),
+    "three-tuple": ("def decide(state):\n    return (ON_DEMAND, 0, 1)\n", "invalid", "or a pair"),
+    "exception": ("def decide(state):\n    return 1 / 0\n", "runtime_error",
+                  "decide() raised ZeroDivisionError"),
+    "spot where unavailable": ("def decide(state):\n    return (SPOT, state.n_zones - 1)\n",
+                               "invalid", "while spot is not available there"),
+    "misses deadlines": ("def decide(state):\n    return (SPOT, state.spot.index(True)) "
+                         "if any(state.spot) else NONE\n", "invalid", "missed the deadline"),
+}
+
+
+def test_bad_policies_fail_with_a_clear_error_and_no_score(tmp_path):
+    names = list(BAD)
+    outs = _eval_all([(PROBLEM, with_block(PROBLEM, BAD[n][0], tmp_path), "train") for n in names])
+    for name, out in zip(names, outs, strict=True):
+        _, status, fragment = BAD[name]
+        assert_fails(out, fragment, status)
+    miss = outs[names.index("misses deadlines")]
+    assert miss["metrics"]["deadline_misses"] > 0 and "mean_cost" not in miss["metrics"]
+    assert "start_tick=" in miss["artifacts"]["error"]  # names the scenario
+
+
+PATCH_SIM = """\
+import sys
+_ev = sys.modules["evaluator"]
+_ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
+_ev.sim.Job.cost = property(lambda self: 0.0)
+_ev._scored = lambda jobs: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
+"""
+PATCH_LOG = """\
+import sys
+_ev = sys.modules["evaluator"]
+_ev.run_policy = lambda decide, sc: "a" * sc.n_ticks  # claims spot all the way
+"""
+
+
+def test_tampering_in_memory_or_printing_a_score_gains_nothing(tmp_path):
+    greedy = block_of(BASELINES / "greedy_multi.py")
+    progs = [
+        with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_SIM),
+        with_block(PROBLEM, greedy, tmp_path, prelude=FAKE_PRINT),
+        with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_LOG),
+    ]
+    patched, printed, faked = _eval_all([(PROBLEM, p, "train") for p in progs])
+    honest = EXPECTED["greedy_multi.py", "train"][0]
+    for out in (patched, printed):
+        assert out["status"] == "ok" and out["metrics"]["mean_cost"] == pytest.approx(honest, abs=0.01)
+    assert_fails(faked, "scenario 0 (2_zones_same_region", "invalid")
+
+
+def test_the_patches_do_bite_in_process_but_score_runs_clean(tmp_path, monkeypatch):
+    """Without the sandbox's second process the PATCH_SIM candidate would win: this is what
+    the clean score() process prevents (the CLI test above shows the honest result)."""
+    patched = load(PROBLEM / "evaluator.py")
+    monkeypatch.setitem(sys.modules, "evaluator", patched)
+    prog = with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path, prelude=PATCH_SIM)
+    out = patched.evaluate(str(prog), "train")
+    assert patched.score(out["outputs"], "train")["score"] == 1e9  # tampered, in-process
+    honest = ev.score(out["outputs"], "train")  # a module the candidate never touched
+    assert honest["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy_multi.py", "train"][0], abs=0.01)
+
+
+def test_an_infinite_loop_times_out(tmp_path):
+    fast = short_timeout_copy(PROBLEM, tmp_path, 3)
+    prog = with_block(fast, "def decide(state):\n    while True:\n        pass\n", tmp_path)
+    out = eval_json(fast, prog, "train")
+    assert_fails(out, "timeout", "timeout")
+
+
+def test_check_passes():
+    r = evolve("check", str(PROBLEM))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "seed on train: ok" in r.stdout and "seed on test (held out): ok" in r.stdout
+
+
+def test_a_scripted_20_iteration_run(tmp_path):
+    replies = [
+        block(block_of(BASELINES / "greedy_multi.py"), "Move to a zone with spot when preempted."),
+        block(UP_MULTI, "Uniform progress, but chase spot across zones."),
+        block("def decide(state):\n    return (SPOT, 99)\n", "A broken idea."),
+        Reply("No code this time."),
+        block(BAD["misses deadlines"][0], "Spot only, anywhere."),
+    ]
+    runs = tmp_path / "runs"
+    with ScriptedLLM.from_list(replies) as srv:
+        r = evolve(*run_args(srv.base_url, runs, problem=PROBLEM, iterations=20), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [run] = archive_json(runs, "runs")
+    assert run["iterations_done"] == 20 and run["status"] == "finished"
+    best = archive_json(runs, "best", "--problem", "spot_multi_region")
+    assert best["score"] == pytest.approx(-UP_MULTI_TRAIN, abs=0.01)
+    assert best["test_score"] is not None
