@@ -1,0 +1,364 @@
+"""problems/txn_scheduling: the cost model by hand, the data and generators, bad and
+hostile candidates through the real `evolve eval` CLI, the README's baseline numbers,
+and a scripted run."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import itertools
+import json
+import random
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evolve.data import default_data_dir
+from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.problem_hostile import (
+    END,
+    FAKE_PRINT,
+    START,
+    assert_fails,
+    eval_json,
+    short_timeout_copy,
+    with_block,
+)
+from tests.scripted_llm import Reply, ScriptedLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = ROOT / "problems" / "txn_scheduling"
+BASELINES = PROBLEM / "baselines"
+DATA = default_data_dir() / "txn" / "adrs_workloads.json"
+_ids = itertools.count()
+
+# README.md, "Reference numbers": score = -(sum of makespans); all deterministic.
+README = {
+    ("sequential.py", "train"): -537.0,
+    ("sequential.py", "test"): -1025.0,
+    ("random_order.py", "train"): -698.0,
+    ("random_order.py", "test"): -1014.0,
+    ("smf.py", "train"): -416.0,
+    ("smf.py", "test"): -761.0,
+}
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"_txn_test_{next(_ids)}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+sim = load(PROBLEM / "txn_sim.py")
+ev = load(PROBLEM / "evaluator.py")
+seed = load(PROBLEM / "seed.py")
+fetcher = load(PROBLEM / "fetch_workloads.py")
+
+
+def block_body(path: Path) -> str:
+    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
+
+
+def T(text: str):
+    return sim.parse_ops(text)
+
+
+# ---------------------------------------------------------------- the cost model, by hand
+
+
+@pytest.mark.parametrize("txns, order, starts, span", [
+    (["r-a * w-b"], [0], [1], 3),  # a lone transaction of n ops: makespan n
+    (["w-a", "w-a"], [0, 1], [1, 2], 2),  # write-write: strictly after
+    (["r-a", "r-a"], [0, 1], [1, 1], 1),  # read-read: no conflict
+    (["r-a *", "w-a"], [0, 1], [1, 2], 2),  # write after read
+    (["w-a", "r-a"], [0, 1], [1, 2], 2),  # read after write
+    (["w-a * *", "* * r-a"], [0, 1], [1, 1], 3),  # the read sits at offset 2, after time 1
+    (["* * w-a", "r-a *"], [0, 1], [1, 4], 5),  # the read must come after time 3
+    (["* * w-a", "r-a *"], [1, 0], [1, 1], 3),  # ...the other order: its write (time 3) already follows the read
+    (["r-a w-a", "r-a"], [0, 1], [1, 3], 3),  # its own read then write of a key; the read waits for the write
+    (["w-a w-b", "w-b", "w-a"], [0, 1, 2], [1, 3, 2], 3),  # placed later, started earlier
+    (["w-x *", "* w-y", "r-x r-y"], [0, 1, 2], [1, 1, 2], 3),  # the latest bound over all keys wins
+])
+def test_makespan_by_hand(txns, order, starts, span):
+    parsed = [T(t) for t in txns]
+    assert sim.start_times(parsed, order) == starts
+    assert sim.makespan(parsed, order) == span
+    tl = seed.Timeline()  # the fixed helper in the candidate file is the same model
+    assert [tl.place(parsed[i]) for i in order] == [starts[i] for i in order] and tl.makespan == span
+
+
+def test_lower_bounds_by_hand():
+    assert sim.lower_bounds([T("w-a w-b *"), T("w-a"), T("r-a"), T("r-b")]) == (3, 3)  # a: 2 writes + read
+    assert sim.lower_bounds([T("r-a * * *"), T("w-b")]) == (4, 1)
+    assert sim.lower_bounds([]) == (0, 0)
+
+
+def test_parse_ops():
+    assert T("w-17 r-5 *") == [("w", "17"), ("r", "5"), ("*", "")]
+    for bad in ("x-1", "r-", "w5"):
+        with pytest.raises(ValueError, match="bad operation"):
+            T(bad)
+
+
+def test_adrs_workloads_identity_order():
+    """The issue's check: identity order 452 + 38 + 47 = 537; longest transactions 16 + 21 + 9 = 46."""
+    workloads = sim.make_workloads("train")
+    assert [name for name, _ in workloads] == ["workload_1", "workload_2", "workload_3"]
+    assert all(len(txns) == 100 for _, txns in workloads)
+    assert [sim.makespan(t, list(range(100))) for _, t in workloads] == [452, 38, 47]
+    assert sum(sim.lower_bounds(t)[0] for _, t in workloads) == 46
+
+
+def test_seed_timeline_agrees_with_the_simulator_on_random_orders():
+    rng = random.Random(1)
+    for _, txns in sim.make_workloads("train") + sim.make_workloads("test")[:2]:
+        for _ in range(3):
+            order = rng.sample(range(len(txns)), len(txns))
+            tl = seed.Timeline()
+            for i in order:
+                tl.place(txns[i])
+            assert tl.makespan == sim.makespan(txns, order)
+
+
+@pytest.mark.parametrize("order, fragment", [
+    ([0, 1, 1], "transaction 1 appears twice (and 2 never)"),
+    ([0, 1], "expected 3 transaction indices, got 2"),
+    ([0, 1, 2, 0], "expected 3 transaction indices, got 4"),
+    ([0, 1, 3], "outside [0, 3)"),
+    ([0, 1, -1], "outside [0, 3)"),
+    ([0, 1, 2.0], "must be ints"),
+    ([0, 1, float("nan")], "must be ints"),
+    ([0, True, 2], "must be ints"),
+    ([0, 1, None], "must be ints"),
+    ("012", "got str"),
+    (None, "got NoneType"),
+    ({0: 0, 1: 1, 2: 2}, "got dict"),
+])
+def test_check_order_rejects(order, fragment):
+    with pytest.raises(sim.BadOrder) as e:
+        sim.check_order(order, 3)
+    assert fragment in str(e.value)
+
+
+def test_check_order_accepts_permutations_of_any_int_type():
+    assert sim.check_order([2, 0, 1], 3) == [2, 0, 1]
+    assert sim.check_order((2, 0, 1), 3) == [2, 0, 1]
+    assert sim.check_order(np.array([2, 0, 1]), 3) == [2, 0, 1]
+    assert sim.check_order([np.int64(2), np.int32(0), 1], 3) == [2, 0, 1]
+
+
+# ---------------------------------------------------------------- data and generators
+
+
+def test_data_file_is_declared_with_its_checksum():
+    cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
+    (entry,) = cfg["data"]
+    assert entry["path"] == sim.DATA_FILE and entry["sha256"] == sim.DATA_SHA256
+    assert hashlib.sha256(DATA.read_bytes()).hexdigest() == sim.DATA_SHA256
+
+
+def test_data_dir_setting_and_corrupt_file(tmp_path, monkeypatch):
+    (tmp_path / "txn").mkdir()
+    copy = tmp_path / sim.DATA_FILE
+    copy.write_bytes(DATA.read_bytes())
+    monkeypatch.setenv("EVOLVE_DATA_DIR", str(tmp_path))
+    assert [len(t) for _, t in sim.make_workloads("train")] == [100, 100, 100]
+    copy.write_bytes(DATA.read_bytes().replace(b"w-17", b"w-18", 1))
+    with pytest.raises(ValueError, match="does not match"):
+        sim.make_workloads("train")
+    copy.unlink()
+    with pytest.raises(FileNotFoundError, match="EVOLVE_DATA_DIR"):
+        sim.make_workloads("train")
+
+
+def test_fetch_rebuilds_the_exact_file_from_the_upstream_format(tmp_path):
+    """The upstream workloads.py holds WORKLOAD_n = '<json>' constants; fetching a file in
+    that form (here from a file:// URL) writes back byte-for-byte the checksummed JSON."""
+    workloads = json.loads(DATA.read_bytes())["workloads"]
+    upstream = tmp_path / "workloads.py"
+    upstream.write_text("".join(f"{name} = {json.dumps(json.dumps(txns))}\n" for name, txns in workloads.items()))
+    target = fetcher.fetch(upstream.as_uri(), tmp_path / "data")
+    assert target.read_bytes() == DATA.read_bytes()
+    upstream.write_text(upstream.read_text().replace("w-17", "w-18", 1))
+    with pytest.raises(ValueError, match="upstream file changed"):
+        fetcher.fetch(upstream.as_uri(), tmp_path / "data2")
+    assert fetcher.main(["--url", (tmp_path / "missing.py").as_uri(), "--data-dir", str(tmp_path)]) == 1
+
+
+def test_test_generators_are_seeded_and_well_formed():
+    a, b = sim.make_workloads("test"), sim.make_workloads("test")
+    assert a == b and [n for n, _ in a] == list(sim.TEST_WORKLOADS)
+    for name, txns in a:
+        assert len(txns) == 100 and all(txns)
+        assert all(kind in "rw*" and (kind == "*") == (key == "") for t in txns for kind, key in t)
+        longest, key_bound = sim.lower_bounds(txns)
+        seq = sim.makespan(txns, list(range(100)))
+        assert max(longest, key_bound) < seq, name  # real contention: order matters
+    assert sim.tpcc(1) != sim.tpcc(2) and sim.ycsb(1) != sim.ycsb(2) and sim.smallbank(1) != sim.smallbank(2)
+    payment_w = [t for t in sim.tpcc(3) if ("w", "W0") in t]
+    assert 25 < len(payment_w) < 60  # ~43% Payments, all writing the warehouse row
+
+
+def test_problem_toml_and_fixed_code():
+    cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
+    assert cfg["problem"]["metric"] == "makespan_total" and cfg["evaluation"]["splits"] == ["train", "test"]
+
+    def outside(path: Path) -> str:
+        head, rest = path.read_text().split(START)
+        return head.split("\n", 1)[1] + rest.split(END)[1]
+
+    assert len({outside(p) for p in [PROBLEM / "seed.py", *BASELINES.glob("*.py")]}) == 1
+    assert block_body(PROBLEM / "seed.py") == block_body(BASELINES / "smf.py")
+
+
+def test_score_rejects_tampered_outputs():
+    good = ev.evaluate(str(BASELINES / "sequential.py"), "train")["outputs"]
+    assert ev.score(good, "train")["score"] == -537.0
+    cases = {
+        "'orders' list": {},
+        "expected 3 orders": {"orders": good["orders"][:2]},
+        "appears twice": {"orders": [good["orders"][0][:-1] + [0], *good["orders"][1:]]},
+        "must be ints": {"orders": [[float(x) for x in good["orders"][0]], *good["orders"][1:]]},
+    }
+    for fragment, outputs in cases.items():
+        r = ev.score(outputs, "train")
+        assert r["valid"] is False and fragment in r["artifacts"]["error"], (fragment, r)
+
+
+def test_train_evaluation_is_fast():
+    t0 = time.process_time()
+    out = ev.evaluate(str(PROBLEM / "seed.py"), "train")
+    assert ev.score(out["outputs"], "train")["score"] == -416.0
+    assert time.process_time() - t0 < 10.0
+
+
+# ---------------------------------------------------------------- validity, through `evolve eval`
+
+
+@pytest.mark.parametrize("name, body, status, fragment", [
+    ("duplicate", "def schedule(txns):\n    return [0] + list(range(len(txns) - 1))\n",
+     "invalid", "workload 'workload_1': transaction 0 appears twice (and 99 never)"),
+    ("too_short", "def schedule(txns):\n    return list(range(len(txns) - 1))\n",
+     "invalid", "expected 100 transaction indices, got 99"),
+    ("out_of_range", "def schedule(txns):\n    return list(range(1, len(txns) + 1))\n",
+     "invalid", "index 100 is outside [0, 100)"),
+    ("floats", "def schedule(txns):\n    return [float(i) for i in range(len(txns))]\n",
+     "invalid", "must be ints, got 0.0 (float)"),
+    ("nan", "def schedule(txns):\n    return [float('nan')] * len(txns)\n",
+     "invalid", "must be ints, got nan (float)"),
+    ("none", "def schedule(txns):\n    return None\n", "invalid", "got NoneType"),
+    ("exception", "def schedule(txns):\n    raise KeyError('no order for you')\n",
+     "runtime_error", "KeyError: 'no order for you'"),
+    ("missing_function", "def order(txns):\n    return []\n", "invalid", "defines no callable schedule"),
+    ("syntax", "def schedule(txns)\n    return []\n", "syntax_error", "SyntaxError"),
+])
+def test_bad_outputs_fail_through_the_cli(tmp_path, name, body, status, fragment):
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "train")
+    assert_fails(out, fragment, status)
+
+
+def test_bad_output_on_a_test_workload_names_it(tmp_path):
+    body = "def schedule(txns):\n    return list(range(len(txns) - 1))\n"
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "test")
+    assert_fails(out, "workload 'tpcc_1wh': expected 100 transaction indices, got 99", "invalid")
+
+
+# ---------------------------------------------------------------- hostile, through `evolve eval`
+
+SEQUENTIAL = block_body(BASELINES / "sequential.py")
+PATCH = """import sys
+_ev = sys.modules["evaluator"]
+_ev.score = lambda outputs, split: {"score": 0.0, "metrics": {"makespan_total": 0}}
+_sim = sys.modules["txn_sim"]
+_sim.makespan = lambda txns, order: 1
+_sim.start_times = lambda txns, order: [1] * len(txns)
+_sim.check_order = lambda order, n: list(order)
+"""
+
+
+def test_patching_the_evaluator_and_simulator_gains_nothing(tmp_path):
+    out = eval_json(PROBLEM, with_block(PROBLEM, SEQUENTIAL, tmp_path, prelude=PATCH), "train")
+    assert out["status"] == "ok" and out["score"] == -537.0 and out["metrics"]["makespan_total"] == 537
+
+
+def test_patched_checker_cannot_smuggle_an_invalid_order(tmp_path):
+    body = "def schedule(txns):\n    return [0]  # 'schedule' one transaction, makespan 16\n"
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH), "train")
+    assert_fails(out, "expected 100 transaction indices, got 1", "invalid")
+
+
+def test_printed_fake_score_is_ignored(tmp_path):
+    body = SEQUENTIAL.replace("    return list", "    print('score: 0')\n    return list")
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=FAKE_PRINT), "train")
+    assert out["status"] == "ok" and out["score"] == -537.0 and "1e9" in out["artifacts"]["stdout"]
+
+
+def test_infinite_loop_times_out(tmp_path):
+    quick = short_timeout_copy(PROBLEM, tmp_path, 3)
+    out = eval_json(quick, with_block(quick, "def schedule(txns):\n    while True:\n        pass\n", tmp_path))
+    assert_fails(out, "timeout", "timeout")
+
+
+# ---------------------------------------------------------------- baselines = README numbers
+
+
+@pytest.mark.parametrize("program, split", list(README))
+def test_baselines_reproduce_the_readme(program, split):
+    out = eval_json(PROBLEM, BASELINES / program, split)
+    assert out["status"] == "ok" and out["returncode"] == 0
+    assert out["score"] == README[(program, split)] == -out["metrics"]["makespan_total"]
+
+
+# ---------------------------------------------------------------- a scripted run
+
+SMF_RESTARTS = '''
+SAMPLES = 5
+RESTARTS = 10
+
+
+def _smf(txns, rng):
+    remaining = list(range(len(txns)))
+    timeline = Timeline()
+    first = remaining.pop(rng.randrange(len(remaining)))
+    timeline.place(txns[first])
+    order = [first]
+    while remaining:
+        sampled = rng.sample(remaining, min(SAMPLES, len(remaining)))
+        best = min(sampled, key=lambda t: max(timeline.makespan, timeline.end_time(txns[t])))
+        timeline.place(txns[best])
+        order.append(best)
+        remaining.remove(best)
+    return timeline.makespan, order
+
+
+def schedule(txns):
+    """SMF restarted RESTARTS times; keep the shortest schedule."""
+    if not txns:
+        return []
+    rng = random.Random(0)
+    return min((_smf(txns, rng) for _ in range(RESTARTS)), key=lambda r: r[0])[1]
+'''
+
+
+def test_scripted_run_of_20_iterations(tmp_path):
+    replies = [
+        block(SMF_RESTARTS, "Restart SMF ten times and keep the best schedule."),
+        block(SEQUENTIAL, "Keep the submission order."),
+        block("def schedule(txns):\n    return list(range(len(txns))) * 2\n", "Twice is safer."),
+        block("def schedule(txns):\n    return sorted(txns, key=len\n", "Shortest first."),
+        Reply("Let me think about this some more."),
+    ]
+    with ScriptedLLM.from_list(replies) as srv:
+        r = evolve(*run_args(srv.base_url, tmp_path, problem=PROBLEM, iterations=20), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_info = archive_json(tmp_path, "runs")[0]
+    assert run_info["iterations_done"] == 20 and run_info["status"] == "finished"
+    best = archive_json(tmp_path, "best", "--problem", "txn_scheduling")
+    assert best["iteration"] > 0 and "RESTARTS" in best["code"]
+    assert best["score"] > README[("smf.py", "train")] and best["test_score"] is not None
