@@ -246,6 +246,9 @@ class Archive:
         rows = self.db.execute(sql + " ORDER BY iteration", (run_id, *args)).fetchall()
         return [_row_to_program(r) for r in rows]
 
+    def iterations(self, run_id: str) -> set[int]:
+        return {r[0] for r in self.db.execute("SELECT iteration FROM programs WHERE run_id=?", (run_id,))}
+
     def get_program(self, program_id: str) -> ProgramRow | None:
         r = self.db.execute("SELECT * FROM programs WHERE program_id=?", (program_id,)).fetchone()
         if r is None:

@@ -139,10 +139,10 @@ class Controller:
         # Work left over from a killed controller comes first.
         for prow in self.archive.programs(self.run_id, "status='pending'"):
             tasks.add(asyncio.create_task(self._evaluate_candidate(prow)))
-        for call in self.archive.unconsumed_replies(self.run_id):
+        replies = self.archive.unconsumed_replies(self.run_id)
+        for call in replies:
             tasks.add(asyncio.create_task(self._consume_reply(call)))
-        taken = {p.iteration for p in self.archive.programs(self.run_id)}
-        taken |= {c["iteration"] for c in self.archive.unconsumed_replies(self.run_id)}
+        taken = self.archive.iterations(self.run_id) | {c["iteration"] for c in replies}
         free = [i for i in range(1, self.cfg.iterations + 1) if i not in taken]
         retry: list[int] = []
         limit = self.cfg.parallel + self.cfg.llm_parallel

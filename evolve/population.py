@@ -102,6 +102,7 @@ class Population:
         self.rng = random.Random(seed)
         self.children: dict[str, list[Attempt]] = defaultdict(list)
         self.members: dict[str, Member] = {}
+        self._best: Member | None = None  # members are never removed, so a running max is exact
 
     # ---- building ----------------------------------------------------------
     def add(self, p: ProgramRow, island: int | None = None) -> bool:
@@ -114,6 +115,8 @@ class Population:
             return False
         m = Member(p.program_id, p.score, p.cell, p.iteration)
         self.members[p.program_id] = m
+        if self._best is None or (m.score, -m.iteration) > (self._best.score, -self._best.iteration):
+            self._best = m
         return self._place(m, p.island if island is None else island)
 
     def _place(self, m: Member, island: int) -> bool:
@@ -143,7 +146,7 @@ class Population:
 
     # ---- selection ---------------------------------------------------------
     def best(self) -> Member | None:
-        return max(self.members.values(), key=lambda m: (m.score, -m.iteration), default=None)
+        return self._best
 
     def select_parent(self, island: int) -> Member | None:
         elites = list(self.islands[island % len(self.islands)].elites.values())
