@@ -1,4 +1,4 @@
-"""`evolve` command line: run, resume, eval, check, new, archive.
+"""`evolve` command line: run, resume, eval, check, new, sandbox, archive.
 
 Bad input ends with exit code 2 and one line naming the flag, file or field;
 nothing is written to the archive before the input has been validated.
@@ -13,6 +13,8 @@ from pathlib import Path
 
 from evolve import __version__
 from evolve.cli_common import UsageError
+
+SANDBOXES = ("auto", "local", "docker")  # evolve.sandboxes.CHOICES, without importing it here
 
 
 def _positive_int(text: str) -> int:
@@ -54,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", metavar="ID", help="name of the run (default: problem-date-random)")
     run.add_argument("--budget-usd", type=_positive_float, metavar="X", help="stop once LLM spend reaches X dollars")
     run.add_argument("--time-limit", type=_positive_float, metavar="SEC", help="stop dispatching after SEC seconds")
-    run.add_argument("--sandbox", choices=["local"], default="local", help="where candidates run")
+    run.add_argument("--sandbox", choices=SANDBOXES, default="auto",
+                     help="where candidates run (default auto: docker if its engine and image are there, else local)")
     run.add_argument("--islands", type=_positive_int, help="number of islands (default: problem's, else 3)")
     run.add_argument("--migration-interval", type=_positive_int, default=20, help="iterations between migrations")
     run.add_argument("--edit-format", choices=["diff", "block", "full"], help="what the model is asked for")
@@ -80,11 +83,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("program", metavar="PROGRAM_FILE")
     ev.add_argument("--split", help="evaluate this split only (default: the cascade up to the train split)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
-    ev.add_argument("--sandbox", choices=["local"], default="local")
+    ev.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where the program runs (default auto)")
 
     ck = sub.add_parser("check", help="validate a problem folder and score its seed program")
     ck.add_argument("problem_dir", metavar="PROBLEM_DIR")
-    ck.add_argument("--sandbox", choices=["local"], default="local")
+    ck.add_argument("--sandbox", choices=SANDBOXES, default="auto", help="where the seed runs (default auto)")
+
+    sb = sub.add_parser("sandbox", help="manage the Docker sandbox's image")
+    sb_sub = sb.add_subparsers(dest="sandbox_command", required=True, metavar="ACTION")
+    sbb = sb_sub.add_parser("build", help="build the evaluation image (skipped when it is up to date)")
+    sbb.add_argument("--dockerfile", action="store_true",
+                     help="build evaluators/docker/Dockerfile (FROM python:3.11-slim; needs a registry) "
+                          "instead of the Debian base made with debootstrap")
+    sbb.add_argument("--force", action="store_true", help="rebuild even if an image of the tag exists")
+    sbb.add_argument("--mirror", metavar="URL", help="Debian mirror for debootstrap (default "
+                     "$EVOLVE_DEBIAN_MIRROR, else http://deb.debian.org/debian)")
 
     new = sub.add_parser("new", help="scaffold a problem folder that passes `evolve check`")
     new.add_argument("name", metavar="NAME", help="folder to create (its last part names the problem)")
@@ -107,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_eval(args)
         if args.command == "check":
             return cmd_check(args)
+        if args.command == "sandbox":
+            return cmd_sandbox(args)
         if args.command == "new":
             from evolve.scaffold import scaffold
             path = scaffold(args.name)
@@ -120,6 +135,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"evolve {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def cmd_sandbox(args) -> int:
+    """`evolve sandbox build`: the Docker sandbox's image, built only when its inputs changed."""
+    from evaluators.image import ImageError, build
+    from evolve.sandboxes import engine
+
+    client, why = engine()
+    if client is None:
+        raise UsageError(why)
+    try:
+        tag, built = build(client, dockerfile=args.dockerfile, force=args.force, mirror=args.mirror,
+                           log=lambda line: print(line, file=sys.stderr, flush=True))
+    except ImageError as e:
+        raise UsageError(str(e)) from None
+    print(tag if built else f"{tag} (up to date)")
+    return 0
 
 
 def cmd_eval(args) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from evolve.llm import LLMConfig, ModelSpec
-from evolve.prompts import EDIT_FORMATS
+from evolve.prompts import EDIT_FORMATS, PROMPT_STYLES
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,11 @@ class RunConfig:
     llm_backoff_s: float = 1.0
     prices_file: str | None = None
     data_dir: str | None = None
+    # From the model's profile (evolve/profiles.py): prompts are packed to fit the window.
+    context_window: int | None = None  # tokens; None: no packing
+    prompt_style: str = "full"  # full | short
+    num_inspirations: int = 3  # shown per prompt, at most
+    max_attempts: int = 5  # recent attempts shown per prompt, at most
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -51,6 +56,9 @@ class RunConfig:
             (self.llm_timeout_s > 0, "--llm-timeout must be > 0"),
             (self.llm_retries >= 0, "--llm-retries must be >= 0"),
             (bool(self.models), "--model: at least one model is needed"),
+            (self.context_window is None or self.context_window >= 256, "--context-window must be >= 256"),
+            (self.prompt_style in PROMPT_STYLES, f"prompt style must be one of {', '.join(PROMPT_STYLES)}"),
+            (self.num_inspirations >= 0 and self.max_attempts >= 0, "prompt item counts must be >= 0"),
         ]
         for ok, msg in checks:
             if not ok:

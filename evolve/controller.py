@@ -48,11 +48,12 @@ def program_id(run_id: str, iteration: int) -> str:
 
 class Controller:
     def __init__(self, archive: Archive, run_id: str, cfg: RunConfig, problem: Problem,
-                 evaluator: CandidateEvaluator, llm: LLMClient, progress: RunProgress | None = None):
+                 evaluator: CandidateEvaluator, llm: LLMClient, progress: RunProgress | None = None,
+                 prompts: PromptBuilder | None = None):
         self.archive, self.run_id, self.cfg, self.problem = archive, run_id, cfg, problem
         self.evaluator, self.llm = evaluator, llm
         self.progress = progress or RunProgress(enabled=False)
-        self.prompts = PromptBuilder(problem)
+        self.prompts = prompts or PromptBuilder(problem)
         self.features = Features(problem.seed_code, problem.feature_dims, problem.feature_bins)
         self.pop = Population(cfg.num_islands, SelectionPolicy(), cfg.seed)
         self.eval_sem = asyncio.Semaphore(cfg.parallel)

@@ -1,15 +1,81 @@
-"""Pick a sandbox backend by name; every backend implements evaluators.sandbox.Sandbox."""
+"""Pick a sandbox backend by name; every backend implements evaluators.sandbox.Sandbox.
+
+`auto` (the default) is docker where a Docker engine answers and the sandbox
+image exists, else local; one line on stderr says which and why.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+
 from evaluators.sandbox import Sandbox
+from evolve.cli_common import UsageError
 
-BACKENDS = ("local",)
+BACKENDS = ("local", "docker")
+CHOICES = ("auto", *BACKENDS)
 
 
-def make_sandbox(name: str, parallel: int) -> Sandbox:
+def engine():
+    """(docker client, None) when an engine answers, else (None, why not)."""
+    try:
+        import docker
+    except ImportError:
+        return None, "the `docker` Python package is not installed"
+    try:
+        client = docker.from_env(timeout=5)
+        client.ping()
+    except Exception as e:
+        why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+        return None, f"no Docker engine answered: {why}"
+    return client, None
+
+
+def default_backend() -> tuple[str, str]:
+    """(backend, reason) for `--sandbox auto`."""
+    from evaluators.image import find_image, wanted_image
+
+    client, why = engine()
+    if client is None:
+        return "local", why
+    try:
+        image = find_image(client)
+        version = client.version().get("Version", "?")
+    except Exception as e:
+        return "local", f"the Docker engine failed: {e}"
+    if image is None:
+        return "local", f"Docker image {wanted_image()} is not built; `evolve sandbox build` builds it"
+    return "docker", f"Docker engine {version} answered and image {image} exists"
+
+
+def make_sandbox(name: str, parallel: int, run_id: str | None = None) -> Sandbox:
+    if name == "auto":
+        name, why = default_backend()
+        print(f"sandbox: {name} ({why})", file=sys.stderr, flush=True)
     if name == "local":
         from evaluators.local import LocalSandbox
 
         return LocalSandbox(max_parallel=max(1, parallel) + 1)
-    raise ValueError(f"--sandbox {name}: unknown backend (one of {', '.join(BACKENDS)})")
+    if name == "docker":
+        return _docker(parallel, run_id)
+    raise ValueError(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")
+
+
+def _docker(parallel: int, run_id: str | None) -> Sandbox:
+    from evaluators.docker_sandbox import DockerSandbox
+    from evaluators.image import IMAGE_ENV, ImageError, build, find_image
+
+    client, why = engine()
+    if client is None:
+        raise UsageError(f"--sandbox docker: {why}")
+    if find_image(client) is None:
+        if os.environ.get(IMAGE_ENV):
+            raise UsageError(f"--sandbox docker: ${IMAGE_ENV} names {os.environ[IMAGE_ENV]}, "
+                             "which this Docker engine does not have")
+        print("sandbox: the Docker image is not built yet; building it (once)", file=sys.stderr, flush=True)
+        try:
+            build(client, log=lambda line: print(line, file=sys.stderr, flush=True))
+        except ImageError as e:
+            raise UsageError(f"--sandbox docker: {e}") from None
+    # held-out re-scoring runs beside the --parallel evaluations, as for local
+    return DockerSandbox(max_parallel=max(1, parallel) + 1, run_id=run_id, client=client)

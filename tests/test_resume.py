@@ -36,10 +36,10 @@ def score(outputs, split):
 SEED = "# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
 
 
-def make_problem(root: Path) -> Path:
+def make_problem(root: Path, timeout_s: float = 20) -> Path:
     root.mkdir()
     (root / "problem.toml").write_text(
-        '[problem]\nname = "toy"\nentry = "seed.py"\n[evaluation]\ntimeout_s = 20\nsplits = ["train"]\n'
+        f'[problem]\nname = "toy"\nentry = "seed.py"\n[evaluation]\ntimeout_s = {timeout_s}\nsplits = ["train"]\n'
     )
     (root / "seed.py").write_text(SEED)
     (root / "evaluator.py").write_text(EVALUATOR)
@@ -81,7 +81,8 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
         d.chmod(0o777)
     env = {"EVOLVE_DATA_DIR": str(data)}
     iterations = 14
-    args = ["--parallel", "2", "--llm-parallel", "2", "--migration-interval", "4"]
+    # the evaluator writes marks into the data dir, which only the local sandbox allows
+    args = ["--sandbox", "local", "--parallel", "2", "--llm-parallel", "2", "--migration-interval", "4"]
 
     with ScriptedLLM(responder()) as srv:
         ref = evolve(*run_args(srv.base_url, tmp_path / "ref", *args, problem=problem, iterations=iterations),
@@ -143,3 +144,51 @@ def _code(runs: Path, run_id: str, it: int) -> str:
     (code,) = db.execute("SELECT code FROM programs WHERE run_id=? AND iteration=?", (run_id, it)).fetchone()
     db.close()
     return code
+
+
+def test_ctrl_c_and_sigterm_stop_cleanly_and_resume(tmp_path):
+    problem = make_problem(tmp_path / "toy", timeout_s=30)  # far longer than a clean stop may take
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o777)
+    env = {"EVOLVE_DATA_DIR": str(data)}
+    slow_loop = 'def f(x):\n    import time\n    time.sleep(60)\n    return x'
+    replies = [Reply(f"```python\n# EVOLVE-BLOCK-START\n{slow_loop}\n# EVOLVE-BLOCK-END\n```")]
+    with ScriptedLLM.from_list(replies, then=responder()) as srv:
+        runs = tmp_path / "runs"
+        for sig, run_id in ((signal.SIGINT, "int"), (signal.SIGTERM, "term")):
+            toml = problem / "problem.toml"
+            toml.write_text(toml.read_text().replace("timeout_s = 3\n", "timeout_s = 30\n"))
+            proc = popen(*run_args(srv.base_url, runs, "--sandbox", "local", "--run-id", run_id, problem=problem,
+                                  iterations=4),
+                         extra_env=env)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # wait until the 60 s candidate is being evaluated
+                db = runs / "archive.db"
+                if db.exists() and _pending(db, run_id):
+                    break
+                time.sleep(0.05)
+            t0 = time.monotonic()
+            proc.send_signal(sig)
+            proc.wait(timeout=20)
+            assert time.monotonic() - t0 < 10, "the run must not wait for the evaluation's deadline"
+            assert proc.returncode == 130, proc.stderr.read()
+            run = [r for r in archive_json(runs, "runs") if r["run_id"] == run_id][0]
+            assert run["status"] == "stopped" and run["stop_reason"] == "interrupted"
+            srv.responder = responder()
+            toml = problem / "problem.toml"  # the resumed run re-evaluates the sleeper: keep that short
+            toml.write_text(toml.read_text().replace("timeout_s = 30", "timeout_s = 3"))
+            resumed = evolve("resume", run_id, "--runs-dir", runs, "--no-progress", extra_env=env, timeout=200)
+            assert resumed.returncode == 0, resumed.stderr
+            run = [r for r in archive_json(runs, "runs") if r["run_id"] == run_id][0]
+            assert run["status"] == "finished" and run["iterations_done"] == 4
+
+
+def _pending(db: Path, run_id: str) -> bool:
+    c = sqlite3.connect(db)
+    try:
+        return bool(c.execute("SELECT 1 FROM programs WHERE run_id=? AND status='pending'", (run_id,)).fetchone())
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        c.close()

@@ -1,0 +1,352 @@
+"""DockerSandbox against the real engine: the container policy, the warm pool, its
+recovery and clean-up, the image's tag, the default backend, and whole runs.
+
+The hostile-candidate suite for both backends is tests/test_hostile.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import evaluators.docker_sandbox as ds
+from evaluators import image
+from evaluators.docker_sandbox import LABEL, OWNER_LABEL, DockerSandbox, reap_leftovers
+from evaluators.sandbox import OK, RUNTIME_ERROR, TIMEOUT, EvalRequest, EvalResult, Limits
+from tests.cli_helpers import BINPACK, ROOT, archive_json, block, evolve, popen, run_args
+from tests.docker_support import (  # noqa: F401  (docker_image: the session fixture)
+    assert_pool_clean,
+    docker_image,
+    engine,
+    labeled,
+    processes,
+    wait_gone,
+)
+from tests.scripted_llm import Reply, ScriptedLLM, binpack_reply
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DIRECT = FIXTURES / "sandbox_native" / "direct"
+SORTING = FIXTURES / "sandbox_native" / "sorting"
+OPENEVOLVE = FIXTURES / "sandbox_openevolve" / "basic"
+LIMITS = Limits(timeout_s=3.0, memory_mb=512, max_procs=24, max_file_mb=8, max_output_kb=8)
+GOOD = "def solve():\n    return 0.5\n"
+SLEEP = "import time\ndef solve():\n    time.sleep({s})\n    return 1.0\n"
+
+
+def request(code: str, problem: Path = DIRECT, limits: Limits = LIMITS, **kw) -> EvalRequest:
+    fmt = "openevolve" if problem == OPENEVOLVE else "native"
+    return EvalRequest(problem_dir=str(problem), program_code=code, program_name="cand.py",
+                       split="train", fmt=fmt, limits=limits, **kw)
+
+
+@pytest.fixture(scope="module")
+def sandbox(docker_image):  # noqa: F811
+    sb = DockerSandbox(max_parallel=3, run_id=f"test-docker-{os.getpid()}", image=docker_image)
+    yield sb
+    sb.close()
+    assert wait_gone(sb.client, sb.run_id, 10) == []
+
+
+def in_background(fn, *args) -> tuple[threading.Thread, list]:
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn(*args)))
+    t.start()
+    return t, out
+
+
+def wait_for(cond, timeout_s: float = 10.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < end, "timed out waiting"
+        time.sleep(0.02)
+
+
+# ---- both formats, both modes -------------------------------------------------------
+
+
+def test_native_and_trusted_score(sandbox: DockerSandbox) -> None:
+    res = sandbox.evaluate(request(GOOD))
+    assert (res.status, res.score, res.metrics) == (OK, 0.5, {"value": 0.5})
+    res = sandbox.evaluate(request("def solve(xs):\n    return sorted(xs)\n", SORTING))
+    assert (res.status, res.score, res.metrics) == (OK, 1.0, {"correct": 10.0})
+    assert res.artifacts["note"] == "in-sandbox" and res.artifacts["checked_by"] == "score()"
+
+
+@pytest.mark.parametrize("stage,score", [(None, 0.75), ("evaluate_stage2", 1.75), ("evaluate_stage3", 1.5)])
+def test_openevolve(sandbox: DockerSandbox, stage: str | None, score: float) -> None:
+    """stage3 runs the candidate in the evaluator's own subprocess, helper from PYTHONPATH."""
+    res = sandbox.evaluate(request("def run():\n    return 0.75\n", OPENEVOLVE, stage=stage))
+    assert (res.status, res.score) == (OK, score), res.artifacts
+
+
+# ---- the container policy -----------------------------------------------------------
+
+
+def test_container_policy(sandbox: DockerSandbox) -> None:
+    assert sandbox.evaluate(request(GOOD, data_dir=str(SORTING))).status == OK
+    info = [sandbox.client.api.inspect_container(c) for c in sandbox.containers()]
+    c = next(i for i in info if any(m["Destination"] == "/data" for m in i["Mounts"]))
+    hc, cfg = c["HostConfig"], c["Config"]
+    assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] and hc["CapDrop"] == ["ALL"]
+    assert hc["SecurityOpt"] == ["no-new-privileges"] and hc["IpcMode"] == "private"
+    assert hc["Memory"] == hc["MemorySwap"] == (512 + ds.AGENT_MB) * 2**20
+    assert hc["NanoCpus"] == 10**9 and hc["PidsLimit"] == LIMITS.max_procs + 2
+    assert set(hc["Tmpfs"]) == {"/scratch", "/tmp", "/out"}
+    assert all("size=" in opts and "noexec" in opts for opts in hc["Tmpfs"].values())
+    assert {m["Destination"]: m["RW"] for m in c["Mounts"]} == {"/problem": False, "/in": False, "/data": False}
+    assert cfg["User"] == "10001:10001" and cfg["Labels"][LABEL] == sandbox.run_id
+    assert cfg["Labels"][OWNER_LABEL] == ds.owner_id()
+    env = dict(e.split("=", 1) for e in cfg["Env"])
+    assert set(env) <= {"PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+                        "PYTHONPATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                        "EVOLVE_DATA_DIR"}
+
+
+def test_inside_view(sandbox: DockerSandbox) -> None:
+    code = textwrap.dedent("""\
+        import json, os
+        status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines())
+        def can_write(path):
+            try:
+                open(path, 'w').close()
+                return True
+            except OSError:
+                return False
+        INFO = json.dumps({
+            'ids': [os.getuid(), os.geteuid(), os.getgid()],
+            'cap_eff': status['CapEff'].strip(), 'cap_bnd': status['CapBnd'].strip(),
+            'no_new_privs': status['NoNewPrivs'].strip(),
+            'ifaces': sorted(os.listdir('/sys/class/net')),
+            'writable': {p: can_write(p) for p in ('/usr/x', '/in/x', '/problem/x', '/scratch/x', '/tmp/x')},
+            'cwd': os.getcwd(), 'program': os.path.realpath('cand.py'),
+        })
+        def solve():
+            return 1.0
+        """)
+    res = sandbox.evaluate(request(code))
+    info = json.loads(res.artifacts["info"])
+    assert info["ids"] == [10001, 10001, 10001]
+    assert info["cap_eff"] == info["cap_bnd"] == "0000000000000000" and info["no_new_privs"] == "1"
+    assert info["ifaces"] == ["lo"]
+    assert info["writable"] == {"/usr/x": False, "/in/x": False, "/problem/x": False,
+                                "/scratch/x": True, "/tmp/x": True}
+    assert info["cwd"] == "/scratch" and info["program"] == "/in/cand.py"
+
+
+# ---- the warm pool ------------------------------------------------------------------
+
+
+def test_warm_containers_are_reused_and_wiped(sandbox: DockerSandbox) -> None:
+    write = ("import os\nopen(os.path.join(os.environ['HOME'], 'left.txt'), 'w').write('x')\n"
+             "open('/tmp/left.txt', 'w').write('x')\n" + GOOD)
+    probe = ("import os\nLEFT = [p for p in (os.path.join(os.environ['HOME'], 'left.txt'), '/tmp/left.txt')"
+             " if os.path.exists(p)]\nINFO = repr(LEFT)\ndef solve():\n    return float(len(LEFT))\n")
+    assert sandbox.evaluate(request(write)).status == OK
+    before = set(sandbox.containers())
+    for _ in range(3):
+        res = sandbox.evaluate(request(probe))
+        assert (res.status, res.score) == (OK, 0.0), res.artifacts
+    assert set(sandbox.containers()) == before  # no new container for the same problem
+    assert_pool_clean(sandbox)
+
+
+def test_concurrent_evaluations_get_their_own_container(sandbox: DockerSandbox) -> None:
+    code = ("import os, time\nMARK = os.path.join(os.environ['HOME'], 'mine')\n"
+            "def solve():\n    busy = os.path.exists(MARK)\n    open(MARK, 'w').close()\n"
+            "    time.sleep(1.0)\n    return 0.0 if busy else 1.0\n")
+    with ThreadPoolExecutor(3) as pool:
+        pool.map(sandbox.evaluate, [request(GOOD)] * 3)  # three warm containers
+        t0 = time.monotonic()
+        results = list(pool.map(sandbox.evaluate, [request(code)] * 3))
+    assert time.monotonic() - t0 < 2.5  # 3 s if they ran one after another
+    assert [(r.status, r.score) for r in results] == [(OK, 1.0)] * 3, [r.artifacts for r in results]
+    assert len(sandbox.containers()) <= sandbox.max_parallel
+
+
+def test_container_killed_while_idle_is_replaced(sandbox: DockerSandbox) -> None:
+    assert sandbox.evaluate(request(GOOD)).status == OK
+    for cid in sandbox.containers():
+        sandbox.client.api.kill(cid)
+    res = sandbox.evaluate(request(GOOD))
+    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+
+
+def test_container_dying_mid_evaluation_is_a_recorded_failure(sandbox: DockerSandbox) -> None:
+    assert sandbox.evaluate(request(GOOD)).status == OK
+    t, out = in_background(sandbox.evaluate, request(SLEEP.format(s=30)))
+    wait_for(lambda: any(
+        len(processes(sandbox.client, c)) > 1 for c in sandbox.containers()))
+    victim = next(c for c in sandbox.containers() if len(processes(sandbox.client, c)) > 1)
+    sandbox.client.api.kill(victim)
+    t.join(10)
+    res: EvalResult = out[0]
+    assert res.status == RUNTIME_ERROR and "container died" in res.artifacts["error"], res.artifacts
+    assert victim not in sandbox.containers()
+    assert sandbox.evaluate(request(GOOD)).status == OK
+
+
+def test_unreclaimable_container_is_destroyed_at_the_host_deadline(sandbox: DockerSandbox,
+                                                                  monkeypatch) -> None:
+    """A frozen container (its agent cannot act at the deadline) goes, and the evaluation
+    is a timeout; the next one gets a fresh container."""
+    monkeypatch.setattr(ds, "GRACE_S", 1.0)
+    limits = Limits(timeout_s=1.0, memory_mb=512, max_procs=24, max_file_mb=8, max_output_kb=8)
+    assert sandbox.evaluate(request(GOOD, limits=limits)).status == OK
+    t, out = in_background(sandbox.evaluate, request(SLEEP.format(s=30), limits=limits))
+    wait_for(lambda: any(len(processes(sandbox.client, c)) > 1 for c in sandbox.containers()))
+    frozen = next(c for c in sandbox.containers() if len(processes(sandbox.client, c)) > 1)
+    sandbox.client.api.pause(frozen)
+    t.join(15)
+    res: EvalResult = out[0]
+    assert res.status == TIMEOUT and res.wall_s < 4, (res, res.wall_s)
+    assert frozen not in sandbox.containers()
+    assert wait_for(lambda: frozen not in [c["Id"] for c in sandbox.client.api.containers(all=True)]) is None
+    assert sandbox.evaluate(request(GOOD, limits=limits)).status == OK
+
+
+# ---- clean-up: close, dead runs, a controller killed outright ------------------------
+
+
+def test_close_removes_every_container(docker_image) -> None:  # noqa: F811
+    sb = DockerSandbox(max_parallel=2, run_id=f"test-close-{os.getpid()}", image=docker_image)
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(sb.evaluate, [request(GOOD), request(GOOD, SORTING)]))
+    assert len(labeled(sb.client, sb.run_id)) == 2
+    t, out = in_background(sb.evaluate, request(SLEEP.format(s=30)))  # busy while closing
+    wait_for(lambda: any(len(processes(sb.client, c)) > 1 for c in sb.containers()))
+    sb.close()
+    t.join(10)
+    assert out[0].status != OK and out[0].score is None
+    assert wait_gone(sb.client, sb.run_id, 10) == []
+    assert sb.evaluate(request(GOOD)).status == "sandbox_error"  # closed for good
+
+
+def test_leftovers_of_dead_runs_are_removed_at_start(docker_image) -> None:  # noqa: F811
+    client = engine()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owners = {"dead": f"{ds.socket.gethostname()}:{dead.pid}:1", "alive": ds.owner_id()}
+    ids = {}
+    for kind, owner in owners.items():
+        ids[kind] = client.api.create_container(
+            docker_image, ["python3", "-c", "pass"], labels={LABEL: f"test-{kind}", OWNER_LABEL: owner})["Id"]
+    try:
+        assert reap_leftovers(client) >= 1
+        left = {c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL})}
+        assert ids["dead"] not in left and ids["alive"] in left
+    finally:
+        for cid in ids.values():
+            try:
+                client.api.remove_container(cid, force=True)
+            except Exception:
+                pass
+
+
+def test_controller_killed_outright_takes_its_containers_along(docker_image) -> None:  # noqa: F811
+    run_id = f"test-sigkill-{os.getpid()}"
+    script = textwrap.dedent(f"""\
+        import os, signal
+        from evaluators.docker_sandbox import DockerSandbox
+        from evaluators.sandbox import EvalRequest
+        sb = DockerSandbox(run_id={run_id!r}, image={docker_image!r})
+        r = sb.evaluate(EvalRequest(problem_dir={str(DIRECT)!r}, program_code={GOOD!r},
+                                    program_name='cand.py', split='train'))
+        print(r.status, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == -signal.SIGKILL and proc.stdout.strip() == "ok", proc.stderr
+    assert wait_gone(engine(), run_id, 15) == []
+
+
+# ---- the image ----------------------------------------------------------------------
+
+
+def test_image_tag_is_a_hash_of_its_inputs(tmp_path: Path, monkeypatch) -> None:
+    tags = (image.base_tag(), image.debian_tag(), image.registry_tag())
+    assert tags[0].startswith("evolve-sandbox-base:") and tags[1].startswith("evolve-sandbox:")
+    assert tags == (image.base_tag(), image.debian_tag(), image.registry_tag())  # stable
+    copy = tmp_path / "docker"
+    copy.mkdir()
+    for f in image.DOCKER_DIR.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    monkeypatch.setattr(image, "DOCKER_DIR", copy)
+    assert (image.base_tag(), image.debian_tag()) == tags[:2]
+    (copy / "packages.txt").write_text((copy / "packages.txt").read_text() + "python3-scipy\n")
+    assert image.base_tag() != tags[0] and image.debian_tag() != tags[1]
+    assert image.registry_tag() == tags[2]  # the registry recipe does not read packages.txt
+
+
+def test_sandbox_build_is_skipped_when_up_to_date(docker_image) -> None:  # noqa: F811
+    r = evolve("sandbox", "build")
+    assert r.returncode == 0 and r.stdout.strip() == f"{docker_image} (up to date)", r.stderr
+
+
+# ---- the default backend and the CLI -------------------------------------------------
+
+
+def test_default_is_docker_with_a_notice(docker_image, tmp_path: Path) -> None:  # noqa: F811
+    prog = tmp_path / "best_fit.py"
+    prog.write_text((BINPACK / "baselines" / "best_fit.py").read_text())
+    r = evolve("eval", BINPACK, prog, "--split", "quick", "--json")
+    assert r.returncode == 0, r.stderr
+    notice = [ln for ln in r.stderr.splitlines() if ln.startswith("sandbox: ")]
+    assert len(notice) == 1 and notice[0].startswith("sandbox: docker (Docker engine "), r.stderr
+    assert notice[0].endswith(f"answered and image {docker_image} exists)")
+    docker_out = json.loads(r.stdout)
+    local = json.loads(evolve("eval", BINPACK, prog, "--split", "quick", "--json", "--sandbox", "local").stdout)
+    assert docker_out["status"] == local["status"] == OK and docker_out["score"] == local["score"]
+
+
+def test_default_falls_back_to_local_without_the_image(tmp_path: Path) -> None:
+    prog = tmp_path / "best_fit.py"
+    prog.write_text((BINPACK / "baselines" / "best_fit.py").read_text())
+    r = evolve("eval", BINPACK, prog, "--split", "quick", "--json",
+               extra_env={"EVOLVE_SANDBOX_IMAGE": "evolve-sandbox:no-such-image"})
+    assert r.returncode == 0, r.stderr
+    assert "sandbox: local (Docker image evolve-sandbox:no-such-image is not built; " \
+           "`evolve sandbox build` builds it)" in r.stderr.splitlines()
+
+
+def test_run_with_docker_completes_and_leaves_nothing(docker_image, tmp_path: Path) -> None:  # noqa: F811
+    hostile = block("import os\ndef priority(item, bins):\n    while True:\n        os.fork()")
+    replies = [binpack_reply("best_fit"), Reply(hostile), binpack_reply("worst_fit")]
+    with ScriptedLLM.from_list(replies) as srv:
+        r = evolve(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", "docker-e2e",
+                             iterations=6))
+    assert r.returncode == 0, r.stderr
+    run = archive_json(tmp_path, "runs")[0]
+    assert (run["run_id"], run["status"], run["iterations_done"]) == ("docker-e2e", "finished", 6)
+    best = archive_json(tmp_path, "best", "--run", "docker-e2e")
+    assert best["iteration"] > 0 and best["test_score"] is not None  # best fit beat first fit
+    assert labeled(engine(), "docker-e2e") == []
+
+
+def test_ctrl_c_removes_the_runs_containers(docker_image, tmp_path: Path) -> None:  # noqa: F811
+    slow = block("import time\ndef priority(item, bins):\n    time.sleep(60)\n    return -bins")
+    client = engine()
+    with ScriptedLLM.from_list([Reply(slow)], then=Reply(slow)) as srv:
+        proc = popen(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", "docker-int",
+                               iterations=4))
+        try:
+            end = time.monotonic() + 60
+            while time.monotonic() < end and not any(
+                    len(processes(client, c)) > 1 for c in labeled(client, "docker-int")):
+                time.sleep(0.1)  # until a candidate is being evaluated in a container
+            assert labeled(client, "docker-int"), proc.stderr.read() if proc.poll() is not None else ""
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, proc.stderr.read()
+    assert labeled(client, "docker-int") == []
