@@ -140,8 +140,8 @@ class LocalSandbox:
 
     def close(self) -> None:
         """Stop accepting work and kill whatever is still running."""
-        self._closed = True
-        with self._lock:
+        with self._lock:  # paired with _launch: a harness is either listed here or sees _closed
+            self._closed = True
             live = list(self._live.items())
         for pid, (uid, token) in live:
             try:  # the harness is still unreaped while listed in _live, so its pgid is safe to kill
@@ -201,6 +201,9 @@ class LocalSandbox:
                     preexec_fn=make_preexec(limits, uid, nproc))
             with self._lock:
                 self._live[proc.pid] = (uid, token)
+                closed = self._closed
+            if closed:  # close() ran while this evaluation was starting: stop it at once
+                os.killpg(proc.pid, signal.SIGKILL)
             try:
                 finished = _wait_exit(proc, limits.timeout_s)
             finally:
