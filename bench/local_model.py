@@ -41,9 +41,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evolve import local_model as lm  # noqa: E402
+from evolve.llm import local_model as lm  # noqa: E402
+from evolve.llm.profiles import LOCAL_SMALL  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
-from evolve.profiles import LOCAL_SMALL  # noqa: E402
 
 PROBLEM = ROOT / "problems" / "online_binpack"
 OE_PROBLEM = ROOT / "bench" / "openevolve_binpack"

@@ -5,7 +5,7 @@
 - `fill_archive`: pre-populate a run with synthetic `ok` programs through
   Archive.insert_program (distinct code, real scores, MAP-Elites cells).
 - run as a script: resume a run in this process with the Controller wired as
-  `evolve resume` wires it (run_cli._execute), but with ConstantSandbox.
+  `evolve resume` wires it (evolve.cli.run._execute), but with ConstantSandbox.
 
     python bench/overhead_ours.py RUNS_DIR RUN_ID ITERATIONS
 """
@@ -22,15 +22,15 @@ from overhead_common import score_of, value_of
 
 from evaluators.sandbox import OK, EvalRequest, EvalResult
 from evolve.archive import Archive, ProgramRow
+from evolve.cli.progress import RunProgress
 from evolve.config import RunConfig
 from evolve.controller import Controller
 from evolve.edits import normalized_hash
 from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient
+from evolve.llm.pricing import PriceTable
 from evolve.population import Features
-from evolve.pricing import PriceTable
 from evolve.problem import load_problem
-from evolve.progress import RunProgress
 
 
 class ConstantSandbox:

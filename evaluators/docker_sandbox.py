@@ -48,7 +48,7 @@ from evaluators.sandbox import INVALID, OK, SANDBOX_ERROR, EvalRequest, EvalResu
 
 AGENT_CMD = ["python3", "-s", "/opt/evolve/agent.py"]
 USER = "10001:10001"
-PROBLEM, DATA, IN = "/problem", "/data", "/in"
+PROBLEM, DATA, IN, INCLUDE = "/problem", "/data", "/in", "/include"
 LABEL = "evolve"  # its value is the run id
 OWNER_LABEL = "evolve.owner"  # host:pid:start-time of the controller process
 HOST_PREFIX = "evolve-docker-"
@@ -97,7 +97,7 @@ def reap_leftovers(client, tmp_root: str | None = None) -> int:
     root = tmp_root or tempfile.gettempdir()
     for name in os.listdir(root):
         if name.startswith(HOST_PREFIX):
-            pid, _, start = name[len(HOST_PREFIX):].partition("-")
+            pid, _, start = name[len(HOST_PREFIX) :].partition("-")
             start = start.split("-")[0]
             if pid.isdigit() and not owner_alive(f"{socket.gethostname()}:{pid}:{start}"):
                 shutil.rmtree(os.path.join(root, name), ignore_errors=True)
@@ -108,6 +108,11 @@ def _check_name(name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name or name.endswith(".json"):
         raise ValueError(f"program_name must be a plain file name, got {name!r}")
     return name
+
+
+def _inside(include: str) -> str:
+    """Where an included file lies in the container (evaluators/kit.py's `include` looks there)."""
+    return f"{INCLUDE}/{os.path.basename(include)}"
 
 
 def _parse_result(text: object, note: object, max_bytes: int) -> tuple[dict | None, str | None]:
@@ -135,9 +140,7 @@ class _Box:
         self._out = b""
         self.err = b""  # the agent's stderr, last 8 KiB
         self.broken = False
-        self.eof = False
         self.timed_out = False
-        self.uses = 0
 
     def _pump(self, deadline: float) -> bool:
         """Read what is there into stdout/stderr; False at EOF or the deadline."""
@@ -153,15 +156,14 @@ class _Box:
         except (OSError, ValueError):
             chunk = b""
         if not chunk:
-            self.eof = True
             return False
         self._buf += chunk
         while len(self._buf) >= 8:  # the engine's frames: stream, 0, 0, 0, size (4 bytes)
             size = int.from_bytes(self._buf[4:8], "big")
             if len(self._buf) < 8 + size:
                 break
-            stream, payload = self._buf[0], self._buf[8:8 + size]
-            self._buf = self._buf[8 + size:]
+            stream, payload = self._buf[0], self._buf[8 : 8 + size]
+            self._buf = self._buf[8 + size :]
             if stream == 2:
                 self.err = (self.err + payload)[-8192:]
             else:
@@ -189,7 +191,7 @@ class _Box:
         try:
             self.sock.sendall(json.dumps(msg).encode() + b"\n")
         except OSError:
-            self.broken = self.eof = True
+            self.broken = True
             return None
         return self.read(timeout_s)
 
@@ -209,15 +211,24 @@ class DockerSandbox:
 
     name = "docker"
 
-    def __init__(self, max_parallel: int = 1, run_id: str | None = None, image: str | None = None,
-                 cpus: float = 1.0, client=None, tmp_root: str | None = None) -> None:
+    def __init__(
+        self,
+        max_parallel: int = 1,
+        run_id: str | None = None,
+        image: str | None = None,
+        cpus: float = 1.0,
+        client=None,
+        tmp_root: str | None = None,
+    ) -> None:
         import docker
 
         self.client = client or docker.from_env(timeout=120)
         self.client.ping()
         self.image = image or find_image(self.client)
         if self.image is None:
-            raise RuntimeError(f"the sandbox image {wanted_image()} is not built: run `evolve sandbox build`")
+            raise RuntimeError(
+                f"the sandbox image {wanted_image()} is not built: run `evolve sandbox build`"
+            )
         self.max_parallel = max(1, max_parallel)
         self.run_id = run_id or f"adhoc-{os.getpid()}-{os.urandom(3).hex()}"
         self.cpus = cpus
@@ -246,9 +257,13 @@ class DockerSandbox:
             try:
                 result = self._evaluate(request)
             except Exception as e:
-                result = EvalResult(SANDBOX_ERROR, artifacts={
-                    "error": f"docker sandbox failed: {e!r}",
-                    "traceback": traceback.format_exc()[-8000:]})
+                result = EvalResult(
+                    SANDBOX_ERROR,
+                    artifacts={
+                        "error": f"docker sandbox failed: {e!r}",
+                        "traceback": traceback.format_exc()[-8000:],
+                    },
+                )
             result.wall_s = time.monotonic() - t0
         return result
 
@@ -263,7 +278,9 @@ class DockerSandbox:
             with ThreadPoolExecutor(min(8, len(boxes))) as pool:
                 list(pool.map(self._destroy, boxes))
         try:  # anything created but not yet registered (a close during a start)
-            mine = self.client.api.containers(all=True, filters={"label": f"{OWNER_LABEL}={self.owner}"})
+            mine = self.client.api.containers(
+                all=True, filters={"label": f"{OWNER_LABEL}={self.owner}"}
+            )
         except Exception:
             mine = []
         for c in mine:
@@ -282,23 +299,38 @@ class DockerSandbox:
     # ---- one evaluation -----------------------------------------------------
 
     def _evaluate(self, req: EvalRequest) -> EvalResult:
-        req = replace(req, problem_dir=os.path.abspath(req.problem_dir),
-                      data_dir=req.data_dir and os.path.abspath(req.data_dir))
+        req = replace(
+            req,
+            problem_dir=os.path.abspath(req.problem_dir),
+            data_dir=req.data_dir and os.path.abspath(req.data_dir),
+            includes=tuple(os.path.abspath(p) for p in req.includes),
+        )
         name = _check_name(req.program_name)
         scored = req.fmt == "native" and has_score_fn(req.problem_dir)
         box = self._checkout(req)
         try:
-            inside = replace(req, problem_dir=PROBLEM, data_dir=DATA if req.data_dir else None)
+            inside = replace(
+                req,
+                problem_dir=PROBLEM,
+                data_dir=DATA if req.data_dir else None,
+                includes=tuple(_inside(p) for p in req.includes),
+            )
             run = self._launch(box, req.limits, "run", inside.to_json(), {name: req.program_code})
             result, outputs = to_result(run, req.limits, "evaluate()", check_score=not scored)
             if not scored or result.status != OK:
                 return result
             if outputs is MISSING:
                 result.status = INVALID
-                result.artifacts["error"] = "evaluate() returned no 'outputs' for the trusted score()"
+                result.artifacts["error"] = (
+                    "evaluate() returned no 'outputs' for the trusted score()"
+                )
                 return result
-            payload = {"problem_dir": PROBLEM, "split": req.split, "outputs": outputs,
-                       "limits": req.to_json()["limits"]}
+            payload = {
+                "problem_dir": PROBLEM,
+                "split": req.split,
+                "outputs": outputs,
+                "limits": req.to_json()["limits"],
+            }
             run = self._launch(box, req.limits, "score", payload, {})
             final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")
             final.artifacts = {**result.artifacts, **final.artifacts}  # the trusted side wins
@@ -306,8 +338,9 @@ class DockerSandbox:
         finally:
             self._checkin(box)
 
-    def _launch(self, box: _Box, limits: Limits, mode: str, payload: dict,
-                files: dict[str, str]) -> ProcRun:
+    def _launch(
+        self, box: _Box, limits: Limits, mode: str, payload: dict, files: dict[str, str]
+    ) -> ProcRun:
         """One harness process in the box's container; the agent cleans up after it."""
         for old in os.listdir(box.in_dir):
             os.unlink(os.path.join(box.in_dir, old))
@@ -317,27 +350,42 @@ class DockerSandbox:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
             os.chmod(path, 0o644)
-        msg = {"op": "launch", "mode": mode, "src": src, "program": next(iter(files), None),
-               "timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb,
-               "max_file_mb": limits.max_file_mb, "max_output_kb": limits.max_output_kb}
-        box.uses += 1
+        msg = {
+            "op": "launch",
+            "mode": mode,
+            "src": src,
+            "program": next(iter(files), None),
+            "timeout_s": limits.timeout_s,
+            "memory_mb": limits.memory_mb,
+            "max_file_mb": limits.max_file_mb,
+            "max_output_kb": limits.max_output_kb,
+        }
         answer = box.call(msg, limits.timeout_s + GRACE_S)
         if answer is None:
             if box.timed_out:  # the agent did not reclaim it: the container goes, and all in it
                 return ProcRun(None, -9, True, "", "", 0, None)
             if self._closed:
                 raise RuntimeError("the sandbox was closed during the evaluation")
-            return ProcRun(None, -9, False, "", box.err.decode("utf-8", "replace"), 0,
-                           self._death_note(box))
+            return ProcRun(
+                None, -9, False, "", box.err.decode("utf-8", "replace"), 0, self._death_note(box)
+            )
         if "rc" not in answer:
             box.broken = True
             raise RuntimeError(f"the sandbox agent failed: {answer.get('error')}")
         if not answer.get("clean"):
             box.broken = True
-        data, note = _parse_result(answer.get("result"), answer.get("note"), limits.max_file_mb * 2**20)
-        return ProcRun(data, int(answer["rc"]), bool(answer.get("timed_out")),
-                       str(answer.get("stdout") or ""), str(answer.get("stderr") or ""),
-                       int(answer.get("strays") or 0), note)
+        data, note = _parse_result(
+            answer.get("result"), answer.get("note"), limits.max_file_mb * 2**20
+        )
+        return ProcRun(
+            data,
+            int(answer["rc"]),
+            bool(answer.get("timed_out")),
+            str(answer.get("stdout") or ""),
+            str(answer.get("stderr") or ""),
+            int(answer.get("strays") or 0),
+            note,
+        )
 
     def _death_note(self, box: _Box) -> str:
         try:
@@ -351,7 +399,14 @@ class DockerSandbox:
 
     def _key(self, req: EvalRequest) -> tuple:
         lim = req.limits
-        return (req.problem_dir, req.data_dir, lim.memory_mb, lim.max_procs, lim.max_file_mb)
+        return (
+            req.problem_dir,
+            req.data_dir,
+            req.includes,
+            lim.memory_mb,
+            lim.max_procs,
+            lim.max_file_mb,
+        )
 
     def _checkout(self, req: EvalRequest) -> _Box:
         key = self._key(req)
@@ -410,17 +465,29 @@ class DockerSandbox:
     def _create(self, key: tuple) -> _Box:
         from docker.types import LogConfig, Mount
 
-        problem_dir, data_dir, memory_mb, max_procs, max_file_mb = key
+        problem_dir, data_dir, includes, memory_mb, max_procs, max_file_mb = key
         in_dir = tempfile.mkdtemp(prefix="in-", dir=self._host_root)
         os.chmod(in_dir, 0o755)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/scratch",
-               "TMPDIR": "/scratch", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
-               "PYTHONPATH": PROBLEM, **dict.fromkeys(_THREADS_1, "1")}
-        mounts = [Mount(PROBLEM, problem_dir, type="bind", read_only=True),
-                  Mount(IN, in_dir, type="bind", read_only=True)]
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "HOME": "/scratch",
+            "TMPDIR": "/scratch",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+            "PYTHONPATH": PROBLEM,
+            **dict.fromkeys(_THREADS_1, "1"),
+        }
+        mounts = [
+            Mount(PROBLEM, problem_dir, type="bind", read_only=True),
+            Mount(IN, in_dir, type="bind", read_only=True),
+        ]
         if data_dir:
             env["EVOLVE_DATA_DIR"] = DATA
             mounts.append(Mount(DATA, data_dir, type="bind", read_only=True))
+        if includes:
+            env["EVOLVE_INCLUDE_DIR"] = INCLUDE
+            mounts += [Mount(_inside(p), p, type="bind", read_only=True) for p in includes]
 
         def tmpfs(mb: int, mode: str = "0700") -> str:
             return f"rw,nosuid,nodev,noexec,size={mb}m,nr_inodes={INODES},uid=10001,gid=10001,mode={mode}"
@@ -428,19 +495,43 @@ class DockerSandbox:
         mem = f"{memory_mb + AGENT_MB}m"
         api = self.client.api
         host_config = api.create_host_config(
-            network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            mem_limit=mem, memswap_limit=mem, nano_cpus=int(self.cpus * 1e9),
-            pids_limit=max_procs + 2, ipc_mode="private", shm_size="64m", auto_remove=True,
-            mounts=mounts, log_config=LogConfig(type="none"),
-            tmpfs={"/scratch": tmpfs(SCRATCH_MB), "/tmp": tmpfs(TMP_MB, "1777"),
-                   "/out": tmpfs(3 * max_file_mb + 8)})
+            network_mode="none",
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=mem,
+            memswap_limit=mem,
+            nano_cpus=int(self.cpus * 1e9),
+            pids_limit=max_procs + 2,
+            ipc_mode="private",
+            shm_size="64m",
+            auto_remove=True,
+            mounts=mounts,
+            log_config=LogConfig(type="none"),
+            tmpfs={
+                "/scratch": tmpfs(SCRATCH_MB),
+                "/tmp": tmpfs(TMP_MB, "1777"),
+                "/out": tmpfs(3 * max_file_mb + 8),
+            },
+        )
         labels = {LABEL: self.run_id, OWNER_LABEL: self.owner}
-        cid = api.create_container(self.image, command=AGENT_CMD, user=USER, environment=env,
-                                   working_dir="/scratch", hostname="sandbox", labels=labels,
-                                   stdin_open=True, detach=False, host_config=host_config)["Id"]
+        cid = api.create_container(
+            self.image,
+            command=AGENT_CMD,
+            user=USER,
+            environment=env,
+            working_dir="/scratch",
+            hostname="sandbox",
+            labels=labels,
+            stdin_open=True,
+            detach=False,
+            host_config=host_config,
+        )["Id"]
         box = None
         try:
-            sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            sock = api.attach_socket(
+                cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
             box = _Box(key, cid, sock, in_dir)
             with self._lock:
                 if self._closed:
@@ -450,7 +541,9 @@ class DockerSandbox:
             hello = box.read(START_TIMEOUT_S)
             if not hello or not hello.get("ready"):
                 err = box.err.decode("utf-8", "replace")[-2000:]
-                raise RuntimeError(f"the sandbox agent did not start in {self.image}: {err or hello}")
+                raise RuntimeError(
+                    f"the sandbox agent did not start in {self.image}: {err or hello}"
+                )
             return box
         except BaseException:
             if box is not None:

@@ -19,6 +19,7 @@ import math
 import os
 import sys
 import traceback
+import types
 
 # The status strings of evaluators/sandbox.py, which this script cannot import.
 OK = "ok"
@@ -44,9 +45,10 @@ def _failure(status: str, error: str, exc: BaseException | None = None) -> dict:
 
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
-    while exc is not None and exc not in seen:
-        seen.append(exc)
-        exc = exc.__cause__ or exc.__context__
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen:
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
     return seen
 
 
@@ -63,8 +65,11 @@ def _from_exception(exc: BaseException, program: str, limits: dict) -> dict:
         return _failure(RUNTIME_ERROR, f"memory limit ({mb} MB) exceeded (MemoryError)", exc)
     if any(isinstance(e, OSError) and e.errno == errno.EFBIG for e in chain):  # RLIMIT_FSIZE
         mb = limits.get("max_file_mb")
-        return _failure(RUNTIME_ERROR, f"file size limit ({mb} MB) exceeded: a file or the "
-                        "printed output grew too large", exc)
+        return _failure(
+            RUNTIME_ERROR,
+            f"file size limit ({mb} MB) exceeded: a file or the printed output grew too large",
+            exc,
+        )
     if isinstance(exc, SystemExit):
         return _failure(RUNTIME_ERROR, f"the program called sys.exit({exc.code!r})", exc)
     return _failure(RUNTIME_ERROR, f"{type(exc).__name__}: {exc}"[:2000], exc)
@@ -83,11 +88,30 @@ def _syntax_check(program: str) -> dict | None:
     return None
 
 
+def _provide_kit() -> None:
+    """Make `from evaluators import kit` work in every sandbox: kit.py lies beside this file
+    (in the package, and in the image's /opt/evolve), whatever else is installed."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    package = types.ModuleType("evaluators")
+    package.__path__ = [here]
+    sys.modules["evaluators"] = package
+    spec = importlib.util.spec_from_file_location("evaluators.kit", os.path.join(here, "kit.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"the problem kit is missing beside {__file__}")
+    kit = importlib.util.module_from_spec(spec)
+    sys.modules["evaluators.kit"] = kit
+    spec.loader.exec_module(kit)
+    package.kit = kit  # type: ignore[attr-defined]
+
+
 def _load_evaluator(problem_dir: str):
-    """Import <problem_dir>/evaluator.py by path as module `evaluator`."""
+    """Import <problem_dir>/evaluator.py by path as module `evaluator`, with the kit at hand."""
+    _provide_kit()
     if problem_dir not in sys.path:
         sys.path.insert(0, problem_dir)
-    spec = importlib.util.spec_from_file_location("evaluator", os.path.join(problem_dir, "evaluator.py"))
+    spec = importlib.util.spec_from_file_location(
+        "evaluator", os.path.join(problem_dir, "evaluator.py")
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"no evaluator.py in {problem_dir}")
     module = importlib.util.module_from_spec(spec)
@@ -137,8 +161,12 @@ def _native(raw: object, who: str) -> dict:
     metrics, moved = _split_metrics(raw.get("metrics") or {})
     artifacts = {**moved, **_texts(raw.get("artifacts"))}
     score = raw.get("score")
-    out = {"status": OK, "score": float(score) if _is_number(score) else score,
-           "metrics": metrics, "artifacts": artifacts}
+    out: dict[str, object] = {
+        "status": OK,
+        "score": float(score) if _is_number(score) else score,  # type: ignore[arg-type]
+        "metrics": metrics,
+        "artifacts": artifacts,
+    }
     if "outputs" in raw:
         out["outputs"] = raw["outputs"]
     if not raw.get("valid", True):
@@ -149,16 +177,25 @@ def _native(raw: object, who: str) -> dict:
 
 def _openevolve(raw: object, who: str) -> dict:
     """OpenEvolve's dict of metrics or EvaluationResult(metrics, artifacts), duck-typed."""
+    artifacts_raw: object
     if isinstance(raw, dict):
         metrics_raw, artifacts_raw = raw, {}
     elif hasattr(raw, "metrics"):
         metrics_raw, artifacts_raw = raw.metrics, getattr(raw, "artifacts", None) or {}
     else:
-        return _failure(RUNTIME_ERROR, f"{who} returned {type(raw).__name__}, "
-                        "expected a dict of metrics or an EvaluationResult")
+        return _failure(
+            RUNTIME_ERROR,
+            f"{who} returned {type(raw).__name__}, "
+            "expected a dict of metrics or an EvaluationResult",
+        )
     metrics, moved = _split_metrics(metrics_raw)
     artifacts = {**_texts(artifacts_raw), **moved}
-    out = {"status": OK, "score": None, "metrics": metrics, "artifacts": artifacts}
+    out: dict[str, object] = {
+        "status": OK,
+        "score": None,
+        "metrics": metrics,
+        "artifacts": artifacts,
+    }
     if isinstance(metrics_raw, dict) and "error" in metrics_raw:
         out["status"] = RUNTIME_ERROR
         artifacts["error"] = _text(metrics_raw["error"])

@@ -32,7 +32,7 @@ SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 IMAGE_ENV = "EVOLVE_SANDBOX_IMAGE"  # use this image instead of the built one
 MIRROR_ENV = "EVOLVE_DEBIAN_MIRROR"
-_AGENT_FILES = (EVALUATORS / "harness.py", DOCKER_DIR / "agent.py")
+_AGENT_FILES = (EVALUATORS / "harness.py", EVALUATORS / "kit.py", DOCKER_DIR / "agent.py")
 
 
 class ImageError(RuntimeError):
@@ -50,7 +50,9 @@ def _digest(*parts: bytes | str | Path) -> str:
 
 def base_tag() -> str:
     """The Debian base: debootstrap of the suite with the listed packages."""
-    return f"{BASE_REPO}:{_digest(SUITE, DOCKER_DIR / 'build-base.sh', DOCKER_DIR / 'packages.txt')}"
+    return (
+        f"{BASE_REPO}:{_digest(SUITE, DOCKER_DIR / 'build-base.sh', DOCKER_DIR / 'packages.txt')}"
+    )
 
 
 def debian_tag() -> str:
@@ -89,8 +91,13 @@ def wanted_image() -> str:
     return os.environ.get(IMAGE_ENV) or debian_tag()
 
 
-def build(client, dockerfile: bool = False, force: bool = False, mirror: str | None = None,
-          log: Callable[[str], None] = print) -> tuple[str, bool]:
+def build(
+    client,
+    dockerfile: bool = False,
+    force: bool = False,
+    mirror: str | None = None,
+    log: Callable[[str], None] = print,
+) -> tuple[str, bool]:
     """Build the image unless one of its tag exists; (tag, whether it was built)."""
     tag = registry_tag() if dockerfile else debian_tag()
     if not force and _exists(client, tag):
@@ -110,45 +117,80 @@ def build(client, dockerfile: bool = False, force: bool = False, mirror: str | N
 
 def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> None:
     if shutil.which("debootstrap") is None:
-        raise ImageError("debootstrap is not installed (apt-get install debootstrap), or use "
-                         "`evolve sandbox build --dockerfile` where a registry can be reached")
+        raise ImageError(
+            "debootstrap is not installed (apt-get install debootstrap), or use "
+            "`evolve sandbox build --dockerfile` where a registry can be reached"
+        )
     if os.geteuid() != 0:
-        raise ImageError("building the Debian base needs root (debootstrap): run "
-                         "`sudo evolve sandbox build`, or `evolve sandbox build --dockerfile`")
-    packages = [ln.split("#")[0].strip() for ln in (DOCKER_DIR / "packages.txt").read_text().splitlines()]
-    log(f"building {tag}: debootstrap {SUITE} minbase + {', '.join(p for p in packages if p)} "
-        f"from {mirror} (a few minutes, once)")
+        raise ImageError(
+            "building the Debian base needs root (debootstrap): run "
+            "`sudo evolve sandbox build`, or `evolve sandbox build --dockerfile`"
+        )
+    packages = [
+        ln.split("#")[0].strip() for ln in (DOCKER_DIR / "packages.txt").read_text().splitlines()
+    ]
+    log(
+        f"building {tag}: debootstrap {SUITE} minbase + {', '.join(p for p in packages if p)} "
+        f"from {mirror} (a few minutes, once)"
+    )
     with tempfile.TemporaryDirectory(prefix="evolve-rootfs-", dir="/var/tmp") as tmp:
         rootfs, tar = os.path.join(tmp, "rootfs"), os.path.join(tmp, "rootfs.tar")
         logfile = os.path.join(tmp, "debootstrap.log")
         with open(logfile, "wb") as out:
-            proc = subprocess.run(["sh", str(DOCKER_DIR / "build-base.sh"), rootfs, tar, SUITE, mirror,
-                                   str(DOCKER_DIR / "packages.txt")], stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.run(
+                [
+                    "sh",
+                    str(DOCKER_DIR / "build-base.sh"),
+                    rootfs,
+                    tar,
+                    SUITE,
+                    mirror,
+                    str(DOCKER_DIR / "packages.txt"),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         if proc.returncode != 0:
             with open(logfile, "rb") as f:
                 tail = f.read()[-3000:].decode("utf-8", "replace")
             raise ImageError(f"debootstrap failed (exit {proc.returncode}):\n{tail}")
         repo, _, version = tag.partition(":")
         client.api.import_image_from_file(
-            tar, repository=repo, tag=version,
-            changes=["ENV LANG=C.UTF-8", "ENV PATH=/usr/local/bin:/usr/bin:/bin", "CMD [\"python3\"]"])
+            tar,
+            repository=repo,
+            tag=version,
+            changes=[
+                "ENV LANG=C.UTF-8",
+                "ENV PATH=/usr/local/bin:/usr/bin:/bin",
+                'CMD ["python3"]',
+            ],
+        )
 
 
-def _docker_build(client, dockerfile: str, tag: str, buildargs: dict, pull: bool,
-                  log: Callable[[str], None]) -> None:
+def _docker_build(
+    client, dockerfile: str, tag: str, buildargs: dict, pull: bool, log: Callable[[str], None]
+) -> None:
     import docker.errors
 
     log(f"building {tag} from evaluators/{dockerfile}")
     with tempfile.TemporaryDirectory(prefix="evolve-context-") as ctx:
         # Only what the Dockerfiles copy: never the caller's whole tree.
         os.mkdir(os.path.join(ctx, "docker"))
-        shutil.copy(EVALUATORS / "harness.py", ctx)
+        for name in ("harness.py", "kit.py"):
+            shutil.copy(EVALUATORS / name, ctx)
         for name in ("agent.py", "requirements.txt", "Dockerfile", "Dockerfile.layer"):
             shutil.copy(DOCKER_DIR / name, os.path.join(ctx, "docker"))
         try:
-            client.images.build(path=ctx, dockerfile=dockerfile, tag=tag, buildargs=buildargs,
-                                pull=pull, rm=True, forcerm=True,
-                                network_mode="default" if pull else "none")
+            client.images.build(
+                path=ctx,
+                dockerfile=dockerfile,
+                tag=tag,
+                buildargs=buildargs,
+                pull=pull,
+                rm=True,
+                forcerm=True,
+                network_mode="default" if pull else "none",
+            )
         except docker.errors.BuildError as e:
             lines = "".join(str(x.get("stream") or x.get("error") or "") for x in e.build_log)
             raise ImageError(f"docker build of {tag} failed: {e.msg}\n{lines[-3000:]}") from None
@@ -160,8 +202,14 @@ def _smoke_test(client, tag: str) -> None:
     """The image runs the agent's imports as the sandbox user, offline."""
     code = "import numpy, sys; sys.path.insert(0, '/opt/evolve'); import harness; print(numpy.__version__)"
     try:
-        client.containers.run(tag, ["python3", "-s", "-c", code], network_mode="none",
-                               remove=True, user="10001:10001", read_only=True)
+        client.containers.run(
+            tag,
+            ["python3", "-s", "-c", code],
+            network_mode="none",
+            remove=True,
+            user="10001:10001",
+            read_only=True,
+        )
     except Exception as e:
         try:
             client.images.remove(tag)  # never leave a broken image under a "built" tag

@@ -49,8 +49,11 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def _read(path: str) -> bytes | None:
@@ -146,8 +149,9 @@ def tasks_of_uid(uid: int) -> int:
     for pid in filter(str.isdigit, os.listdir("/proc")):
         raw = _read(f"/proc/{pid}/status") or b""
         if f"\nUid:\t{uid}\t".encode() in raw:
-            n += next((int(ln.split()[1]) for ln in raw.split(b"\n")
-                       if ln.startswith(b"Threads:")), 1)
+            n += next(
+                (int(ln.split()[1]) for ln in raw.split(b"\n") if ln.startswith(b"Threads:")), 1
+            )
     return n
 
 
@@ -167,8 +171,13 @@ def _find(uid: int | None, token: str | None) -> list[tuple[int, bool]]:
     return found
 
 
-def kill_all(pgid: int | None, uid: int | None, token: str | None, skip: int | None = None,
-             timeout_s: float = 5.0) -> int:
+def kill_all(
+    pgid: int | None,
+    uid: int | None,
+    token: str | None,
+    skip: int | None = None,
+    timeout_s: float = 5.0,
+) -> int:
     """SIGKILL the process group and every process of the uid (or token) until
     none is left, reaping zombies we adopted; `skip` is the harness itself,
     which Popen reaps. Returns how many others were still running; raises
@@ -216,8 +225,9 @@ def remove_owned(uid: int, dirs: tuple[str, ...] = OWNED_TMP_DIRS) -> None:
         for e in entries:
             try:
                 if e.stat(follow_symlinks=False).st_uid != uid and not (
-                        e.name.startswith(HOST_PREFIX)
-                        and os.lstat(os.path.join(e.path, "out")).st_uid == uid):
+                    e.name.startswith(HOST_PREFIX)
+                    and os.lstat(os.path.join(e.path, "out")).st_uid == uid
+                ):
                     continue
                 if e.is_dir(follow_symlinks=False):
                     shutil.rmtree(e.path, ignore_errors=True)

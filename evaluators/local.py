@@ -132,9 +132,13 @@ class LocalSandbox:
                 with uid_slot() as uid:
                     result = self._evaluate(request, uid)
             except Exception as e:
-                result = EvalResult(SANDBOX_ERROR, artifacts={
-                    "error": f"local sandbox failed: {e!r}",
-                    "traceback": traceback.format_exc()[-8000:]})
+                result = EvalResult(
+                    SANDBOX_ERROR,
+                    artifacts={
+                        "error": f"local sandbox failed: {e!r}",
+                        "traceback": traceback.format_exc()[-8000:],
+                    },
+                )
             result.wall_s = time.monotonic() - t0
         return result
 
@@ -154,8 +158,11 @@ class LocalSandbox:
                 pass
 
     def _evaluate(self, req: EvalRequest, uid: int | None) -> EvalResult:
-        req = replace(req, problem_dir=os.path.abspath(req.problem_dir),  # cwd is scratch
-                      data_dir=req.data_dir and os.path.abspath(req.data_dir))
+        req = replace(
+            req,
+            problem_dir=os.path.abspath(req.problem_dir),  # cwd is scratch
+            data_dir=req.data_dir and os.path.abspath(req.data_dir),
+        )
         scored = req.fmt == "native" and has_score_fn(req.problem_dir)
         files = {_check_name(req.program_name): req.program_code}
         run = self._launch(req, uid, "run", req.to_json(), files)
@@ -166,19 +173,26 @@ class LocalSandbox:
             result.status = INVALID
             result.artifacts["error"] = "evaluate() returned no 'outputs' for the trusted score()"
             return result
-        payload = {"problem_dir": req.problem_dir, "split": req.split, "outputs": outputs,
-                   "limits": req.to_json()["limits"]}
+        payload = {
+            "problem_dir": req.problem_dir,
+            "split": req.split,
+            "outputs": outputs,
+            "limits": req.to_json()["limits"],
+        }
         run = self._launch(req, uid, "score", payload, {})
         final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")
         final.artifacts = {**result.artifacts, **final.artifacts}  # the trusted side wins
         return final
 
-    def _launch(self, req: EvalRequest, uid: int | None, mode: str, payload: dict,
-                files: dict[str, str]) -> ProcRun:
+    def _launch(
+        self, req: EvalRequest, uid: int | None, mode: str, payload: dict, files: dict[str, str]
+    ) -> ProcRun:
         """Run the harness once in fresh dirs; kill everything it started; clean up."""
         limits, token = req.limits, secrets.token_hex(16)
         scratch = tempfile.mkdtemp(prefix="evolve-scratch-", dir=self._tmp_root)
-        host = tempfile.mkdtemp(prefix=HOST_PREFIX, dir=self._tmp_root)  # out of the candidate's way
+        host = tempfile.mkdtemp(
+            prefix=HOST_PREFIX, dir=self._tmp_root
+        )  # out of the candidate's way
         try:
             for name, text in files.items():
                 Path(scratch, name).write_text(text, encoding="utf-8")
@@ -191,14 +205,23 @@ class LocalSandbox:
                 os.chown(scratch, uid, uid)
                 os.chown(out_dir, uid, uid)
             result_path = os.path.join(out_dir, "RESULT.json")
-            nproc = limits.max_procs if uid is not None else tasks_of_uid(os.getuid()) + limits.max_procs
+            nproc = (
+                limits.max_procs
+                if uid is not None
+                else tasks_of_uid(os.getuid()) + limits.max_procs
+            )
             stdout, stderr = os.path.join(host, "stdout"), os.path.join(host, "stderr")
             with open(stdout, "wb") as fo, open(stderr, "wb") as fe:
                 proc = subprocess.Popen(
                     [sys.executable, "-s", HARNESS, mode, src, result_path],
-                    cwd=scratch, env=sandbox_env(req, scratch, token), stdin=subprocess.DEVNULL,
-                    stdout=fo, stderr=fe, start_new_session=True,
-                    preexec_fn=make_preexec(limits, uid, nproc))
+                    cwd=scratch,
+                    env=sandbox_env(req, scratch, token),
+                    stdin=subprocess.DEVNULL,
+                    stdout=fo,
+                    stderr=fe,
+                    start_new_session=True,
+                    preexec_fn=make_preexec(limits, uid, nproc),
+                )
             with self._lock:
                 self._live[proc.pid] = (uid, token)
                 closed = self._closed
@@ -214,8 +237,15 @@ class LocalSandbox:
                     with self._lock:
                         self._live.pop(proc.pid, None)
             data, note = read_result(result_path, limits.max_file_mb * 2**20)
-            return ProcRun(data, proc.returncode, not finished, tail(stdout, limits.max_output_kb),
-                           tail(stderr, limits.max_output_kb), strays, note)
+            return ProcRun(
+                data,
+                proc.returncode,
+                not finished,
+                tail(stdout, limits.max_output_kb),
+                tail(stderr, limits.max_output_kb),
+                strays,
+                note,
+            )
         finally:
             _rmtree(scratch)
             _rmtree(host)

@@ -15,6 +15,7 @@ import signal
 import stat
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from evaluators.sandbox import (
     INVALID,
@@ -106,23 +107,34 @@ def _exit_reason(rc: int, limits: Limits, stderr: str) -> tuple[str, str]:
     except ValueError:
         name = f"signal {sig}"
     if sig == signal.SIGXCPU:
-        return TIMEOUT, f"killed by SIGXCPU: CPU time limit ({math.ceil(limits.timeout_s) + 1} s) exceeded"
+        return (
+            TIMEOUT,
+            f"killed by SIGXCPU: CPU time limit ({math.ceil(limits.timeout_s) + 1} s) exceeded",
+        )
     if sig == signal.SIGXFSZ:
-        return RUNTIME_ERROR, f"killed by SIGXFSZ: a file or the output exceeded {limits.max_file_mb} MB"
+        return (
+            RUNTIME_ERROR,
+            f"killed by SIGXFSZ: a file or the output exceeded {limits.max_file_mb} MB",
+        )
     if sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGKILL):
-        return RUNTIME_ERROR, (f"killed by {name} (not by the sandbox deadline; possibly out of "
-                               f"memory, the limit is {limits.memory_mb} MB)")
+        return RUNTIME_ERROR, (
+            f"killed by {name} (not by the sandbox deadline; possibly out of "
+            f"memory, the limit is {limits.memory_mb} MB)"
+        )
     return RUNTIME_ERROR, f"killed by {name}"
 
 
-def to_result(run: ProcRun, limits: Limits, who: str, check_score: bool,
-              prefix: str = "") -> tuple[EvalResult, object]:
+def to_result(
+    run: ProcRun, limits: Limits, who: str, check_score: bool, prefix: str = ""
+) -> tuple[EvalResult, object]:
     """(EvalResult, outputs or MISSING). With check_score False the score is left
     to a later trusted score() and only failures count here."""
     ours = {f"{prefix}{k}": v for k, v in (("stdout", run.stdout), ("stderr", run.stderr)) if v}
     if run.strays:
         n = run.strays
-        ours[f"{prefix}cleanup"] = f"killed {n} process{'es' * (n != 1)} still running after {who} returned"
+        ours[f"{prefix}cleanup"] = (
+            f"killed {n} process{'es' * (n != 1)} still running after {who} returned"
+        )
     if run.timed_out:
         error = f"{who}: wall-clock timeout of {limits.timeout_s:g} s exceeded; all its processes were killed"
         return EvalResult(TIMEOUT, artifacts={"error": error, **ours}), MISSING
@@ -135,12 +147,14 @@ def to_result(run: ProcRun, limits: Limits, who: str, check_score: bool,
             error += f" ({run.note})"
         return EvalResult(status, artifacts={"error": error, **ours}), MISSING
     status = data["status"]
-    raw_metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+    raw_metrics = data.get("metrics")
+    raw_metrics = raw_metrics if isinstance(raw_metrics, dict) else {}
     metrics = {str(k): float(v) for k, v in raw_metrics.items() if _is_number(v)}
-    raw_art = data.get("artifacts") if isinstance(data.get("artifacts"), dict) else {}
+    raw_art = data.get("artifacts")
+    raw_art = raw_art if isinstance(raw_art, dict) else {}
     artifacts = {str(k): _clip(str(k), v) for k, v in raw_art.items()}
     artifacts.update({k: _clip(k, v) for k, v in ours.items()})
-    score = data.get("score")
+    score: Any = data.get("score")
     if status == OK and check_score and not (_is_number(score) and math.isfinite(score)):
         status = INVALID
         artifacts["error"] = f"{who} gave a score that is not a finite number: {score!r:.200}"

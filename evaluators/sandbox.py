@@ -1,7 +1,7 @@
-"""The one interface every sandbox backend (local, docker, ray) implements.
+"""The one interface every sandbox backend (local, docker) implements.
 
-Requests and results are plain dataclasses so they cross process and
-container boundaries as JSON; the controller never imports candidate code.
+Requests and results are plain dataclasses; a request crosses process and
+container boundaries as JSON. The controller never imports candidate code.
 """
 
 from __future__ import annotations
@@ -42,15 +42,10 @@ class EvalRequest:
     stage: str | None = None  # openevolve: "evaluate_stage1".. or None for evaluate()
     limits: Limits = field(default_factory=Limits)
     data_dir: str | None = None  # exported as EVOLVE_DATA_DIR inside the sandbox
+    includes: tuple[str, ...] = ()  # files shared with other problems (problem.toml `include`)
 
     def to_json(self) -> dict:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> EvalRequest:
-        d = dict(d)
-        d["limits"] = Limits(**d.get("limits", {}))
-        return cls(**d)
 
 
 @dataclass
@@ -65,13 +60,6 @@ class EvalResult:
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict) -> EvalResult:
-        return cls(**d)
 
 
 class Sandbox(Protocol):

@@ -83,19 +83,7 @@ CREATE TABLE IF NOT EXISTS migrations (
     at_iteration INTEGER NOT NULL,
     PRIMARY KEY (run_id, program_id, to_island)
 );
-CREATE TABLE IF NOT EXISTS events (
-    event_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    data_json TEXT NOT NULL DEFAULT '{}',
-    created_at REAL NOT NULL
-);
 """
-
-FINAL_STATUSES = (
-    "ok", "invalid_edit", "syntax_error", "runtime_error", "timeout",
-    "invalid", "duplicate", "rejected", "sandbox_error",
-)
 
 
 @dataclass
@@ -127,8 +115,13 @@ class ProgramRow:
     created_at: float = 0.0
 
 
-_JSON_COLS = {"scores": "scores_json", "metrics": "metrics_json", "test_metrics": "test_metrics_json",
-              "artifacts": "artifacts_json", "features": "features_json"}
+_JSON_COLS = {
+    "scores": "scores_json",
+    "metrics": "metrics_json",
+    "test_metrics": "test_metrics_json",
+    "artifacts": "artifacts_json",
+    "features": "features_json",
+}
 
 
 def _row_to_program(r: sqlite3.Row) -> ProgramRow:
@@ -165,12 +158,24 @@ class Archive:
         self.db.execute("COMMIT")
 
     # ---- runs -------------------------------------------------------------
-    def create_run(self, run_id: str, problem: str, problem_dir: str, config: dict, target: int) -> None:
+    def create_run(
+        self, run_id: str, problem: str, problem_dir: str, config: dict, target: int
+    ) -> None:
         now = time.time()
         with self.tx() as db:
             db.execute(
                 "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, problem, problem_dir, json.dumps(config), "running", None, target, now, now),
+                (
+                    run_id,
+                    problem,
+                    problem_dir,
+                    json.dumps(config),
+                    "running",
+                    None,
+                    target,
+                    now,
+                    now,
+                ),
             )
 
     def get_run(self, run_id: str) -> dict | None:
@@ -181,14 +186,27 @@ class Archive:
         d["config"] = json.loads(d.pop("config_json"))
         return d
 
-    def set_run_status(self, run_id: str, status: str, reason: str | None = None,
-                       target: int | None = None, config: dict | None = None) -> None:
+    def set_run_status(
+        self,
+        run_id: str,
+        status: str,
+        reason: str | None = None,
+        target: int | None = None,
+        config: dict | None = None,
+    ) -> None:
         with self.tx() as db:
             db.execute(
                 "UPDATE runs SET status=?, stop_reason=?, updated_at=?,"
                 " iterations_target=COALESCE(?, iterations_target),"
                 " config_json=COALESCE(?, config_json) WHERE run_id=?",
-                (status, reason, time.time(), target, json.dumps(config) if config else None, run_id),
+                (
+                    status,
+                    reason,
+                    time.time(),
+                    target,
+                    json.dumps(config) if config else None,
+                    run_id,
+                ),
             )
 
     def list_runs(self) -> list[dict]:
@@ -211,9 +229,26 @@ class Archive:
 
     def _insert_program(self, db: sqlite3.Connection, p: ProgramRow) -> None:
         cols = [
-            "program_id", "run_id", "problem", "iteration", "island", "parent_id", "second_parent_id",
-            "kind", "edit_kind", "model", "code", "code_hash", "diff", "status", "score", "test_score",
-            "cell", "eval_s", "llm_call_id", "created_at",
+            "program_id",
+            "run_id",
+            "problem",
+            "iteration",
+            "island",
+            "parent_id",
+            "second_parent_id",
+            "kind",
+            "edit_kind",
+            "model",
+            "code",
+            "code_hash",
+            "diff",
+            "status",
+            "score",
+            "test_score",
+            "cell",
+            "eval_s",
+            "llm_call_id",
+            "created_at",
         ]
         values = [getattr(p, c) for c in cols]
         values[-1] = p.created_at or time.time()
@@ -230,8 +265,17 @@ class Archive:
             db.execute(
                 """UPDATE programs SET status=?, score=?, scores_json=?, metrics_json=?,
                    artifacts_json=?, features_json=?, cell=?, eval_s=? WHERE program_id=?""",
-                (p.status, p.score, json.dumps(p.scores), json.dumps(p.metrics),
-                 json.dumps(p.artifacts), json.dumps(p.features), p.cell, p.eval_s, p.program_id),
+                (
+                    p.status,
+                    p.score,
+                    json.dumps(p.scores),
+                    json.dumps(p.metrics),
+                    json.dumps(p.artifacts),
+                    json.dumps(p.features),
+                    p.cell,
+                    p.eval_s,
+                    p.program_id,
+                ),
             )
 
     def set_test_result(self, program_id: str, score: float | None, metrics: dict) -> None:
@@ -247,7 +291,10 @@ class Archive:
         return [_row_to_program(r) for r in rows]
 
     def iterations(self, run_id: str) -> set[int]:
-        return {r[0] for r in self.db.execute("SELECT iteration FROM programs WHERE run_id=?", (run_id,))}
+        return {
+            r[0]
+            for r in self.db.execute("SELECT iteration FROM programs WHERE run_id=?", (run_id,))
+        }
 
     def get_program(self, program_id: str) -> ProgramRow | None:
         r = self.db.execute("SELECT * FROM programs WHERE program_id=?", (program_id,)).fetchone()
@@ -286,21 +333,49 @@ class Archive:
             p = self.get_program(p.parent_id) if p.parent_id else None
         return chain
 
-    # ---- LLM calls, migrations, events -------------------------------------
-    def insert_llm_call(self, run_id: str, iteration: int, island: int, parent_id: str | None,
-                        second_parent_id: str | None, edit_format: str, model: str, prompt: list,
-                        reply: str | None, error: str | None, prompt_tokens: int,
-                        completion_tokens: int, cost_usd: float, latency_s: float) -> int:
+    # ---- LLM calls and migrations ------------------------------------------
+    def insert_llm_call(
+        self,
+        run_id: str,
+        iteration: int,
+        island: int,
+        parent_id: str | None,
+        second_parent_id: str | None,
+        edit_format: str,
+        model: str,
+        prompt: list,
+        reply: str | None,
+        error: str | None,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost_usd: float,
+        latency_s: float,
+    ) -> int:
         with self.tx() as db:
             cur = db.execute(
                 """INSERT INTO llm_calls (run_id, iteration, island, parent_id, second_parent_id,
                    edit_format, model, prompt_json, reply, error, prompt_tokens, completion_tokens,
                    cost_usd, latency_s, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
-                (run_id, iteration, island, parent_id, second_parent_id, edit_format, model,
-                 json.dumps(prompt), reply, error, prompt_tokens, completion_tokens, cost_usd,
-                 latency_s, time.time()),
+                (
+                    run_id,
+                    iteration,
+                    island,
+                    parent_id,
+                    second_parent_id,
+                    edit_format,
+                    model,
+                    json.dumps(prompt),
+                    reply,
+                    error,
+                    prompt_tokens,
+                    completion_tokens,
+                    cost_usd,
+                    latency_s,
+                    time.time(),
+                ),
             )
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None  # set by the INSERT
+            return cur.lastrowid
 
     def unconsumed_replies(self, run_id: str) -> list[dict]:
         """Replies received before a crash whose iteration has no program yet."""
@@ -323,19 +398,19 @@ class Archive:
         ).fetchone()
         return dict(r)
 
-    def add_migration(self, run_id: str, program_id: str, to_island: int, at_iteration: int) -> None:
+    def add_migration(
+        self, run_id: str, program_id: str, to_island: int, at_iteration: int
+    ) -> None:
         with self.tx() as db:
-            db.execute("INSERT OR IGNORE INTO migrations VALUES (?,?,?,?)",
-                       (run_id, program_id, to_island, at_iteration))
+            db.execute(
+                "INSERT OR IGNORE INTO migrations VALUES (?,?,?,?)",
+                (run_id, program_id, to_island, at_iteration),
+            )
 
     def migrations(self, run_id: str) -> list[tuple[str, int, int]]:
         rows = self.db.execute(
             "SELECT program_id, to_island, at_iteration FROM migrations WHERE run_id=?"
-            " ORDER BY at_iteration", (run_id,)
+            " ORDER BY at_iteration",
+            (run_id,),
         ).fetchall()
         return [tuple(r) for r in rows]
-
-    def add_event(self, run_id: str, kind: str, data: dict | None = None) -> None:
-        with self.tx() as db:
-            db.execute("INSERT INTO events (run_id, kind, data_json, created_at) VALUES (?,?,?,?)",
-                       (run_id, kind, json.dumps(data or {}), time.time()))

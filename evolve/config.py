@@ -35,7 +35,7 @@ class RunConfig:
     llm_backoff_s: float = 1.0
     prices_file: str | None = None
     data_dir: str | None = None
-    # From the model's profile (evolve/profiles.py): prompts are packed to fit the window.
+    # From the model's profile (evolve/llm/profiles.py): prompts are packed to fit the window.
     context_window: int | None = None  # tokens; None: no packing
     prompt_style: str = "full"  # full | short
     num_inspirations: int = 3  # shown per prompt, at most
@@ -49,16 +49,28 @@ class RunConfig:
             (self.llm_parallel >= 1, "--llm-parallel must be >= 1"),
             (self.num_islands >= 1, "--islands must be >= 1"),
             (self.migration_interval >= 1, "--migration-interval must be >= 1"),
-            (self.edit_format in EDIT_FORMATS, f"--edit-format must be one of {', '.join(EDIT_FORMATS)}"),
+            (
+                self.edit_format in EDIT_FORMATS,
+                f"--edit-format must be one of {', '.join(EDIT_FORMATS)}",
+            ),
             (0.0 <= self.crossover_rate <= 1.0, "--crossover-rate must be within [0, 1]"),
             (self.budget_usd is None or self.budget_usd > 0, "--budget-usd must be > 0"),
             (self.time_limit_s is None or self.time_limit_s > 0, "--time-limit must be > 0"),
             (self.llm_timeout_s > 0, "--llm-timeout must be > 0"),
             (self.llm_retries >= 0, "--llm-retries must be >= 0"),
             (bool(self.models), "--model: at least one model is needed"),
-            (self.context_window is None or self.context_window >= 256, "--context-window must be >= 256"),
-            (self.prompt_style in PROMPT_STYLES, f"prompt style must be one of {', '.join(PROMPT_STYLES)}"),
-            (self.num_inspirations >= 0 and self.max_attempts >= 0, "prompt item counts must be >= 0"),
+            (
+                self.context_window is None or self.context_window >= 256,
+                "--context-window must be >= 256",
+            ),
+            (
+                self.prompt_style in PROMPT_STYLES,
+                f"prompt style must be one of {', '.join(PROMPT_STYLES)}",
+            ),
+            (
+                self.num_inspirations >= 0 and self.max_attempts >= 0,
+                "prompt item counts must be >= 0",
+            ),
         ]
         for ok, msg in checks:
             if not ok:
@@ -66,9 +78,13 @@ class RunConfig:
 
     def llm_config(self) -> LLMConfig:
         return LLMConfig(
-            models=self.models, api_base=self.api_base, timeout_s=self.llm_timeout_s,
-            max_retries=self.llm_retries, backoff_s=self.llm_backoff_s,
-            temperature=self.temperature, max_tokens=self.max_tokens,
+            models=self.models,
+            api_base=self.api_base,
+            timeout_s=self.llm_timeout_s,
+            max_retries=self.llm_retries,
+            backoff_s=self.llm_backoff_s,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
         )
 
     def to_json(self) -> dict:

@@ -14,15 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from evolve.archive import Archive, ProgramRow
-from evolve.blocks import evolvable_text
 from evolve.config import RunConfig
 from evolve.edits import apply_reply, normalized_hash
+from evolve.edits.blocks import evolvable_text
 from evolve.evaluation import CandidateEvaluator, Outcome
 from evolve.llm import LLMClient, LLMError
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem import Problem
-from evolve.progress import RunProgress, Snapshot
 from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
+from evolve.run_state import NullObserver, RunObserver, RunStats
 
 ARTIFACT_CHARS = 1500  # per artifact shown in a prompt
 MAX_LLM_FAILURES = 3  # consecutive failed calls (after retries) that end a run
@@ -47,19 +47,31 @@ def program_id(run_id: str, iteration: int) -> str:
 
 
 class Controller:
-    def __init__(self, archive: Archive, run_id: str, cfg: RunConfig, problem: Problem,
-                 evaluator: CandidateEvaluator, llm: LLMClient, progress: RunProgress | None = None,
-                 prompts: PromptBuilder | None = None):
+    """One run, from the seed to its last iteration. Its RunStats go to `observer` (the
+    command line's live display, or no one) as they change."""
+
+    def __init__(
+        self,
+        archive: Archive,
+        run_id: str,
+        cfg: RunConfig,
+        problem: Problem,
+        evaluator: CandidateEvaluator,
+        llm: LLMClient,
+        observer: RunObserver | None = None,
+        prompts: PromptBuilder | None = None,
+    ):
         self.archive, self.run_id, self.cfg, self.problem = archive, run_id, cfg, problem
         self.evaluator, self.llm = evaluator, llm
-        self.progress = progress or RunProgress(enabled=False)
+        self.observer: RunObserver = observer or NullObserver()
         self.prompts = prompts or PromptBuilder(problem)
         self.features = Features(problem.seed_code, problem.feature_dims, problem.feature_bins)
         self.pop = Population(cfg.num_islands, SelectionPolicy(), cfg.seed)
         self.eval_sem = asyncio.Semaphore(cfg.parallel)
         self.llm_sem = asyncio.Semaphore(cfg.llm_parallel)
         self.in_flight_hashes: dict[str, str] = {}
-        self.snap = Snapshot(target=cfg.iterations)
+        self.stats = RunStats(target=cfg.iterations)
+        self.last_migration = -1  # `done` at the last ring migration
         self.llm_failures = 0
         self.llm_successes = 0
         self.started = time.monotonic()
@@ -68,15 +80,21 @@ class Controller:
     async def ensure_seed(self) -> None:
         if self.archive.get_program(program_id(self.run_id, 0)) is not None:
             return
-        self.progress.note("evaluating the seed program")
+        self.observer.note("evaluating the seed program")
         out = await asyncio.to_thread(self.evaluator.evaluate, self.problem.seed_code)
         row = self._row(0, 0, self.problem.seed_code, None, None, "seed", None, None, "")
         self._apply_outcome(row, out)
         self.archive.insert_program(row)
         if row.status != "ok":
-            detail = row.artifacts.get("error") or row.artifacts.get("traceback") or row.artifacts.get("cascade", "")
+            detail = (
+                row.artifacts.get("error")
+                or row.artifacts.get("traceback")
+                or row.artifacts.get("cascade", "")
+            )
             last = (detail.strip().splitlines() or [""])[-1]
-            raise RunAborted(f"{self.problem.root / self.problem.entry}: seed program failed ({row.status}): {last}")
+            raise RunAborted(
+                f"{self.problem.root / self.problem.entry}: seed program failed ({row.status}): {last}"
+            )
         for island in range(1, self.cfg.num_islands):
             self.archive.add_migration(self.run_id, row.program_id, island, 0)
         await self._rescore_test(row)
@@ -88,14 +106,15 @@ class Controller:
             self._count(p)
         for pid, island, _ in self.archive.migrations(self.run_id):
             self.pop.migrate(pid, island)
-        self.snap.calls_usage(self.archive.usage(self.run_id))
+        self.stats.set_usage(self.archive.usage(self.run_id))
 
     # ---- main loop ---------------------------------------------------------
     async def run(self) -> RunSummary:
         # Enough threads for every evaluation in flight plus held-out re-scoring.
         asyncio.get_running_loop().set_default_executor(
-            ThreadPoolExecutor(max_workers=self.cfg.parallel + 2, thread_name_prefix="eval"))
-        self.progress.start(self.snap)
+            ThreadPoolExecutor(max_workers=self.cfg.parallel + 2, thread_name_prefix="eval")
+        )
+        self.observer.start(self.stats)
         try:
             await self.ensure_seed()
             self.rebuild()
@@ -109,23 +128,33 @@ class Controller:
         except RunAborted as e:
             status, reason = "failed", str(e)
         finally:
-            self.progress.stop()
+            self.observer.stop()
         self.archive.set_run_status(self.run_id, status, reason)
         best = self.archive.best(run_id=self.run_id)
         seed = self.archive.get_program(program_id(self.run_id, 0))
-        return RunSummary(self.run_id, status, reason, self._done(), best.score if best else None,
-                          seed.score if seed else None)
+        return RunSummary(
+            self.run_id,
+            status,
+            reason,
+            self._done(),
+            best.score if best else None,
+            seed.score if seed else None,
+        )
 
     def _done(self) -> int:
         r = self.archive.db.execute(
             "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!='pending'",
-            (self.run_id,)).fetchone()
+            (self.run_id,),
+        ).fetchone()
         return int(r[0])
 
     def _stop_reason(self) -> str | None:
-        if self.cfg.budget_usd is not None and self.snap.cost_usd >= self.cfg.budget_usd:
-            return f"budget of ${self.cfg.budget_usd:g} spent (${self.snap.cost_usd:.4f})"
-        if self.cfg.time_limit_s is not None and time.monotonic() - self.started >= self.cfg.time_limit_s:
+        if self.cfg.budget_usd is not None and self.stats.cost_usd >= self.cfg.budget_usd:
+            return f"budget of ${self.cfg.budget_usd:g} spent (${self.stats.cost_usd:.4f})"
+        if (
+            self.cfg.time_limit_s is not None
+            and time.monotonic() - self.started >= self.cfg.time_limit_s
+        ):
             return f"time limit of {self.cfg.time_limit_s:g} s reached"
         return None
 
@@ -146,23 +175,25 @@ class Controller:
         taken = self.archive.iterations(self.run_id) | {c["iteration"] for c in replies}
         free = [i for i in range(1, self.cfg.iterations + 1) if i not in taken]
         retry: list[int] = []
+        iteration_of: dict[asyncio.Task, int] = {}  # the tasks that ask the LLM
         limit = self.cfg.parallel + self.cfg.llm_parallel
         try:
             while free or retry or tasks:
                 while (free or retry) and len(tasks) < limit and self._stop_reason() is None:
                     it = retry.pop(0) if retry else free.pop(0)
                     t = asyncio.create_task(self._iteration(it))
-                    t.iteration = it  # type: ignore[attr-defined]
+                    iteration_of[t] = it
                     tasks.add(t)
                 if not tasks:
                     break
                 done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
                 for t in done:
-                    if t.exception() is None:
-                        continue
+                    iteration = iteration_of.pop(t, None)
                     exc = t.exception()
-                    if isinstance(exc, LLMError):
-                        retry.append(t.iteration)  # type: ignore[attr-defined]
+                    if exc is None:
+                        continue
+                    if isinstance(exc, LLMError) and iteration is not None:
+                        retry.append(iteration)
                         if self.llm_failures >= MAX_LLM_FAILURES or self.llm_successes == 0:
                             raise RunAborted(f"LLM endpoint unreachable: {exc}")
                     else:
@@ -178,67 +209,116 @@ class Controller:
     async def _iteration(self, it: int) -> None:
         island = it % self.cfg.num_islands
         parent_m = self.pop.select_parent(island)
-        parent = self.archive.get_program(parent_m.program_id)
+        if parent_m is None:  # the seed is in every run's population
+            raise RunAborted("no program to evolve: the population is empty")
+        parent = self._program(parent_m.program_id)
         second = None
         fmt = self.cfg.edit_format
         if self.cfg.crossover_rate > 0 and self.pop.rng.random() < self.cfg.crossover_rate:
-            sm = self.pop.select_second_parent(island, parent.program_id)
+            sm = self.pop.select_second_parent(parent.program_id)
             if sm is not None:
-                second = self.archive.get_program(sm.program_id)
+                second = self._program(sm.program_id)
                 fmt = "crossover"
         ctx = PromptContext(
             parent=self._shown(parent, full=True),
             edit_format=fmt,
-            inspirations=[self._shown(self.archive.get_program(m.program_id))
-                          for m in self.pop.inspirations(island, parent.program_id)],
+            inspirations=[
+                self._shown(self._program(m.program_id))
+                for m in self.pop.inspirations(island, parent.program_id)
+            ],
             attempts=self.pop.attempts(parent.program_id),
             second=self._shown(second, full=True) if second else None,
         )
         messages = self.prompts.build(ctx)
         model = self.llm.pick_model()
-        self.snap.llm_in_flight += 1
+        self.stats.llm_in_flight += 1
         self._refresh()
         try:
             async with self.llm_sem:
                 reply = await self.llm.complete(messages, model, seed=self.cfg.seed * 100003 + it)
         except LLMError as e:
             self.llm_failures += 1
-            self.archive.insert_llm_call(self.run_id, it, island, parent.program_id,
-                                         second.program_id if second else None, fmt, model,
-                                         messages, None, str(e), 0, 0, 0.0, 0.0)
+            self.archive.insert_llm_call(
+                self.run_id,
+                it,
+                island,
+                parent.program_id,
+                second.program_id if second else None,
+                fmt,
+                model,
+                messages,
+                None,
+                str(e),
+                0,
+                0,
+                0.0,
+                0.0,
+            )
             raise
         finally:
-            self.snap.llm_in_flight -= 1
+            self.stats.llm_in_flight -= 1
         self.llm_failures = 0
         self.llm_successes += 1
         call_id = self.archive.insert_llm_call(
-            self.run_id, it, island, parent.program_id, second.program_id if second else None, fmt,
-            model, messages, reply.content, None, reply.prompt_tokens, reply.completion_tokens,
-            reply.cost_usd, reply.latency_s)
-        self.snap.add_call(reply.prompt_tokens, reply.completion_tokens, reply.cost_usd)
-        await self._consume_reply({
-            "call_id": call_id, "iteration": it, "island": island, "parent_id": parent.program_id,
-            "second_parent_id": second.program_id if second else None, "edit_format": fmt,
-            "model": model, "reply": reply.content,
-        })
+            self.run_id,
+            it,
+            island,
+            parent.program_id,
+            second.program_id if second else None,
+            fmt,
+            model,
+            messages,
+            reply.content,
+            None,
+            reply.prompt_tokens,
+            reply.completion_tokens,
+            reply.cost_usd,
+            reply.latency_s,
+        )
+        self.stats.add_call(reply.prompt_tokens, reply.completion_tokens, reply.cost_usd)
+        await self._consume_reply(
+            {
+                "call_id": call_id,
+                "iteration": it,
+                "island": island,
+                "parent_id": parent.program_id,
+                "second_parent_id": second.program_id if second else None,
+                "edit_format": fmt,
+                "model": model,
+                "reply": reply.content,
+            }
+        )
 
     async def _consume_reply(self, call: dict) -> None:
-        parent = self.archive.get_program(call["parent_id"])
+        parent = self._program(call["parent_id"])
         asked = "block" if call["edit_format"] == "crossover" else call["edit_format"]
-        edit = apply_reply(parent.code, call["reply"], asked)
+        edit = apply_reply(_code(parent), call["reply"], asked)
         kind = "crossover" if call["edit_format"] == "crossover" else "mutation"
-        row = self._row(call["iteration"], call["island"], edit.code, parent.program_id,
-                        call["second_parent_id"], kind, edit.kind, call["model"], edit.diff)
+        row = self._row(
+            call["iteration"],
+            call["island"],
+            edit.code,
+            parent.program_id,
+            call["second_parent_id"],
+            kind,
+            edit.kind,
+            call["model"],
+            edit.diff,
+        )
         row.llm_call_id = call["call_id"]
-        if not edit.ok:
+        if not edit.ok or edit.code is None:
             row.status, row.code = "invalid_edit", None
             row.artifacts = {"error": f"the reply could not be applied: {edit.error}"}
             return self._finish_now(row)
         row.code_hash = normalized_hash(edit.code)
-        dup = self.archive.hash_seen(self.run_id, row.code_hash) or self.in_flight_hashes.get(row.code_hash)
+        dup = self.archive.hash_seen(self.run_id, row.code_hash) or self.in_flight_hashes.get(
+            row.code_hash
+        )
         if dup:
             row.status = "duplicate"
-            row.artifacts = {"error": f"duplicate of {dup}: the program was already evaluated in this run"}
+            row.artifacts = {
+                "error": f"duplicate of {dup}: the program was already evaluated in this run"
+            }
             return self._finish_now(row)
         row.status = "pending"
         self.archive.insert_program(row)
@@ -255,12 +335,12 @@ class Controller:
             self.in_flight_hashes[row.code_hash] = row.program_id
         try:
             async with self.eval_sem:
-                self.snap.eval_in_flight += 1
+                self.stats.eval_in_flight += 1
                 self._refresh()
                 try:
-                    out = await asyncio.to_thread(self.evaluator.evaluate, row.code)
+                    out = await asyncio.to_thread(self.evaluator.evaluate, _code(row))
                 finally:
-                    self.snap.eval_in_flight -= 1
+                    self.stats.eval_in_flight -= 1
             self._apply_outcome(row, out)
             self.archive.finish_program(row)
         finally:
@@ -269,16 +349,32 @@ class Controller:
         self.pop.add(row)
         self._count(row)
         self._refresh()
-        if row.status == "ok" and (prev_best is None or row.score > prev_best.score):
-            self.progress.note(f"new best {row.score:.6g} at iteration {row.iteration}")
+        if (
+            row.status == "ok"
+            and row.score is not None
+            and (prev_best is None or row.score > prev_best.score)
+        ):
+            self.observer.note(f"new best {row.score:.6g} at iteration {row.iteration}")
             await self._rescore_test(row)
 
     # ---- helpers -------------------------------------------------------------
-    def _row(self, it, island, code, parent_id, second_id, kind, edit_kind, model, diff) -> ProgramRow:
+    def _row(
+        self, it, island, code, parent_id, second_id, kind, edit_kind, model, diff
+    ) -> ProgramRow:
         return ProgramRow(
-            program_id=program_id(self.run_id, it), run_id=self.run_id, problem=self.problem.name,
-            iteration=it, island=island, status="pending", code=code, parent_id=parent_id,
-            second_parent_id=second_id, kind=kind, edit_kind=edit_kind, model=model, diff=diff,
+            program_id=program_id(self.run_id, it),
+            run_id=self.run_id,
+            problem=self.problem.name,
+            iteration=it,
+            island=island,
+            status="pending",
+            code=code,
+            parent_id=parent_id,
+            second_parent_id=second_id,
+            kind=kind,
+            edit_kind=edit_kind,
+            model=model,
+            diff=diff,
             code_hash=normalized_hash(code) if code else None,
         )
 
@@ -286,7 +382,7 @@ class Controller:
         row.status, row.score, row.scores = out.status, out.score, out.scores
         row.metrics, row.artifacts, row.eval_s = out.metrics, out.artifacts, out.eval_s
         if row.status == "ok":
-            row.features = self.features.values(row.code, row.metrics)
+            row.features = self.features.values(_code(row), row.metrics)
             row.cell = self.features.cell(row.features)
 
     async def _rescore_test(self, row: ProgramRow) -> None:
@@ -295,14 +391,14 @@ class Controller:
         if not split or row.status != "ok":
             return
         async with self.eval_sem:
-            res = await asyncio.to_thread(self.evaluator.run_split, row.code, split)
-        metrics = dict(res.metrics)
+            res = await asyncio.to_thread(self.evaluator.run_split, _code(row), split)
+        metrics: dict[str, object] = dict(res.metrics)
         if res.status != "ok":
             metrics["status"] = res.status
         self.archive.set_test_result(row.program_id, res.score, metrics)
         best = self.pop.best()
         if best is None or best.program_id == row.program_id:  # re-scores may finish out of order
-            self.snap.best_test = res.score
+            self.stats.best_test = res.score
             self._refresh()
 
     async def _rescore_best(self) -> None:
@@ -311,29 +407,52 @@ class Controller:
             await self._rescore_test(best)
 
     def _maybe_migrate(self) -> None:
-        done = self.snap.done
+        done = self.stats.done
         interval = self.cfg.migration_interval
-        if done == 0 or done % interval or self.snap.last_migration == done:
+        if done == 0 or done % interval or self.last_migration == done:
             return
-        self.snap.last_migration = done
+        self.last_migration = done
         for pid, island in self.pop.migration_plan():
             self.archive.add_migration(self.run_id, pid, island, done)
             self.pop.migrate(pid, island)
 
     def _shown(self, p: ProgramRow, full: bool = False) -> ShownProgram:
-        arts = {k: (v if len(v) <= ARTIFACT_CHARS else "..." + v[-ARTIFACT_CHARS:])
-                for k, v in p.artifacts.items() if isinstance(v, str) and v.strip()}
-        code = p.code if full else evolvable_text(p.code)
-        return ShownProgram(code=code, score=p.score, metrics=p.metrics, artifacts=arts if full else {})
+        arts = {
+            k: (v if len(v) <= ARTIFACT_CHARS else "..." + v[-ARTIFACT_CHARS:])
+            for k, v in p.artifacts.items()
+            if isinstance(v, str) and v.strip()
+        }
+        code = _code(p) if full else evolvable_text(_code(p))
+        return ShownProgram(
+            code=code, score=p.score, metrics=p.metrics, artifacts=arts if full else {}
+        )
 
     def _count(self, p: ProgramRow) -> None:
         if p.iteration == 0:
-            self.snap.seed_score = p.score
+            self.stats.seed_score = p.score
         else:
-            self.snap.done += 1
-            self.snap.ok += p.status == "ok"
-        if p.status == "ok" and p.score is not None and (self.snap.best is None or p.score > self.snap.best):
-            self.snap.best = p.score
+            self.stats.done += 1
+            self.stats.ok += p.status == "ok"
+        if (
+            p.status == "ok"
+            and p.score is not None
+            and (self.stats.best is None or p.score > self.stats.best)
+        ):
+            self.stats.best = p.score
 
     def _refresh(self) -> None:
-        self.progress.update(self.snap)
+        self.observer.update(self.stats)
+
+    def _program(self, pid: str) -> ProgramRow:
+        """A program the population or a stored reply names: it is in the archive."""
+        p = self.archive.get_program(pid)
+        if p is None:
+            raise RunAborted(f"program {pid} is not in the archive")
+        return p
+
+
+def _code(p: ProgramRow) -> str:
+    """The code of a program that has some (all but the replies that could not be applied)."""
+    if p.code is None:
+        raise RunAborted(f"program {p.program_id} has no code")
+    return p.code

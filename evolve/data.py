@@ -1,9 +1,10 @@
-"""Workload data: find it locally, or download it once with a checksum.
+"""Workload data: a problem's own data/ folder, verified, and refreshed from its source.
 
-Problems declare their files in problem.toml (`[[data]]` with path, url,
-sha256). The trusted controller makes sure they are present before any
-evaluation and hands the directory to the sandbox as EVOLVE_DATA_DIR;
-candidates and evaluators never need the network.
+Problems ship their files in `<problem>/data/` and declare each in problem.toml
+(`[[data]]` with path, url, sha256). The trusted controller checks them before
+any evaluation (downloading a missing one that has a url) and hands the folder
+to the sandbox as EVOLVE_DATA_DIR; candidates and evaluators never need the
+network. `evolve data fetch` downloads them again on purpose.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_ENV = "EVOLVE_DATA_DIR"
 
 
 class DataError(ValueError):
@@ -30,15 +31,12 @@ class DataFile:
     sha256: str | None = None
 
 
-def default_data_dir() -> Path:
-    """$EVOLVE_DATA_DIR, else the development checkout's ../shared/data, else a user cache."""
-    env = os.environ.get("EVOLVE_DATA_DIR")
+def data_dir_for(problem_root: Path) -> Path:
+    """$EVOLVE_DATA_DIR (a folder laid out like the problem's data/), else <problem>/data."""
+    env = os.environ.get(DATA_ENV)
     if env:
         return Path(env).expanduser().resolve()
-    shared = REPO_ROOT.parent / "shared" / "data"
-    if shared.is_dir():
-        return shared.resolve()
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "evolve" / "data"
+    return problem_root / "data"
 
 
 def sha256_of(path: Path) -> str:
@@ -49,19 +47,41 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def ensure(files: list[DataFile], data_dir: Path, download: bool = True, timeout_s: float = 60.0) -> None:
+def ensure(
+    files: list[DataFile], data_dir: Path, download: bool = True, timeout_s: float = 60.0
+) -> None:
     """Make every file present and verified, downloading what is missing."""
     for f in files:
         target = data_dir / f.path
         if not target.is_file():
             if not (download and f.url):
-                raise DataError(f"{target}: missing data file (set EVOLVE_DATA_DIR, or give it a url)")
+                how = "it has no url to download it from" if not f.url else "downloads are off"
+                raise DataError(
+                    f"{target}: missing data file ({how}; ${DATA_ENV} may point elsewhere)"
+                )
             _download(f, target, timeout_s)
         if f.sha256 and sha256_of(target) != f.sha256.lower():
-            raise DataError(f"{target}: SHA-256 mismatch (expected {f.sha256}); delete it to download again")
+            raise DataError(
+                f"{target}: SHA-256 mismatch (expected {f.sha256}); "
+                "`evolve data fetch` downloads it again"
+            )
+
+
+def fetch(files: list[DataFile], data_dir: Path, timeout_s: float = 60.0) -> list[str]:
+    """Download every file that has a url again, verified, replacing the local copy only
+    when the new one matches its SHA-256; returns one line per file saying what happened."""
+    done = []
+    for f in files:
+        if not f.url:
+            done.append(f"{f.path}: kept (no url; its SOURCES.md says how it was derived)")
+            continue
+        _download(f, data_dir / f.path, timeout_s)
+        done.append(f"{f.path}: downloaded from {f.url}, SHA-256 verified")
+    return done
 
 
 def _download(f: DataFile, target: Path, timeout_s: float) -> None:
+    assert f.url is not None
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
     try:

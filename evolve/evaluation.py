@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.sandbox import OK, EvalRequest, EvalResult, Limits, Sandbox
-from evolve.data import default_data_dir, ensure
+from evolve.data import data_dir_for, ensure
 from evolve.problem import Problem
 
 REJECTED = "rejected"
@@ -32,17 +32,23 @@ class CandidateEvaluator:
     def __init__(self, problem: Problem, sandbox: Sandbox, data_dir: str | None = None):
         self.problem = problem
         self.sandbox = sandbox
-        root = Path(data_dir).resolve() if data_dir else default_data_dir()
+        root = Path(data_dir).resolve() if data_dir else data_dir_for(problem.root)
         if problem.data:
             ensure(list(problem.data), root)  # trusted side fetches; the sandbox gets no network
-        self.data_dir = str(root)
+        self.data_dir = str(root) if root.is_dir() else None  # a problem may have no data/
         self.limits = Limits(timeout_s=problem.timeout_s, memory_mb=problem.memory_mb)
 
     def request(self, code: str, split: str, function: str | None = None) -> EvalRequest:
         return EvalRequest(
-            problem_dir=str(self.problem.root), program_code=code, program_name=self.problem.entry,
-            split=split, fmt=self.problem.fmt, stage=function, limits=self.limits,
+            problem_dir=str(self.problem.root),
+            program_code=code,
+            program_name=self.problem.entry,
+            split=split,
+            fmt=self.problem.fmt,
+            stage=function,
+            limits=self.limits,
             data_dir=self.data_dir,
+            includes=tuple(str(p) for p in self.problem.include),
         )
 
     def run_split(self, code: str, split: str) -> EvalResult:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 from evolve.archive import ProgramRow
-from evolve.blocks import evolvable_text
+from evolve.edits.blocks import evolvable_text
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,10 @@ class Population:
             return False
         m = Member(p.program_id, p.score, p.cell, p.iteration)
         self.members[p.program_id] = m
-        if self._best is None or (m.score, -m.iteration) > (self._best.score, -self._best.iteration):
+        if self._best is None or (m.score, -m.iteration) > (
+            self._best.score,
+            -self._best.iteration,
+        ):
             self._best = m
         return self._place(m, p.island if island is None else island)
 
@@ -134,7 +137,7 @@ class Population:
 
     def migration_plan(self) -> list[tuple[str, int]]:
         """Ring migration: each island's best moves to the next island."""
-        plan = []
+        plan: list[tuple[str, int]] = []
         n = len(self.islands)
         if n < 2:
             return plan
@@ -163,8 +166,9 @@ class Population:
         weights = [i + 1 for i in range(len(ranked))]
         return self.rng.choices(ranked, weights=weights, k=1)[0]
 
-    def select_second_parent(self, island: int, first: str) -> Member | None:
-        """A crossover partner from another cell, preferring other islands' bests."""
+    def select_second_parent(self, first: str) -> Member | None:
+        """A crossover partner other than first: a random pick among the top third (at
+        least 3) of every island's elites."""
         pool = [m for isl in self.islands for m in isl.elites.values() if m.program_id != first]
         if not pool:
             return None
@@ -174,12 +178,17 @@ class Population:
     def inspirations(self, island: int, exclude: str) -> list[Member]:
         """Top programs of the island plus one diverse pick from another cell."""
         elites = sorted(
-            (m for m in self.islands[island % len(self.islands)].elites.values() if m.program_id != exclude),
-            key=lambda m: (m.score, -m.iteration), reverse=True,
+            (
+                m
+                for m in self.islands[island % len(self.islands)].elites.values()
+                if m.program_id != exclude
+            ),
+            key=lambda m: (m.score, -m.iteration),
+            reverse=True,
         )
         k = self.policy.num_inspirations
         picked = elites[: max(0, k - 1)]
-        rest = elites[len(picked):]
+        rest = elites[len(picked) :]
         if rest:
             picked.append(self.rng.choice(rest))
         return picked

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from evolve.blocks import find_blocks
 from evolve.data import DataFile
+from evolve.edits.blocks import find_blocks
 
 
 class ProblemError(ValueError):
@@ -67,6 +67,7 @@ class Problem:
     edit_format: str | None = None  # "diff" | "block" | "full"
     llm: LLMDefaults = field(default_factory=LLMDefaults)
     data: tuple[DataFile, ...] = ()
+    include: tuple[Path, ...] = ()  # files of other folders the evaluator imports (kit.include)
 
     @property
     def prompt_dir(self) -> Path:
@@ -144,21 +145,34 @@ def _load_native(root: Path) -> Problem:
         metric=_get(p, "metric", str, where, default="score"),
         direction=direction,
         domain_notes=_get(p, "domain_notes", str, where, default=""),
-        timeout_s=_positive(_get(ev, "timeout_s", float, where_ev, default=60.0), "timeout_s", where_ev),
-        memory_mb=int(_positive(_get(ev, "memory_mb", int, where_ev, default=2048), "memory_mb", where_ev)),
+        timeout_s=_positive(
+            _get(ev, "timeout_s", float, where_ev, default=60.0), "timeout_s", where_ev
+        ),
+        memory_mb=int(
+            _positive(_get(ev, "memory_mb", int, where_ev, default=2048), "memory_mb", where_ev)
+        ),
         splits=splits,
         train_split=train,
         test_split=test,
         cascade=tuple(stages),
-        feature_dims=tuple(_get(feats, "dimensions", list, f"{toml_path} [features]", default=["code_length", "diversity"])),
+        feature_dims=tuple(
+            _get(
+                feats,
+                "dimensions",
+                list,
+                f"{toml_path} [features]",
+                default=["code_length", "diversity"],
+            )
+        ),
         feature_bins=int(_get(feats, "bins", int, f"{toml_path} [features]", default=8)),
         num_islands=_get(evo, "num_islands", int, f"{toml_path} [evolution]"),
         population_size=_get(evo, "population_size", int, f"{toml_path} [evolution]"),
         iterations=_get(evo, "iterations", int, f"{toml_path} [evolution]"),
         edit_format=_get(evo, "edit_format", str, f"{toml_path} [evolution]"),
         data=_data_files(data.get("data", []), toml_path),
+        include=_includes(root, _get(p, "include", list, where, default=[]), where),
     )
-    _check_evaluator(root, native=True)
+    _check_evaluator(root)
     return problem
 
 
@@ -171,8 +185,27 @@ def _data_files(entries, toml_path: Path) -> tuple[DataFile, ...]:
         path = _get(d, "path", str, w, required=True)
         if path.startswith("/") or ".." in Path(path).parts:
             raise ProblemError(f"{w}: 'path' must be relative to the data directory, got {path!r}")
-        out.append(DataFile(path=path, url=_get(d, "url", str, w), sha256=_get(d, "sha256", str, w)))
+        out.append(
+            DataFile(path=path, url=_get(d, "url", str, w), sha256=_get(d, "sha256", str, w))
+        )
     return tuple(out)
+
+
+def _includes(root: Path, entries: list, where: str) -> tuple[Path, ...]:
+    """Shared modules (say, one simulator for two problems): existing .py files, distinct names."""
+    paths = []
+    for entry in entries:
+        path = (root / entry).resolve() if isinstance(entry, str) else None
+        if path is None or path.suffix != ".py" or not path.is_file():
+            raise ProblemError(
+                f"{where}: 'include' entry {entry!r} must name an existing .py file "
+                "relative to the problem folder"
+            )
+        paths.append(path)
+    names = [p.name for p in paths]
+    if len(set(names)) != len(names):
+        raise ProblemError(f"{where}: 'include' files must have distinct names, got {names}")
+    return tuple(paths)
 
 
 def _positive(value, key: str, where: str):
@@ -197,7 +230,7 @@ def _read_seed(root: Path, entry: str, where: str) -> str:
     return code
 
 
-def _check_evaluator(root: Path, native: bool) -> None:
+def _check_evaluator(root: Path) -> None:
     """Parse evaluator.py without importing it: the controller runs no problem code."""
     path = root / "evaluator.py"
     if not path.is_file():
@@ -231,7 +264,7 @@ def _load_openevolve(root: Path) -> Problem:
     db = cfg.get("database") or {}
     llm = cfg.get("llm") or {}
     where = str(cfg_path)
-    _check_evaluator(root, native=False)
+    _check_evaluator(root)
     stages: list[Stage] = []
     thresholds = list(ev.get("cascade_thresholds") or [0.5, 0.75, 0.9])
     if ev.get("cascade_evaluation", True):
@@ -267,9 +300,13 @@ def _load_openevolve(root: Path) -> Problem:
         test_split=None,
         cascade=tuple(stages),
         # OpenEvolve calls code length "complexity".
-        feature_dims=tuple("code_length" if d == "complexity" else str(d)
-                           for d in (db.get("feature_dimensions") or ("code_length", "diversity"))),
-        feature_bins=int(db.get("feature_bins") or 8) if not isinstance(db.get("feature_bins"), dict) else 8,
+        feature_dims=tuple(
+            "code_length" if d == "complexity" else str(d)
+            for d in (db.get("feature_dimensions") or ("code_length", "diversity"))
+        ),
+        feature_bins=int(db.get("feature_bins") or 8)
+        if not isinstance(db.get("feature_bins"), dict)
+        else 8,
         num_islands=db.get("num_islands"),
         population_size=db.get("population_size"),
         iterations=cfg.get("max_iterations"),

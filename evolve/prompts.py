@@ -1,4 +1,5 @@
-"""Render prompts from Jinja2 templates (prompts/, overridable per problem).
+"""Render prompts from Jinja2 templates (evolve/templates/, overridable per problem in
+<problem>/prompts/).
 
 StrictUndefined makes a template that names a missing variable fail loudly
 at the first render instead of silently sending the model an empty hole.
@@ -13,15 +14,18 @@ from pathlib import Path
 
 import jinja2
 
-from evolve.blocks import find_blocks, split_lines
-from evolve.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
+from evolve.edits.blocks import find_blocks, split_lines
+from evolve.llm.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
 from evolve.population import Attempt
 from evolve.problem import Problem
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"  # package data
 EDIT_FORMATS = ("diff", "block", "full")
 PROMPT_STYLES = ("full", "short")
-ARTIFACT_STEPS = (600, 200)  # characters each artifact is cut to, in turn, when a prompt is too long
+ARTIFACT_STEPS = (
+    600,
+    200,
+)  # characters each artifact is cut to, in turn, when a prompt is too long
 
 
 @dataclass(frozen=True)
@@ -53,9 +57,15 @@ class PromptBuilder:
     EVOLVE-BLOCK itself is never cut; if even that does not fit, PromptTooLong.
     """
 
-    def __init__(self, problem: Problem, budget: TokenBudget | None = None, style: str = "full",
-                 max_inspirations: int | None = None, max_attempts: int | None = None,
-                 count_tokens: Callable[[str], int] = estimate_tokens):
+    def __init__(
+        self,
+        problem: Problem,
+        budget: TokenBudget | None = None,
+        style: str = "full",
+        max_inspirations: int | None = None,
+        max_attempts: int | None = None,
+        count_tokens: Callable[[str], int] = estimate_tokens,
+    ):
         if style not in PROMPT_STYLES:
             raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}")
         self.problem = problem
@@ -68,7 +78,7 @@ class PromptBuilder:
         self.last_dropped: list[str] = []  # what the last build() left out to fit
         search = [str(problem.prompt_dir)] if problem.prompt_dir.is_dir() else []
         self.env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader([*search, str(PROMPTS_DIR)]),
+            loader=jinja2.FileSystemLoader([*search, str(TEMPLATES_DIR)]),
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
@@ -77,14 +87,21 @@ class PromptBuilder:
         )
 
     @classmethod
-    def for_config(cls, problem: Problem, cfg, count_tokens: Callable[[str], int] | None = None) -> PromptBuilder:
+    def for_config(
+        cls, problem: Problem, cfg, count_tokens: Callable[[str], int] | None = None
+    ) -> PromptBuilder:
         """The builder a run's config asks for (its model profile's window and style);
         count_tokens: the model's own tokenizer when there is one at hand."""
         window = getattr(cfg, "context_window", None)
         budget = TokenBudget.for_model(window, cfg.max_tokens) if window else None
-        return cls(problem, budget, getattr(cfg, "prompt_style", "full"),
-                   getattr(cfg, "num_inspirations", None), getattr(cfg, "max_attempts", None),
-                   count_tokens or estimate_tokens)
+        return cls(
+            problem,
+            budget,
+            getattr(cfg, "prompt_style", "full"),
+            getattr(cfg, "num_inspirations", None),
+            getattr(cfg, "max_attempts", None),
+            count_tokens or estimate_tokens,
+        )
 
     def _template(self, name: str) -> str:
         """NAME.j2, or NAME_short.j2 in the short style where there is one; a problem's own
@@ -92,7 +109,9 @@ class PromptBuilder:
         if self.style == "short":
             own = self.problem.prompt_dir
             if (own / f"{name}_short.j2").is_file() or (
-                    not (own / f"{name}.j2").is_file() and (PROMPTS_DIR / f"{name}_short.j2").is_file()):
+                not (own / f"{name}.j2").is_file()
+                and (TEMPLATES_DIR / f"{name}_short.j2").is_file()
+            ):
                 return f"{name}_short.j2"
         return f"{name}.j2"
 
@@ -100,10 +119,16 @@ class PromptBuilder:
         problem = problem or self.problem
         system = self.env.get_template(self._template("system")).render(problem=problem)
         user = self.env.get_template(self._template(ctx.edit_format)).render(
-            problem=problem, parent=ctx.parent, inspirations=ctx.inspirations,
-            attempts=ctx.attempts, second=ctx.second,
+            problem=problem,
+            parent=ctx.parent,
+            inspirations=ctx.inspirations,
+            attempts=ctx.attempts,
+            second=ctx.second,
         )
-        return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user.strip()}]
+        return [
+            {"role": "system", "content": system.strip()},
+            {"role": "user", "content": user.strip()},
+        ]
 
     def tokens(self, messages: list[dict]) -> int:
         return messages_tokens(messages, self._count)
@@ -121,15 +146,18 @@ class PromptBuilder:
         if self.max_inspirations is not None:
             ctx = replace(ctx, inspirations=list(ctx.inspirations)[: self.max_inspirations])
         if self.max_attempts is not None:
-            ctx = replace(ctx, attempts=list(ctx.attempts)[-self.max_attempts:] if self.max_attempts else [])
+            ctx = replace(
+                ctx, attempts=list(ctx.attempts)[-self.max_attempts :] if self.max_attempts else []
+            )
         if self.style == "short":
             ctx = _shorten(ctx)
         self.last_dropped = []
         if self.budget is None:
             return self.render(ctx)
-        return self._pack(ctx, self.budget.prompt_tokens)
+        return self._pack(ctx, self.budget)
 
-    def _pack(self, ctx: PromptContext, limit: int) -> list[dict]:
+    def _pack(self, ctx: PromptContext, budget: TokenBudget) -> list[dict]:
+        limit = budget.prompt_tokens
         problem = self.problem
         for step in self._reductions(ctx):
             messages = self.render(ctx, problem)
@@ -142,27 +170,52 @@ class PromptBuilder:
         need = self.tokens(messages)
         raise PromptTooLong(
             f"the prompt needs about {need} tokens even with only the EVOLVE-BLOCK shown, more than the "
-            f"{limit} a {self.budget.context_window}-token window leaves after {self.budget.max_output_tokens} "
-            "reply tokens; use a model with a larger context window or lower --max-tokens")
+            f"{limit} a {budget.context_window}-token window leaves after {budget.max_output_tokens} "
+            "reply tokens; use a model with a larger context window or lower --max-tokens"
+        )
 
     def _reductions(self, ctx: PromptContext):
         """Yield, in order, functions that make the prompt smaller; None at the end."""
         for _ in range(len(ctx.inspirations)):
-            yield lambda c, p: ("an inspiration", replace(c, inspirations=list(c.inspirations)[:-1]), p)
+            yield lambda c, p: (
+                "an inspiration",
+                replace(c, inspirations=list(c.inspirations)[:-1]),
+                p,
+            )
         for _ in range(len(ctx.attempts)):
             yield lambda c, p: ("an attempt", replace(c, attempts=list(c.attempts)[1:]), p)
         if ctx.parent.artifacts:
             for n in ARTIFACT_STEPS:
-                yield lambda c, p, n=n: (f"feedback beyond {n} chars",
-                                         replace(c, parent=_cut_artifacts(c.parent, n)), p)
-            yield lambda c, p: ("the feedback", replace(c, parent=replace(c.parent, artifacts={})), p)
+                yield lambda c, p, n=n: (
+                    f"feedback beyond {n} chars",
+                    replace(c, parent=_cut_artifacts(c.parent, n)),
+                    p,
+                )
+            yield lambda c, p: (
+                "the feedback",
+                replace(c, parent=replace(c.parent, artifacts={})),
+                p,
+            )
         if ctx.second is not None:
-            yield lambda c, p: ("the second parent's fixed code",
-                                replace(c, second=replace(c.second, code=elide_fixed(c.second.code))), p)
-            yield lambda c, p: ("the second parent", replace(c, second=None, edit_format="block"), p)
-        yield lambda c, p: ("the fixed code", replace(
-            c, parent=replace(c.parent, code=elide_fixed(c.parent.code)),
-            edit_format="block" if c.edit_format == "full" else c.edit_format), p)
+            yield lambda c, p: (
+                "the second parent's fixed code",
+                replace(c, second=replace(c.second, code=elide_fixed(c.second.code))),
+                p,
+            )
+            yield lambda c, p: (
+                "the second parent",
+                replace(c, second=None, edit_format="block"),
+                p,
+            )
+        yield lambda c, p: (
+            "the fixed code",
+            replace(
+                c,
+                parent=replace(c.parent, code=elide_fixed(c.parent.code)),
+                edit_format="block" if c.edit_format == "full" else c.edit_format,
+            ),
+            p,
+        )
         if self.problem.domain_notes:
             yield lambda c, p: ("the domain notes", c, replace(p, domain_notes=""))
         yield None
@@ -174,8 +227,11 @@ SHORT_ARTIFACT_CHARS = 400
 def _shorten(ctx: PromptContext) -> PromptContext:
     """The short style (small models): only the parent's evolving code and imports, only
     feedback worth reading (no one-word values), each piece cut to SHORT_ARTIFACT_CHARS."""
-    arts = {k: (v if len(v) <= SHORT_ARTIFACT_CHARS else "..." + v[-SHORT_ARTIFACT_CHARS:])
-            for k, v in ctx.parent.artifacts.items() if len(v.strip()) > 24}
+    arts = {
+        k: (v if len(v) <= SHORT_ARTIFACT_CHARS else "..." + v[-SHORT_ARTIFACT_CHARS:])
+        for k, v in ctx.parent.artifacts.items()
+        if len(v.strip()) > 24
+    }
     parent = ctx.parent
     if ctx.edit_format != "full":
         parent = replace(parent, code=evolving_code(parent.code))
@@ -186,7 +242,9 @@ def _shorten(ctx: PromptContext) -> PromptContext:
 
 
 def _cut_artifacts(p: ShownProgram, n: int) -> ShownProgram:
-    return replace(p, artifacts={k: (v if len(v) <= n else "..." + v[-n:]) for k, v in p.artifacts.items()})
+    return replace(
+        p, artifacts={k: (v if len(v) <= n else "..." + v[-n:]) for k, v in p.artifacts.items()}
+    )
 
 
 _IMPORT_RE = re.compile(r"^(import [\w.]|from [\w.]+ import )")
@@ -217,7 +275,7 @@ def elide_fixed(code: str) -> str:
     if not blocks:
         return code
     lines = split_lines(code)
-    inside = set()
+    inside: set[int] = set()
     for b in blocks:
         inside.update(range(b.start_line, b.end_line + 1))
     out: list[str] = []
@@ -233,4 +291,3 @@ def elide_fixed(code: str) -> str:
     if omitted:
         out.append(f"# ... ({omitted} fixed lines not shown) ...\n")
     return "".join(out)
-

@@ -10,10 +10,13 @@ import os
 import sys
 
 from evaluators.sandbox import Sandbox
-from evolve.cli_common import UsageError
 
 BACKENDS = ("local", "docker")
 CHOICES = ("auto", *BACKENDS)
+
+
+class SandboxUnavailable(ValueError):
+    """The asked-for backend cannot run here; the message (one line) says why."""
 
 
 def engine():
@@ -44,7 +47,10 @@ def default_backend() -> tuple[str, str]:
     except Exception as e:
         return "local", f"the Docker engine failed: {e}"
     if image is None:
-        return "local", f"Docker image {wanted_image()} is not built; `evolve sandbox build` builds it"
+        return (
+            "local",
+            f"Docker image {wanted_image()} is not built; `evolve sandbox build` builds it",
+        )
     return "docker", f"Docker engine {version} answered and image {image} exists"
 
 
@@ -58,7 +64,7 @@ def make_sandbox(name: str, parallel: int, run_id: str | None = None) -> Sandbox
         return LocalSandbox(max_parallel=max(1, parallel) + 1)
     if name == "docker":
         return _docker(parallel, run_id)
-    raise ValueError(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")
+    raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")
 
 
 def _docker(parallel: int, run_id: str | None) -> Sandbox:
@@ -67,15 +73,21 @@ def _docker(parallel: int, run_id: str | None) -> Sandbox:
 
     client, why = engine()
     if client is None:
-        raise UsageError(f"--sandbox docker: {why}")
+        raise SandboxUnavailable(f"--sandbox docker: {why}")
     if find_image(client) is None:
         if os.environ.get(IMAGE_ENV):
-            raise UsageError(f"--sandbox docker: ${IMAGE_ENV} names {os.environ[IMAGE_ENV]}, "
-                             "which this Docker engine does not have")
-        print("sandbox: the Docker image is not built yet; building it (once)", file=sys.stderr, flush=True)
+            raise SandboxUnavailable(
+                f"--sandbox docker: ${IMAGE_ENV} names {os.environ[IMAGE_ENV]}, "
+                "which this Docker engine does not have"
+            )
+        print(
+            "sandbox: the Docker image is not built yet; building it (once)",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             build(client, log=lambda line: print(line, file=sys.stderr, flush=True))
         except ImageError as e:
-            raise UsageError(f"--sandbox docker: {e}") from None
+            raise SandboxUnavailable(f"--sandbox docker: {e}") from None
     # held-out re-scoring runs beside the --parallel evaluations, as for local
     return DockerSandbox(max_parallel=max(1, parallel) + 1, run_id=run_id, client=client)

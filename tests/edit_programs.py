@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from evolve.blocks import find_blocks, fixed_unchanged
 from evolve.edits import EditOutcome, apply_reply
+from evolve.edits.blocks import find_blocks, fixed_unchanged
 
 PROGRAM = textwrap.dedent('''\
     """Scheduler: the evaluator calls schedule(jobs, machines)."""

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from evolve.blocks import (
+from evolve.edits.blocks import (
     Block,
     evolvable_text,
     extract_bodies,

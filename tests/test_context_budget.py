@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evolve.blocks import evolvable_text
-from evolve.context_budget import TokenBudget, estimate_tokens, messages_tokens
+from evolve.edits.blocks import evolvable_text
+from evolve.llm.context_budget import TokenBudget, estimate_tokens, messages_tokens
 from evolve.population import Attempt
 from evolve.problem import load_problem
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram, elide_fixed

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from evolve.blocks import find_blocks, fixed_unchanged, split_lines
 from evolve.edits import EditOutcome, apply_reply, normalized_hash, unified_diff
+from evolve.edits.blocks import find_blocks, fixed_unchanged, split_lines
 from tests.edit_programs import BINPACK, PROGRAM, TWO, accepted, body, rejected
 
 # ---------------------------------------------------------------- block

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from evolve.llm import LLMClient, LLMConfig, LLMError, ModelSpec
-from evolve.pricing import PriceTable
+from evolve.llm.pricing import PriceTable
 from tests.scripted_llm import Reply, ScriptedLLM
 
 MSG = [{"role": "user", "content": "hi"}]

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from evolve import local_model as lm
-from evolve.cli import build_parser
-from evolve.cli_common import UsageError
-from evolve.context_budget import messages_tokens
-from evolve.problem import load_problem
-from evolve.profiles import (
+from evolve.cli.common import UsageError
+from evolve.cli.parser import build_parser
+from evolve.cli.run import config_from_args
+from evolve.llm import local_model as lm
+from evolve.llm.context_budget import messages_tokens
+from evolve.llm.profiles import (
     DEFAULT,
     HOSTED,
     LOCAL_SMALL,
@@ -32,7 +32,7 @@ from evolve.profiles import (
     profile_for,
     profile_for_models,
 )
-from evolve.run_cli import config_from_args
+from evolve.problem import load_problem
 from tests.cli_helpers import BINPACK, ROOT, env
 
 # ---- weights: parts -> one verified file ------------------------------------------------

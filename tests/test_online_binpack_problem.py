@@ -4,13 +4,15 @@ import importlib.util
 import itertools
 import re
 import sys
-import time
+import tempfile
 import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from evaluators import kit
+from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from tests.binpack_edits import BINPACK_VARIANTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,15 +45,15 @@ def candidate(tmp_path: Path, block_body: str) -> str:
 
 
 def run(program: str, split: str) -> dict:
-    out = ev.evaluate(program, split)
-    return ev.score(out["outputs"], split) if "outputs" in out else out
-
-
-def outside_block(path: Path) -> str:
-    text = path.read_text()
-    assert text.count(START) == 1 and text.count(END) == 1
-    head, rest = text.split(START)
-    return head.split("\n", 1)[1] + rest.split(END)[1]  # minus the docstring's title line
+    """evaluate() then the trusted score(), in this process; a baseline gets the seed's fixed code."""
+    code = Path(program).read_text()
+    whole = complete_from_seed(code, (PROBLEM / "seed.py").read_text())
+    if whole != code:
+        program = str(Path(tempfile.mkdtemp()) / "seed.py")
+        Path(program).write_text(whole)
+    result = kit.evaluate_and_score(ev, program, split)
+    result.get("artifacts", {}).pop("evaluate_s", None)  # a timing: differs from run to run
+    return result
 
 
 def test_problem_toml_schema():
@@ -77,9 +79,17 @@ def test_instances_are_seeded_weibull_integers():
     assert not np.array_equal(ev.make_instances("train")[0], ev.make_instances("test")[0][:1000])
 
 
-def test_seed_and_baselines_share_the_fixed_code():
-    fixed = {outside_block(p) for p in [PROBLEM / "seed.py", *PROBLEM.glob("baselines/*.py")]}
-    assert len(fixed) == 1
+def test_baselines_hold_only_their_block_and_get_the_seeds_fixed_code():
+    seed = (PROBLEM / "seed.py").read_text()
+    for path in PROBLEM.glob("baselines/*.py"):
+        if path.is_symlink():  # a baseline that is the seed itself
+            assert path.resolve() == PROBLEM / "seed.py"
+            continue
+        code = path.read_text()
+        assert "import" not in code.split(START)[0] + code.split(END)[1], path
+        whole = complete_from_seed(code, seed)
+        assert fixed_parts(whole) == fixed_parts(seed)
+        assert evolvable_text(whole) == evolvable_text(code)
 
 
 def test_baselines_score_and_best_fit_beats_first_fit():
@@ -96,12 +106,6 @@ def test_baselines_score_and_best_fit_beats_first_fit():
 def test_held_out_split_matches_the_published_ballpark():
     r = run(str(PROBLEM / "baselines/best_fit.py"), "test")
     assert 3.5 < r["metrics"]["excess_pct"] < 4.5  # FunSearch reports 3.98% on Weibull 5k
-
-
-def test_train_evaluation_is_fast():
-    t0 = time.perf_counter()
-    run(str(PROBLEM / "seed.py"), "train")
-    assert time.perf_counter() - t0 < 2.0
 
 
 @pytest.mark.parametrize(
@@ -199,10 +203,12 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
             assert ev.evaluate(path[name], "quick")["valid"] is False
 
 
-def test_openevolve_fixture_evaluator():
+def test_openevolve_fixture_evaluator(tmp_path):
     fx = load(FIXTURE / "evaluator.py")
     first = fx.evaluate(str(FIXTURE / "initial_program.py"))
-    best = fx.evaluate(str(PROBLEM / "baselines/best_fit.py"))
+    seed = (FIXTURE / "initial_program.py").read_text()
+    (tmp_path / "best_fit.py").write_text(complete_from_seed((PROBLEM / "baselines/best_fit.py").read_text(), seed))
+    best = fx.evaluate(str(tmp_path / "best_fit.py"))
     assert 0.5 < first["combined_score"] < best["combined_score"] < 1.0
     assert fx.evaluate_stage1(str(FIXTURE / "initial_program.py"))["combined_score"] > 0.5
     assert set(first) == {"combined_score", "excess_pct", "bins_used", "lower_bound"}

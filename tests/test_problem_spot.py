@@ -1,23 +1,27 @@
-"""spot_scheduling (Can't Be Late, one zone): the simulator against hand-computed cases, the
-trusted replay, validity and hostile candidates through the real CLI, the baselines' README
-numbers, and a scripted 20-iteration run."""
+"""spot_scheduling (Can't Be Late, one zone): the shared simulator (spot_sim.py) against
+hand-computed one-zone cases, the trusted replay, the data files and their download,
+validity and hostile candidates through the real CLI, the baselines' README numbers, and a
+scripted 20-iteration run."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import importlib.util
 import itertools
 import json
-import re
 import shutil
 import sys
-import time
+import threading
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from evolve.data import DataFile, default_data_dir, ensure
+from evolve.data import DataError, DataFile, data_dir_for, ensure, fetch, sha256_of
+from evolve.edits.blocks import complete_from_seed, find_blocks, fixed_parts
 from tests.cli_helpers import archive_json, block, evolve, run_args
 from tests.problem_hostile import (
     END,
@@ -44,8 +48,8 @@ def load(path: Path):
     return module
 
 
-sim = load(PROBLEM / "simulator.py")
 ev = load(PROBLEM / "evaluator.py")
+sim = ev.sim  # spot_sim.py, through kit.include
 S, D, N = sim.SPOT, sim.ON_DEMAND, sim.NONE
 
 # README "Reference numbers": mean cost per job ($) and savings vs always on-demand (%).
@@ -65,8 +69,9 @@ def block_of(path: Path) -> str:
 
 
 def scenario(avail, work_s=1800, deadline_s=3600, overhead_s=300, gap_s=600):
-    return sim.Scenario(name="tiny", avail=bytes(avail), gap_s=gap_s, work_s=work_s,
-                        deadline_s=deadline_s, overhead_s=overhead_s)
+    """A one-zone scenario: the single-region case of the shared simulator."""
+    return sim.Scenario(name="tiny", zones=("z0",), avail=(bytes(avail),), gap_s=gap_s,
+                        work_s=work_s, deadline_s=deadline_s, overhead_s=overhead_s)
 
 
 def play(sc, actions):
@@ -76,7 +81,25 @@ def play(sc, actions):
     return job
 
 
-# --- the simulator, by hand ------------------------------------------------------------------
+@contextmanager
+def serving(folder: Path):
+    """An HTTP server on 127.0.0.1 serving `folder`; yields its base URL."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+# --- the simulator, by hand (one zone) -------------------------------------------------------
 def test_on_demand_pays_one_overhead_and_is_released_when_done():
     job = play(scenario([0] * 6), [D, D, D, D])  # 300 s overhead + 300, 600, 600, then 300 s
     assert job.finished and job.over and job.tick == 4
@@ -97,6 +120,7 @@ def test_preemption_loses_the_instance_but_keeps_the_work():
     job.step(S)  # 600 -> 1800, done
     assert job.finished and job.restarts == 2 and job.spot_s == 2400 and job.od_s == 0
     assert job.cost == pytest.approx(2400 / 3600 * 0.97)
+    assert job.moves == 0  # one zone: never a move
 
 
 def test_overhead_longer_than_a_tick_carries_over():
@@ -120,10 +144,12 @@ def test_switching_type_restarts_and_none_discards_the_overhead():
     assert job.restarts == 2 and job.overhead_left_s == 120 and job.done_s == 0
 
 
-def test_spot_while_unavailable_is_illegal():
+def test_spot_while_unavailable_or_another_zone_is_illegal():
     job = play(scenario([1, 0, 1, 1, 1, 1]), [S])
-    with pytest.raises(sim.IllegalDecision, match="SPOT at tick 1"):
+    with pytest.raises(sim.IllegalDecision, match=r"SPOT in zone 0 \(z0\) at tick 1"):
         job.step(S)
+    with pytest.raises(sim.IllegalDecision, match="zone 1 at tick 0 is not one of 0..0"):
+        sim.Job(scenario([1] * 6)).step(D, 1)
 
 
 def test_deadline_pressure_and_the_short_last_tick():
@@ -142,34 +168,36 @@ def test_deadline_pressure_and_the_short_last_tick():
 
 
 def test_rle_round_trip_and_strict_decoding():
-    assert sim.encode("SSSDDN") == "S3D2N1" and sim.encode("") == ""
-    assert sim.decode("S3D2N1", 10) == "SSSDDN"
-    for bad in ("S0", "X3", "S3D", "S01", "s3", " S3", "S3 "):
+    # one character per tick: "a" = SPOT, "A" = ON_DEMAND (in zone 0), "." = NONE
+    assert [sim.code(S, 0), sim.code(D, 0), sim.code(N, 0)] == ["a", "A", "."]
+    assert sim.encode("aaaAA.") == "a3A2.1" and sim.encode("") == ""
+    assert sim.decode("a3A2.1", 10) == "aaaAA."
+    for bad in ("a0", "#3", "a3A", "a01", " a3", "a3 ", "a-1"):
         with pytest.raises(ValueError):
             sim.decode(bad, 10)
     with pytest.raises(ValueError, match="more than 5"):
-        sim.decode("S3D3", 5)
+        sim.decode("a3A3", 5)
     with pytest.raises(ValueError, match="must be a string"):
-        sim.decode(["S3"], 5)
+        sim.decode(["a3"], 5)
 
 
 def test_replay_demands_exactly_one_decision_per_tick():
     sc = scenario([0] * 6)
-    assert sim.replay(sc, "DDDD").finished
+    assert sim.replay(sc, "AAAA").finished
     with pytest.raises(sim.IllegalDecision, match="stops at tick 3"):
-        sim.replay(sc, "DDD")
+        sim.replay(sc, "AAA")
     with pytest.raises(sim.IllegalDecision, match="after the job ended"):
-        sim.replay(sc, "DDDDD")
-    assert not sim.replay(sc, "NNNNNN").finished  # ran to the deadline: a miss
-    with pytest.raises(sim.IllegalDecision, match="SPOT at tick 0"):
-        sim.replay(sc, "S")
+        sim.replay(sc, "AAAAA")
+    assert not sim.replay(sc, "......").finished  # ran to the deadline: a miss
+    with pytest.raises(sim.IllegalDecision, match="SPOT in zone 0 .* at tick 0"):
+        sim.replay(sc, "a")
 
 
 # --- scenarios, data and the trusted score ---------------------------------------------------
 def test_scenarios_cover_the_issue_setting():
     train, test = ev.make_scenarios("train"), ev.make_scenarios("test")
     assert len(train) == len(test) == 4 * 30 * 2 * 2
-    assert all(s.name.startswith("us-west-2a_") for s in train)
+    assert all(s.name.startswith("us-west-2a_") and s.zones == ("us-west-2a",) for s in train)
     assert all(s.name.startswith("us-west-2b_") for s in test)  # held out: the other zone
     assert {(s.work_s, s.deadline_s, s.overhead_s, s.gap_s) for s in train} == {
         (48 * 3600, d * 3600, o, 600) for d in (52, 70) for o in (180, 720)
@@ -177,39 +205,80 @@ def test_scenarios_cover_the_issue_setting():
     assert [s.name for s in ev.make_scenarios("train")] == [s.name for s in train]  # seeded
     starts = {s.name.split()[1] for s in train if s.name.startswith("us-west-2a_k80_1 ")}
     assert len(starts) == 30
+    with pytest.raises(ValueError, match="unknown split 'quick'"):
+        ev.make_scenarios("quick")
 
 
-def test_data_files_are_declared_with_checksums_and_download(tmp_path):
-    cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
-    files = [DataFile(**d) for d in cfg["data"]]
+def data_files() -> list[DataFile]:
+    return [DataFile(**d) for d in tomllib.loads((PROBLEM / "problem.toml").read_text())["data"]]
+
+
+def test_data_ships_in_the_problem_folder_with_checksums_and_sources(monkeypatch):
+    monkeypatch.delenv("EVOLVE_DATA_DIR", raising=False)
+    files = data_files()
     assert len(files) == 8 and all(f.url.startswith("https://raw.githubusercontent.com/skypilot-org/")
                                    for f in files)
-    ensure(files, default_data_dir(), download=False)  # the local copy matches every checksum
-    # the download path, with the local copy standing in for GitHub
-    local = [DataFile(f.path, (default_data_dir() / f.path).as_uri(), f.sha256) for f in files[:2]]
-    ensure(local, tmp_path)
-    assert all((tmp_path / f.path).is_file() for f in local)
+    assert data_dir_for(PROBLEM) == PROBLEM / "data"
+    ensure(files, PROBLEM / "data", download=False)  # the shipped copy matches every checksum
+    sources = (PROBLEM / "data" / "SOURCES.md").read_text()
+    for f in files:
+        assert f.path.startswith("aws-10-26-2022/") and f.url.endswith(f.path)
+        assert f.path in sources and f.sha256 in sources and f.url in sources
 
 
-def test_score_rejects_malformed_or_illegal_logs():
+def test_the_download_code_fetches_and_verifies_a_trace(tmp_path):
+    """evolve.data's real download path against a local HTTP server holding a copy of a trace."""
+    f = data_files()[0]
+    served = tmp_path / "served"
+    (served / f.path).parent.mkdir(parents=True)
+    shutil.copy(PROBLEM / "data" / f.path, served / f.path)
+    dest = tmp_path / "data"
+    with serving(served) as base:
+        local = DataFile(f.path, f"{base}/{f.path}", f.sha256)
+        ensure([local], dest)  # missing: downloaded, then verified
+        assert sha256_of(dest / f.path) == f.sha256
+        assert fetch([local], dest) == [f"{f.path}: downloaded from {local.url}, SHA-256 verified"]
+        raw = bytearray((served / f.path).read_bytes())
+        raw[-3] = ord("1") if raw[-3] != ord("1") else ord("0")  # one sample flipped upstream
+        (served / f.path).write_bytes(bytes(raw))
+        with pytest.raises(DataError, match="does not match SHA-256"):
+            fetch([local], dest)
+        assert sha256_of(dest / f.path) == f.sha256  # the verified copy was kept
+        with pytest.raises(DataError, match="does not match SHA-256"):
+            ensure([local], tmp_path / "fresh")
+        assert not (tmp_path / "fresh" / f.path).exists()  # no half or bad file left behind
+        assert [p.name for p in (dest / f.path).parent.iterdir()] == [Path(f.path).name]
+    (dest / f.path).write_bytes(bytes(raw))  # a local copy changed by hand
+    with pytest.raises(DataError, match="SHA-256 mismatch"):
+        ensure([local], dest, download=False)
+
+
+def baseline(name: str, dest: Path) -> Path:
+    """A baseline completed with the seed's fixed code, as `evolve eval` runs it."""
+    return with_block(PROBLEM, block_of(BASELINES / name), dest)
+
+
+def test_score_rejects_malformed_or_illegal_logs(tmp_path):
     scs = ev.make_scenarios("train")
-    good = ev.evaluate(str(BASELINES / "on_demand.py"), "train")["outputs"]["decisions"]
-    assert good[0] == "D289"  # 180 s overhead + 48 h of work in 600 s ticks
+    good = ev.evaluate(str(baseline("on_demand.py", tmp_path)), "train")["outputs"]["decisions"]
+    assert good[0] == "A289"  # 180 s overhead + 48 h of work in 600 s ticks
     cases = [
         ({}, "one log per scenario"),
         ({"decisions": good[:-1]}, f"{len(scs)} logs"),
-        ({"decisions": ["D288", *good[1:]]}, "stops at tick 288"),
-        ({"decisions": ["D290", *good[1:]]}, "after the job ended"),
-        ({"decisions": ["Q289", *good[1:]]}, "malformed decision log"),
+        ({"decisions": ["A288", *good[1:]]}, "stops at tick 288"),
+        ({"decisions": ["A290", *good[1:]]}, "after the job ended"),
+        ({"decisions": ["#289", *good[1:]]}, "malformed decision log"),
         ({"decisions": [289, *good[1:]]}, "must be a string"),
-        ({"decisions": ["S289", *good[1:]]}, "spot is not available"),  # k80_1 is rarely available
+        ({"decisions": ["a289", *good[1:]]}, "spot is not available"),  # k80_1 is rarely available
+        ({"decisions": ["B289", *good[1:]]}, "zone 1 at tick 0 is not one of 0..0"),  # one zone only
     ]
     for outputs, fragment in cases:
         r = ev.score(outputs, "train")
         assert r["valid"] is False and fragment in r["artifacts"]["error"], (fragment, r)
-    r = ev.score({"decisions": [f"N{s.n_ticks}" for s in scs]}, "train")
+    r = ev.score({"decisions": [f".{s.n_ticks}" for s in scs]}, "train")
     assert r["valid"] is False and r["metrics"]["deadline_misses"] == len(scs)
     assert "missed the deadline in 480 of 480" in r["artifacts"]["error"]
+    assert "moves" not in r["artifacts"]["error"]  # one zone: nothing about moves
 
 
 def test_evaluate_rejects_stateful_policies(tmp_path):
@@ -218,21 +287,44 @@ def test_evaluate_rejects_stateful_policies(tmp_path):
     assert r["valid"] is False and "not repeatable" in r["artifacts"]["error"]
 
 
-def test_seed_and_baselines_share_the_fixed_code():
-    files = [PROBLEM / "seed.py", *sorted(BASELINES.glob("*.py"))]
-    assert {p.name for p in files[1:]} == {"greedy.py", "uniform_progress.py", "on_demand.py"}
-    fixed = {re.sub(r"^.*\n", "", p.read_text().split(START)[0]) + p.read_text().split(END)[1]
-             for p in files}
-    assert len(fixed) == 1
+def test_decide_sees_the_single_region_state():
+    sc = ev.make_scenarios("train")[0]
+    seen = []
+
+    def decide(state):
+        seen.append(repr(state))
+        try:
+            state.zone = 1  # a multi-region field: not there
+        except AttributeError:
+            seen.append("no zone")
+        return D
+
+    assert sim.run_policy(decide, sc, ev.parse, ev.BENCHMARK.state) == "A" * 289
+    fields = [kv.split("=")[0] for kv in seen[0][len("State("):-1].split(", ")]
+    assert fields == ["tick", "elapsed", "gap", "deadline", "time_left", "work_total", "work_done",
+                      "work_left", "restart_overhead", "overhead_left", "has_spot", "current",
+                      "spot_price", "on_demand_price"]
+    assert seen[0].startswith("State(tick=0, elapsed=0.0, gap=0.16666666666666666, deadline=52.0, ")
+    assert seen[1] == "no zone"
+
+
+def test_baselines_hold_only_their_block_and_the_seed_the_fixed_code():
+    seed = (PROBLEM / "seed.py").read_text()
+    assert {p.name for p in BASELINES.glob("*.py")} == {"greedy.py", "uniform_progress.py", "on_demand.py"}
+    for path in (p for p in BASELINES.glob("*.py") if not p.is_symlink()):  # links: the seed
+        text = path.read_text()
+        assert len(find_blocks(text)) == 1 and "SPOT, ON_DEMAND, NONE =" not in text, path.name
+        whole = complete_from_seed(text, seed)  # only a docstring stands outside the block
+        assert whole != text and fixed_parts(whole) == fixed_parts(seed), path.name
     assert block_of(PROBLEM / "seed.py") == block_of(BASELINES / "greedy.py")
 
 
-def test_train_evaluation_is_fast():
-    t0 = time.perf_counter()
+def test_decision_logs_stay_small():
     out = ev.evaluate(str(PROBLEM / "seed.py"), "train")
-    ev.score(out["outputs"], "train")
-    assert time.perf_counter() - t0 < 5.0  # ~1.2 s on one core; the issue allows 10 s
-    assert len(json.dumps(out["outputs"])) < 200_000  # the decision logs stay small
+    assert out["artifacts"]["scenarios"] == "480"
+    assert len(json.dumps(out["outputs"])) < 200_000
+    assert ev.score(out["outputs"], "train")["metrics"]["mean_cost"] == pytest.approx(
+        EXPECTED["greedy.py", "train"][0], abs=0.01)
 
 
 # --- through the real CLI and sandbox --------------------------------------------------------
@@ -251,13 +343,14 @@ def test_baselines_reproduce_the_readme_numbers():
         assert out["metrics"]["savings_pct"] == pytest.approx(savings, abs=0.01), (name, split)
         assert out["score"] == pytest.approx(-out["metrics"]["mean_cost"])
         assert out["metrics"]["deadline_misses"] == 0 and out["metrics"]["scenarios"] == 480
-        assert out["eval_s"] < 10
+        assert "moves" not in out["metrics"]
 
 
 BAD = {
     "not an action": ("def decide(state):\n    return 'FAST'\n", "invalid", "returned 'FAST'"),
     "nan": ("def decide(state):\n    return float('nan')\n", "invalid", "returned nan"),
     "lowercase": ("def decide(state):\n    return 'spot'\n", "invalid", "expected one of"),
+    "a pair": ("def decide(state):\n    return (ON_DEMAND, 0)\n", "invalid", "expected one of"),
     "exception": ("def decide(state):\n    return {}[state.tick]\n", "runtime_error",
                   "decide() raised KeyError"),
     "spot while unavailable": ("def decide(state):\n    return SPOT\n", "invalid",
@@ -278,6 +371,8 @@ def test_bad_policies_fail_with_a_clear_error_and_no_score(tmp_path):
     miss = outs[names.index("misses deadlines")]
     assert miss["metrics"]["deadline_misses"] > 0 and "mean_cost" not in miss["metrics"]
     assert "us-west-2a_" in miss["artifacts"]["error"]  # names the scenario
+    spot = outs[names.index("spot while unavailable")]["artifacts"]["error"]
+    assert spot.startswith("scenario us-west-2a_k80_1 start_tick=48 deadline=52h overhead=0.05h, tick 0: ")
 
 
 PATCH_PRICES = """\
@@ -286,13 +381,14 @@ _ev = sys.modules["evaluator"]
 _ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
 _ev.sim.Job.cost = property(lambda self: 0.0)
 _ev.sim.Scenario.on_demand_cost = property(lambda self: 1e9)
+_ev.sim.scored = lambda *a: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
 _ev.score = lambda outputs, split: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
-_ev._check_repeatable = lambda *a: None
+_ev.sim.check_repeatable = lambda *a: None
 """
 PATCH_LOG = """\
 import sys
 _ev = sys.modules["evaluator"]
-_ev.run_policy = lambda decide, sc: "N" * 288  # claims a free job
+_ev.sim.run_policy = lambda *a: "." * 288  # claims a free job
 """
 
 
@@ -313,12 +409,17 @@ def test_tampering_in_memory_or_printing_a_score_gains_nothing(tmp_path):
 
 def test_the_patches_do_bite_in_process_but_score_runs_clean(tmp_path, monkeypatch):
     """Without the sandbox's second process the PATCH_PRICES candidate would win: this is what
-    the clean score() process prevents (the CLI test above shows the honest result)."""
-    patched = load(PROBLEM / "evaluator.py")
+    the clean score() process prevents (the CLI test above shows the honest result). The
+    patched evaluator is a copy of the folder, so it includes its own spot_sim module."""
+    copy = tmp_path / "spot_scheduling"
+    shutil.copytree(PROBLEM, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    patched = load(copy / "evaluator.py")
+    assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
     prog = with_block(PROBLEM, block_of(BASELINES / "greedy.py"), tmp_path, prelude=PATCH_PRICES)
     out = patched.evaluate(str(prog), "train")
     assert patched.score(out["outputs"], "train")["score"] == 1e9  # tampered, in-process
+    assert patched.sim.judge(out["outputs"], patched.make_scenarios("train"), False, "")["score"] == 1e9
     honest = ev.score(out["outputs"], "train")  # a module the candidate never touched
     assert honest["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy.py", "train"][0], abs=0.01)
 
@@ -326,10 +427,8 @@ def test_the_patches_do_bite_in_process_but_score_runs_clean(tmp_path, monkeypat
 def test_an_infinite_loop_times_out(tmp_path):
     fast = short_timeout_copy(PROBLEM, tmp_path, 3)
     prog = with_block(fast, "def decide(state):\n    while True:\n        pass\n", tmp_path)
-    t0 = time.monotonic()
     out = eval_json(fast, prog, "train")
     assert_fails(out, "timeout", "timeout")
-    assert time.monotonic() - t0 < 30
 
 
 def test_check_passes():

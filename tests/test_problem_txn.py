@@ -4,7 +4,7 @@ and a scripted run."""
 
 from __future__ import annotations
 
-import hashlib
+import ast
 import importlib.util
 import itertools
 import json
@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evolve.data import default_data_dir
+from evaluators import kit
+from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
+from evolve.edits.blocks import complete_from_seed, fixed_parts
 from tests.cli_helpers import archive_json, block, evolve, run_args
 from tests.problem_hostile import (
     END,
@@ -33,7 +35,7 @@ from tests.scripted_llm import Reply, ScriptedLLM
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "txn_scheduling"
 BASELINES = PROBLEM / "baselines"
-DATA = default_data_dir() / "txn" / "adrs_workloads.json"
+DATA = data_dir_for(PROBLEM) / "adrs_workloads.json"
 _ids = itertools.count()
 
 # README.md, "Reference numbers": score = -(sum of makespans); all deterministic.
@@ -55,14 +57,22 @@ def load(path: Path):
     return module
 
 
-sim = load(PROBLEM / "txn_sim.py")
+sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
 ev = load(PROBLEM / "evaluator.py")
+sim = ev.sim
 seed = load(PROBLEM / "seed.py")
 fetcher = load(PROBLEM / "fetch_workloads.py")
 
 
 def block_body(path: Path) -> str:
     return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
+
+
+def whole(baseline: str, dest: Path) -> Path:
+    """A baseline (its EVOLVE-BLOCK only) completed with the seed's fixed code, as `evolve eval` does."""
+    path = dest / baseline
+    path.write_text(complete_from_seed((BASELINES / baseline).read_text(), (PROBLEM / "seed.py").read_text()))
+    return path
 
 
 def T(text: str):
@@ -141,7 +151,7 @@ def test_seed_timeline_agrees_with_the_simulator_on_random_orders():
     ({0: 0, 1: 1, 2: 2}, "got dict"),
 ])
 def test_check_order_rejects(order, fragment):
-    with pytest.raises(sim.BadOrder) as e:
+    with pytest.raises(kit.Invalid) as e:
         sim.check_order(order, 3)
     assert fragment in str(e.value)
 
@@ -159,35 +169,44 @@ def test_check_order_accepts_permutations_of_any_int_type():
 def test_data_file_is_declared_with_its_checksum():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
     (entry,) = cfg["data"]
-    assert entry["path"] == sim.DATA_FILE and entry["sha256"] == sim.DATA_SHA256
-    assert hashlib.sha256(DATA.read_bytes()).hexdigest() == sim.DATA_SHA256
+    assert entry["path"] == sim.DATA_FILE and "url" not in entry  # an extraction: no URL serves it
+    assert sha256_of(DATA) == entry["sha256"]
+    sources = (PROBLEM / "data" / "SOURCES.md").read_text()
+    assert entry["sha256"] in sources and "workloads.py" in sources and "Apache-2.0" in sources
+    ensure([DataFile(entry["path"], sha256=entry["sha256"])], data_dir_for(PROBLEM), download=False)
 
 
 def test_data_dir_setting_and_corrupt_file(tmp_path, monkeypatch):
-    (tmp_path / "txn").mkdir()
+    entry = DataFile(sim.DATA_FILE, sha256=sha256_of(DATA))
     copy = tmp_path / sim.DATA_FILE
     copy.write_bytes(DATA.read_bytes())
     monkeypatch.setenv("EVOLVE_DATA_DIR", str(tmp_path))
     assert [len(t) for _, t in sim.make_workloads("train")] == [100, 100, 100]
     copy.write_bytes(DATA.read_bytes().replace(b"w-17", b"w-18", 1))
-    with pytest.raises(ValueError, match="does not match"):
-        sim.make_workloads("train")
+    with pytest.raises(DataError, match="SHA-256 mismatch"):
+        ensure([entry], data_dir_for(PROBLEM))
+    # the controller checks the file before any evaluation: a corrupt copy never gets scored
+    r = evolve("eval", str(PROBLEM), str(BASELINES / "sequential.py"), "--split", "train", "--json",
+               extra_env={"EVOLVE_DATA_DIR": str(tmp_path)})
+    assert r.returncode != 0 and "SHA-256 mismatch" in r.stderr
     copy.unlink()
-    with pytest.raises(FileNotFoundError, match="EVOLVE_DATA_DIR"):
+    with pytest.raises(FileNotFoundError, match="data file missing"):
         sim.make_workloads("train")
 
 
 def test_fetch_rebuilds_the_exact_file_from_the_upstream_format(tmp_path):
     """The upstream workloads.py holds WORKLOAD_n = '<json>' constants; fetching a file in
-    that form (here from a file:// URL) writes back byte-for-byte the checksummed JSON."""
+    that form (a file:// URL or a local path) writes back byte-for-byte the checksummed JSON."""
     workloads = json.loads(DATA.read_bytes())["workloads"]
     upstream = tmp_path / "workloads.py"
     upstream.write_text("".join(f"{name} = {json.dumps(json.dumps(txns))}\n" for name, txns in workloads.items()))
-    target = fetcher.fetch(upstream.as_uri(), tmp_path / "data")
-    assert target.read_bytes() == DATA.read_bytes()
+    assert fetcher.fetch(upstream.as_uri(), tmp_path / "data").read_bytes() == DATA.read_bytes()
+    assert fetcher.main(["--url", str(upstream), "--data-dir", str(tmp_path / "local")]) == 0
+    assert (tmp_path / "local" / sim.DATA_FILE).read_bytes() == DATA.read_bytes()
     upstream.write_text(upstream.read_text().replace("w-17", "w-18", 1))
     with pytest.raises(ValueError, match="upstream file changed"):
         fetcher.fetch(upstream.as_uri(), tmp_path / "data2")
+    assert not (tmp_path / "data2" / sim.DATA_FILE).exists()
     assert fetcher.main(["--url", (tmp_path / "missing.py").as_uri(), "--data-dir", str(tmp_path)]) == 1
 
 
@@ -208,17 +227,16 @@ def test_test_generators_are_seeded_and_well_formed():
 def test_problem_toml_and_fixed_code():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
     assert cfg["problem"]["metric"] == "makespan_total" and cfg["evaluation"]["splits"] == ["train", "test"]
-
-    def outside(path: Path) -> str:
-        head, rest = path.read_text().split(START)
-        return head.split("\n", 1)[1] + rest.split(END)[1]
-
-    assert len({outside(p) for p in [PROBLEM / "seed.py", *BASELINES.glob("*.py")]}) == 1
+    seed_code = (PROBLEM / "seed.py").read_text()
+    for path in (p for p in BASELINES.glob("*.py") if not p.is_symlink()):  # the fixed code (Timeline) is written once, in seed.py
+        (doc,) = ast.parse("".join(fixed_parts(path.read_text()))).body
+        assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), path.name
+        assert "class Timeline" in complete_from_seed(path.read_text(), seed_code)
     assert block_body(PROBLEM / "seed.py") == block_body(BASELINES / "smf.py")
 
 
-def test_score_rejects_tampered_outputs():
-    good = ev.evaluate(str(BASELINES / "sequential.py"), "train")["outputs"]
+def test_score_rejects_tampered_outputs(tmp_path):
+    good = ev.evaluate(str(whole("sequential.py", tmp_path)), "train")["outputs"]
     assert ev.score(good, "train")["score"] == -537.0
     cases = {
         "'orders' list": {},

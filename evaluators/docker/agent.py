@@ -51,7 +51,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def _say(obj: dict) -> None:
     data = (json.dumps(obj) + "\n").encode()
     while data:
-        data = data[os.write(1, data):]
+        data = data[os.write(1, data) :]
 
 
 def _others() -> list[tuple[int, bool]]:
@@ -71,7 +71,7 @@ def _others() -> list[tuple[int, bool]]:
 
 def _reap() -> list[tuple[int, int]]:
     """Reap every exited child (orphans are re-parented to us, PID 1)."""
-    out = []
+    out: list[tuple[int, int]] = []
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -101,6 +101,7 @@ def kill_all(skip: int | None = None) -> tuple[int, bool]:
 
 def _rm_contents(root: str) -> None:
     """Empty a directory, whatever the candidate did to the permissions inside."""
+
     def fix(func, path, _exc):
         parent = os.path.dirname(path)
         for p in (parent, path):
@@ -251,8 +252,10 @@ def launch(req: dict) -> dict:
     leftover, clean = kill_all()
     note = wipe()
     if note or not clean or leftover:
-        return {"error": note or f"{leftover} processes were running before the launch",
-                "clean": False}
+        return {
+            "error": note or f"{leftover} processes were running before the launch",
+            "clean": False,
+        }
     src = f"{IN}/{req['src']}"
     dst = f"{OUT}/RESULT.json"
     if req.get("program"):
@@ -268,9 +271,15 @@ def launch(req: dict) -> dict:
         rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     result, result_note = read_result(dst, int(req["max_file_mb"]) * 2**21)
     kb = int(req["max_output_kb"])
-    answer = {"rc": rc, "timed_out": timed_out, "strays": strays, "result": result,
-              "note": result_note, "stdout": tail(f"{OUT}/stdout", kb),
-              "stderr": tail(f"{OUT}/stderr", kb)}
+    answer: dict[str, object] = {
+        "rc": rc,
+        "timed_out": timed_out,
+        "strays": strays,
+        "result": result,
+        "note": result_note,
+        "stdout": tail(f"{OUT}/stdout", kb),
+        "stderr": tail(f"{OUT}/stderr", kb),
+    }
     note = wipe()
     answer["clean"] = clean and note is None
     if note:
@@ -305,8 +314,11 @@ def main() -> int:
             else:
                 answer = {"error": f"unknown request {req.get('op')!r}", "clean": False}
         except Exception as e:
-            answer = {"error": f"agent failed: {e!r}", "traceback": traceback.format_exc()[-4000:],
-                      "clean": False}
+            answer = {
+                "error": f"agent failed: {e!r}",
+                "traceback": traceback.format_exc()[-4000:],
+                "clean": False,
+            }
         _say(answer)
 
 

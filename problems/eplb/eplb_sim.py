@@ -1,12 +1,9 @@
 """EPLB simulator: expert-load workloads, placement checks, GPU loads and the score.
 
-Trusted, self-contained code (stdlib + numpy) shared by `evaluator.evaluate()`
-(inside the sandbox, next to the candidate) and `evaluator.score()` (a clean
-process that never loads the candidate). Nothing here imports the candidate.
-
-Setting (DeepSeek-V3-like, as in the ADRS EPLB case study): 58 MoE layers, 256
-routed experts in 8 groups of 32, 288 physical expert slots on 4 nodes x 8
-GPUs = 32 GPUs, 9 slots per GPU. Slot p lives on GPU p // 9, node p // 72.
+Trusted code shared by `evaluator.evaluate()` (in the sandbox) and `score()` (a
+clean process that never loads the candidate); a broken rule raises kit.Invalid.
+Setting (DeepSeek-V3-like, as in ADRS): 58 MoE layers, 256 experts in 8 groups,
+288 slots on 4 nodes x 8 GPUs, 9 per GPU: slot p on GPU p // 9, node p // 72.
 """
 
 from __future__ import annotations
@@ -17,6 +14,8 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
+
+from evaluators import kit
 
 NUM_LAYERS = 58
 NUM_EXPERTS = 256
@@ -36,10 +35,6 @@ SLOW_PER_DECADE = 5.0  # ...of 5 points per factor of 10 above it...
 SLOW_MAX = 10.0  # ...up to 10 points
 MIN_CALL_S = 1e-6  # reported call times are clamped into [MIN_CALL_S, MAX_CALL_S]
 MAX_CALL_S = 600.0
-
-
-class BadPlacement(ValueError):
-    """A placement that a serving engine could not use; the message says why."""
 
 
 # ---------------------------------------------------------------- workloads
@@ -141,29 +136,24 @@ def make_traces(split: str) -> list[tuple[str, np.ndarray]]:
 # ---------------------------------------------------------------- placements
 
 
-def as_int_array(raw: object, name: str, shape: tuple[int, ...] | None = None,
-                 ndim: int | None = None) -> np.ndarray:
-    """An integer ndarray from a candidate's return value, or BadPlacement."""
+def as_int_array(raw: object, name: str) -> np.ndarray:
+    """An integer ndarray from a candidate's return value, or kit.Invalid."""
     if type(raw).__module__.startswith("torch"):  # a torch tensor: accept its numpy view
         raw = raw.detach().cpu().numpy()  # type: ignore[attr-defined]
     try:
         arr = np.asarray(raw)
     except Exception as e:  # ragged lists and the like
-        raise BadPlacement(f"{name} is not an array: {type(e).__name__}: {e}"[:300]) from None
+        raise kit.Invalid(f"{name} is not an array: {type(e).__name__}: {e}"[:300]) from None
     if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
-        raise BadPlacement(f"{name} contains NaN or infinity; it must be an integer array")
+        raise kit.Invalid(f"{name} contains NaN or infinity; it must be an integer array")
     if arr.dtype.kind not in "iu":
-        raise BadPlacement(f"{name} must be an integer array, got dtype {arr.dtype}")
-    if shape is not None and arr.shape != shape:
-        raise BadPlacement(f"{name} has shape {arr.shape}; expected {shape}")
-    if ndim is not None and arr.ndim != ndim:
-        raise BadPlacement(f"{name} has shape {arr.shape}; expected {ndim} dimensions")
+        raise kit.Invalid(f"{name} must be an integer array, got dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)
 
 
 def check_placement(phy2log: np.ndarray, log2phy: np.ndarray, logcnt: np.ndarray,
                     weight: np.ndarray, num_replicas: int = NUM_REPLICAS) -> None:
-    """Raise BadPlacement unless the three mappings are one consistent placement.
+    """Raise kit.Invalid unless the three mappings are one consistent placement.
 
     phy2log [L, R] in [0, E); logcnt [L, E] counts each expert's slots and sums
     to R per layer; every expert has at least one slot (the next window's
@@ -173,42 +163,42 @@ def check_placement(phy2log: np.ndarray, log2phy: np.ndarray, logcnt: np.ndarray
     """
     layers, experts = weight.shape
     if phy2log.shape != (layers, num_replicas):
-        raise BadPlacement(f"phy2log has shape {phy2log.shape}; expected {(layers, num_replicas)}")
+        raise kit.Invalid(f"phy2log has shape {phy2log.shape}; expected {(layers, num_replicas)}")
     if logcnt.shape != (layers, experts):
-        raise BadPlacement(f"logcnt has shape {logcnt.shape}; expected {(layers, experts)}")
+        raise kit.Invalid(f"logcnt has shape {logcnt.shape}; expected {(layers, experts)}")
     if log2phy.ndim != 3 or log2phy.shape[:2] != (layers, experts) or not 1 <= log2phy.shape[2] <= num_replicas:
-        raise BadPlacement(f"log2phy has shape {log2phy.shape}; expected ({layers}, {experts}, "
+        raise kit.Invalid(f"log2phy has shape {log2phy.shape}; expected ({layers}, {experts}, "
                            f"max_replicas) with 1 <= max_replicas <= {num_replicas}")
     bad = (phy2log < 0) | (phy2log >= experts)
     if bad.any():
         lay, p = np.argwhere(bad)[0]
-        raise BadPlacement(f"phy2log[{lay}, {p}] = {phy2log[lay, p]} is not an expert id in [0, {experts})")
+        raise kit.Invalid(f"phy2log[{lay}, {p}] = {phy2log[lay, p]} is not an expert id in [0, {experts})")
     sums = logcnt.sum(axis=1)
     if (sums != num_replicas).any():
         lay = int(np.flatnonzero(sums != num_replicas)[0])
-        raise BadPlacement(f"logcnt of layer {lay} sums to {int(sums[lay])}; the replica counts must "
+        raise kit.Invalid(f"logcnt of layer {lay} sums to {int(sums[lay])}; the replica counts must "
                            f"sum to the {num_replicas} physical slots")
     counts = np.zeros((layers, experts), dtype=np.int64)
     np.add.at(counts, (np.arange(layers)[:, None], phy2log), 1)
     if (counts != logcnt).any():
         lay, e = np.argwhere(counts != logcnt)[0]
-        raise BadPlacement(f"logcnt[{lay}, {e}] = {logcnt[lay, e]} but expert {e} fills {counts[lay, e]} "
+        raise kit.Invalid(f"logcnt[{lay}, {e}] = {logcnt[lay, e]} but expert {e} fills {counts[lay, e]} "
                            f"slots of phy2log[{lay}]; the mappings are inconsistent")
     orphan = logcnt == 0
     if orphan.any():  # loaded ones first: the clearer message
         lay, e = np.argwhere(orphan & (weight > 0))[0] if (orphan & (weight > 0)).any() else np.argwhere(orphan)[0]
-        raise BadPlacement(f"expert {e} of layer {lay} has no replica (its load this window: "
+        raise kit.Invalid(f"expert {e} of layer {lay} has no replica (its load this window: "
                            f"{weight[lay, e]:g}); every expert needs at least one slot, since any "
                            "expert may receive tokens in the next window")
     k = log2phy.shape[2]
     if int(logcnt.max()) > k:
-        raise BadPlacement(f"log2phy has room for {k} replicas per expert but logcnt has up to "
+        raise kit.Invalid(f"log2phy has room for {k} replicas per expert but logcnt has up to "
                            f"{int(logcnt.max())}")
     used = np.arange(k)[None, None, :] < logcnt[:, :, None]
     pad = log2phy[~used]
     if (pad != -1).any():
         lay, e, r = np.argwhere(~used & (log2phy != -1))[0]
-        raise BadPlacement(f"log2phy[{lay}, {e}, {r}] = {log2phy[lay, e, r]}, but expert {e} has "
+        raise kit.Invalid(f"log2phy[{lay}, {e}, {r}] = {log2phy[lay, e, r]}, but expert {e} has "
                            f"{logcnt[lay, e]} replicas: entries past logcnt must be -1")
     slots = log2phy[used]
     lay = np.broadcast_to(np.arange(layers)[:, None, None], log2phy.shape)[used]
@@ -216,17 +206,17 @@ def check_placement(phy2log: np.ndarray, log2phy: np.ndarray, logcnt: np.ndarray
     out_of_range = (slots < 0) | (slots >= num_replicas)
     if out_of_range.any():
         i = int(np.flatnonzero(out_of_range)[0])
-        raise BadPlacement(f"log2phy lists slot {slots[i]} for expert {exp[i]} of layer {lay[i]}; "
+        raise kit.Invalid(f"log2phy lists slot {slots[i]} for expert {exp[i]} of layer {lay[i]}; "
                            f"slots are in [0, {num_replicas})")
     wrong = phy2log[lay, slots] != exp
     if wrong.any():
         i = int(np.flatnonzero(wrong)[0])
-        raise BadPlacement(f"log2phy says slot {slots[i]} of layer {lay[i]} holds expert {exp[i]}, "
+        raise kit.Invalid(f"log2phy says slot {slots[i]} of layer {lay[i]} holds expert {exp[i]}, "
                            f"but phy2log[{lay[i]}, {slots[i]}] = {phy2log[lay[i], slots[i]]}")
     hits = np.bincount(lay * num_replicas + slots, minlength=layers * num_replicas)
     if (hits != 1).any():
         i = int(np.flatnonzero(hits != 1)[0])
-        raise BadPlacement(f"log2phy lists slot {i % num_replicas} of layer {i // num_replicas} "
+        raise kit.Invalid(f"log2phy lists slot {i % num_replicas} of layer {i // num_replicas} "
                            f"{int(hits[i])} times; each slot must appear exactly once")
 
 
@@ -276,19 +266,19 @@ def pack_array(a: np.ndarray) -> dict:
 
 
 def unpack_array(obj: object, name: str, max_elems: int) -> np.ndarray:
-    """The inverse of pack_array, bounded (no decompression bombs); BadPlacement on junk."""
+    """The inverse of pack_array, bounded (no decompression bombs); kit.Invalid on junk."""
     if not isinstance(obj, dict) or not isinstance(obj.get("shape"), list) or not isinstance(obj.get("data"), str):
-        raise BadPlacement(f"{name}: expected {{'shape': [...], 'data': '...'}}")
+        raise kit.Invalid(f"{name}: expected {{'shape': [...], 'data': '...'}}")
     shape = obj["shape"]
     if not all(type(d) is int and 0 <= d <= max_elems for d in shape) or math.prod(shape) > max_elems:
-        raise BadPlacement(f"{name}: bad shape {shape!r}")
+        raise kit.Invalid(f"{name}: bad shape {shape!r}")
     n = math.prod(shape)
     try:
         packed = base64.b64decode(obj["data"], validate=True)
         d = zlib.decompressobj()
         raw = d.decompress(packed, 2 * n + 1)
     except (ValueError, zlib.error) as e:
-        raise BadPlacement(f"{name}: undecodable data ({e})") from None
+        raise kit.Invalid(f"{name}: undecodable data ({e})") from None
     if len(raw) != 2 * n:
-        raise BadPlacement(f"{name}: {len(raw)} bytes for shape {shape}")
+        raise kit.Invalid(f"{name}: {len(raw)} bytes for shape {shape}")
     return np.frombuffer(raw, dtype="<i2").astype(np.int64).reshape(shape)

@@ -9,13 +9,9 @@ can at worst produce an invalid packing, never a better score.
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-import json
-import sys
-import time
-
 import numpy as np
+
+from evaluators import kit
 
 CAPACITY = 100
 WEIBULL_SHAPE = 3.0
@@ -34,8 +30,6 @@ SPLITS: dict[str, tuple[int, int, int]] = {
 # calls and peek at the (deterministic) item sequence.
 PURITY_SAMPLES = 32
 
-_module_ids = itertools.count()
-
 
 def make_instances(split: str) -> list[np.ndarray]:
     """Item sizes per instance: Weibull(shape 3) * 45, clipped to [1, 100], rounded to int."""
@@ -50,40 +44,21 @@ def make_instances(split: str) -> list[np.ndarray]:
     return instances
 
 
-class BadReturn(ValueError):
-    """priority() returned something the packing loop cannot use."""
-
-
 def _as_priorities(raw: object, k: int) -> np.ndarray:
     """Validate one priority() return: k finite real numbers."""
     try:
         arr = np.asarray(raw)
     except (TypeError, ValueError) as e:
-        raise BadReturn(f"priority() returned {type(raw).__name__}, not an array: {e}") from None
+        raise kit.Invalid(f"priority() returned {type(raw).__name__}, not an array: {e}") from None
     if arr.dtype.kind not in "biuf":
-        raise BadReturn(f"priority() must return real numbers, got dtype {arr.dtype}")
+        raise kit.Invalid(f"priority() must return real numbers, got dtype {arr.dtype}")
     if arr.shape != (k,):
-        raise BadReturn(
+        raise kit.Invalid(
             f"priority() returned shape {arr.shape}; expected ({k},), one entry per feasible bin"
         )
     if not np.isfinite(arr).all():
-        raise BadReturn("priority() returned NaN or infinity; every priority must be finite")
+        raise kit.Invalid("priority() returned NaN or infinity; every priority must be finite")
     return arr
-
-
-def _load_priority(program_path: str):
-    """Import the candidate by path and return its priority function."""
-    name = f"_binpack_candidate_{next(_module_ids)}"
-    spec = importlib.util.spec_from_file_location(name, program_path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {program_path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    fn = getattr(module, "priority", None)
-    if not callable(fn):
-        raise BadReturn("the program defines no callable priority(item, bins)")
-    return fn
 
 
 def pack(priority, items: np.ndarray, sample_at=()) -> tuple[list[int], list[tuple]]:
@@ -102,8 +77,8 @@ def pack(priority, items: np.ndarray, sample_at=()) -> tuple[list[int], list[tup
         saved = view.copy() if i in sample_at else None
         try:
             pos = int(np.argmax(_as_priorities(priority(item, view), len(feasible))))
-        except BadReturn as e:
-            raise BadReturn(f"item {i} (size {size}, {len(feasible)} feasible bins): {e}") from None
+        except kit.Invalid as e:
+            raise kit.Invalid(f"item {i} (size {size}, {len(feasible)} feasible bins): {e}") from None
         if saved is not None:
             samples.append((item, saved, pos))
         chosen = int(feasible[pos])
@@ -117,80 +92,64 @@ def _check_purity(priority, samples: list[tuple]) -> None:
     for item, saved, pos in [s for s in reversed(samples) for _ in range(2)]:
         again = int(np.argmax(_as_priorities(priority(item, saved.copy()), len(saved))))
         if again != pos:
-            raise BadReturn(
+            raise kit.Invalid(
                 f"priority({item:g}, bins) chose position {again} when replayed but {pos} during "
                 "packing; it must be a pure function of (item, bins): no global state or randomness"
             )
 
 
-def evaluate(program_path: str, split: str) -> dict:
+def _pack_all(priority, split: str) -> tuple[dict, dict]:
     """Sandbox side: run the candidate online on the split's instances."""
-    t0 = time.perf_counter()
     instances = make_instances(split)
     per_instance = max(1, PURITY_SAMPLES // len(instances))
-    try:
-        priority = _load_priority(program_path)
-        assignments, samples = [], []
-        for k, items in enumerate(instances):
-            at = np.linspace(0, len(items) - 1, per_instance).astype(int).tolist()
-            try:
-                assignment, sampled = pack(priority, items, at)
-            except BadReturn as e:
-                raise BadReturn(f"instance {k}, {e}") from None
-            assignments.append(assignment)
-            samples.extend(sampled)
-        _check_purity(priority, samples)
-    except BadReturn as e:
-        return {"valid": False, "artifacts": {"error": str(e)}}
+    assignments, samples = [], []
+    for k, items in enumerate(instances):
+        at = np.linspace(0, len(items) - 1, per_instance).astype(int).tolist()
+        try:
+            assignment, sampled = pack(priority, items, at)
+        except kit.Invalid as e:
+            raise kit.Invalid(f"instance {k}, {e}") from None
+        assignments.append(assignment)
+        samples.extend(sampled)
+    _check_purity(priority, samples)
     n_items = sum(len(items) for items in instances)
-    return {
-        "outputs": {"assignments": assignments},
-        "artifacts": {
-            "split": split,
-            "instances": str(len(instances)),
-            "items": str(n_items),
-            "pack_s": f"{time.perf_counter() - t0:.3f}",
-        },
-    }
+    return {"assignments": assignments}, {"instances": len(instances), "items": n_items}
 
 
-class BadOutputs(ValueError):
-    """The reported assignments are not a feasible packing of the split."""
+def evaluate(program_path: str, split: str) -> dict:
+    return kit.evaluate(program_path, split, "priority", _pack_all)
 
 
 def _parse_assignments(outputs: object, instances: list[np.ndarray]) -> list[np.ndarray]:
-    """Turn reported outputs into one int array per instance, or raise BadOutputs."""
+    """Turn reported outputs into one int array per instance, or raise kit.Invalid."""
     if not isinstance(outputs, dict) or not isinstance(outputs.get("assignments"), list):
-        raise BadOutputs("outputs must be a dict with an 'assignments' list")
+        raise kit.Invalid("outputs must be a dict with an 'assignments' list")
     reported = outputs["assignments"]
     if len(reported) != len(instances):
-        raise BadOutputs(f"expected {len(instances)} instances, got {len(reported)}")
+        raise kit.Invalid(f"expected {len(instances)} instances, got {len(reported)}")
     parsed = []
     for k, (items, a) in enumerate(zip(instances, reported, strict=True)):
         if not isinstance(a, list) or len(a) != len(items):
-            raise BadOutputs(f"instance {k}: expected a list of {len(items)} bin indices")
+            raise kit.Invalid(f"instance {k}: expected a list of {len(items)} bin indices")
         if not all(type(x) is int for x in a):
-            raise BadOutputs(f"instance {k}: bin indices must be integers")
+            raise kit.Invalid(f"instance {k}: bin indices must be integers")
         if a and (min(a) < 0 or max(a) >= len(items)):
-            raise BadOutputs(f"instance {k}: bin index outside the pool [0, {len(items)})")
+            raise kit.Invalid(f"instance {k}: bin index outside the pool [0, {len(items)})")
         parsed.append(np.asarray(a, dtype=np.int64))
     return parsed
 
 
-def score(outputs: dict, split: str) -> dict:
+def _judge(outputs: object, split: str) -> dict:
     """Trusted side: re-check the packing and score it; never imports the candidate."""
     instances = make_instances(split)
-    try:
-        assignments = _parse_assignments(outputs, instances)
-        loads = []
-        for k, (items, a) in enumerate(zip(instances, assignments, strict=True)):
-            load = np.bincount(a, weights=items, minlength=len(items))
-            if (load > CAPACITY).any():
-                j = int(np.argmax(load))
-                raise BadOutputs(f"instance {k}: bin {j} holds {load[j]:g} > capacity {CAPACITY}")
-            loads.append(load[load > 0])
-    except BadOutputs as e:
-        return {"valid": False, "artifacts": {"error": str(e)}}
+    assignments = _parse_assignments(outputs, instances)
+    loads = []
+    for k, (items, a) in enumerate(zip(instances, assignments, strict=True)):
+        load = np.bincount(a, weights=items, minlength=len(items))
+        if (load > CAPACITY).any():
+            j = int(np.argmax(load))
+            raise kit.Invalid(f"instance {k}: bin {j} holds {load[j]:g} > capacity {CAPACITY}")
+        loads.append(load[load > 0])
 
     used = [len(load) for load in loads]
     bounds = [-(-int(items.sum()) // CAPACITY) for items in instances]  # L1 = ceil(sum / C)
@@ -210,26 +169,9 @@ def score(outputs: dict, split: str) -> dict:
     }
 
 
-def main(argv: list[str]) -> int:
-    """`python evaluator.py PROGRAM [SPLIT ...]`: evaluate + score, print JSON lines."""
-    if not argv:
-        print(main.__doc__, file=sys.stderr)
-        return 2
-    for split in argv[1:] or list(SPLITS):
-        t0 = time.perf_counter()
-        result = evaluate(argv[0], split)
-        t1 = time.perf_counter()
-        scored = score(result["outputs"], split) if "outputs" in result else result
-        t2 = time.perf_counter()
-        scored = {k: v for k, v in scored.items() if k != "artifacts"} | {
-            "error": scored.get("artifacts", {}).get("error"),
-            "split": split,
-            "evaluate_s": round(t1 - t0, 3),
-            "score_s": round(t2 - t1, 3),
-        }
-        print(json.dumps(scored))
-    return 0
+def score(outputs: object, split: str) -> dict:
+    return kit.score(outputs, split, _judge)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(kit.main(__name__, SPLITS))

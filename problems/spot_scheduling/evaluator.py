@@ -1,337 +1,67 @@
-"""Evaluator for spot_scheduling: finish a 48 h job before its deadline at the lowest cost.
+"""Evaluator for spot_scheduling: finish a 48 h job before its deadline at the lowest cost, in one zone.
 
-Two halves with different trust. `evaluate()` runs inside the sandbox next to
-the candidate: it steps every scenario tick by tick, calls the candidate's
-decide(state) once per tick and only reports the decisions, one run-length
-encoded log per scenario. `score()` runs in a clean process that never imports
-the candidate: it rebuilds the scenarios from the trace files, replays each log
-through a fresh simulator and computes cost, deadline misses and validity
-itself. A candidate that patches the simulator or this module in memory
-therefore changes nothing but its own log, and the log is judged on replay.
+Only the benchmark is here: the traces, splits and start windows, and what
+decide(state) may return. The simulator (one zone is its single-region case),
+the run loop and the trusted replay live in spot_sim.py, shared with
+spot_multi_region. Two halves with different trust: `evaluate()` runs in the
+sandbox next to the candidate and only logs its decisions; `score()` runs in a
+clean process that never imports the candidate, rebuilds the scenarios from the
+trace files and replays every log through a fresh simulator. A candidate that
+patches the simulator or this module in memory changes nothing but its own log.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-import json
-import os
-import sys
-import time
-from collections import defaultdict
+from evaluators import kit
 
-import numpy as np
+sim = kit.include(__file__, "spot_sim.py")
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_ids = itertools.count()
-
-
-def _load_simulator():
-    """simulator.py next to this file, imported by path (evaluators cannot import packages)."""
-    name = f"_spot_scheduling_simulator_{next(_ids)}"
-    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, "simulator.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sim = _load_simulator()
-SPOT, ON_DEMAND, NONE = sim.SPOT, sim.ON_DEMAND, sim.NONE
-
-# --- the benchmark: Can't Be Late (NSDI'24) single-region setting --------------------------
-WORK_H = 48
-DEADLINES_H = (52, 70)
-OVERHEADS_H = (0.05, 0.2)
-WINDOWS_PER_TRACE = 30
 GAP_S = 600
-TRACE_DIR = "spot/aws-10-26-2022"  # under the data directory
+WINDOWS_PER_TRACE = 30
+TRACE_DIR = "aws-10-26-2022"  # under the data folder
 INSTANCES = ("k80_1", "k80_8", "v100_1", "v100_8")  # 1 or 8 K80 / V100 GPUs per instance
 # split -> (availability zone whose traces it uses, seed of the start windows)
 SPLITS: dict[str, tuple[str, int]] = {
     "train": ("us-west-2a", 2610),
     "test": ("us-west-2b", 2611),  # held out: the other zone's traces
 }
-REPEAT_CHECKS = 4  # scenarios re-run at the end to check decide() is repeatable
-
-_trace_cache: dict[str, tuple[int, bytes]] = {}
-
-
-def data_dir() -> str:
-    """$EVOLVE_DATA_DIR (set by the controller), else the development checkout's ../shared/data."""
-    env = os.environ.get("EVOLVE_DATA_DIR")
-    return env if env else os.path.normpath(os.path.join(_HERE, "..", "..", "..", "shared", "data"))
-
-
-def load_trace(name: str) -> tuple[int, bytes]:
-    """(gap seconds, availability per tick) of one trace; 1 = spot available.
-
-    The files store 1 for a tick where the instance was preempted / could not
-    be obtained and 0 where it was available (the NSDI'24 simulator reads
-    `available = not data[tick]`).
-    """
-    path = os.path.join(data_dir(), TRACE_DIR, f"{name}.json")
-    if path not in _trace_cache:
-        try:
-            with open(path, encoding="utf-8") as f:
-                raw = json.load(f)
-        except FileNotFoundError:
-            raise FileNotFoundError(
-                f"{path}: spot trace missing; set EVOLVE_DATA_DIR to the data directory "
-                "(the controller downloads it from the URL in problem.toml)"
-            ) from None
-        gap, data = int(raw["metadata"]["gap_seconds"]), raw["data"]
-        if gap != GAP_S or not all(type(v) is int and v >= 0 for v in data):
-            raise ValueError(f"{path}: expected gap_seconds {GAP_S} and integer samples")
-        _trace_cache[path] = (gap, bytes(1 if v == 0 else 0 for v in data))
-    return _trace_cache[path]
-
-
-def window_starts(n_ticks: int, need: int, seed: int, index: int) -> list[int]:
-    """WINDOWS_PER_TRACE distinct, sorted start ticks, each leaving `need` ticks of trace."""
-    rng = np.random.default_rng([seed, index])
-    return sorted(rng.choice(n_ticks - need + 1, size=WINDOWS_PER_TRACE, replace=False).tolist())
 
 
 def make_scenarios(split: str) -> list:
     """Every (trace, start window, deadline, restart overhead) of a split, in a fixed order."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; expected one of {sorted(SPLITS)}")
-    zone, seed = SPLITS[split]
-    need = -(-max(DEADLINES_H) * 3600 // GAP_S)
-    scenarios = []
-    for i, instance in enumerate(INSTANCES):
-        trace = f"{zone}_{instance}"
-        gap, avail = load_trace(trace)
-        for start in window_starts(len(avail), need, seed, i):
-            window = avail[start:start + need]
-            for deadline, overhead in itertools.product(DEADLINES_H, OVERHEADS_H):
-                scenarios.append(sim.Scenario(
-                    name=f"{trace} start_tick={start} deadline={deadline}h overhead={overhead}h",
-                    avail=window, gap_s=gap, work_s=WORK_H * 3600,
-                    deadline_s=deadline * 3600, overhead_s=round(overhead * 3600),
-                ))
-    return scenarios
+    zone, seed = sim.setting(SPLITS, split)
+    groups = []
+    for instance in INSTANCES:
+        avail = sim.load_trace(kit.data_path(__file__, TRACE_DIR, f"{zone}_{instance}.json"), GAP_S)
+        groups.append(sim.Group(f"{zone}_{instance}", (zone,), (avail,), 0, len(avail)))
+    return sim.make_scenarios(groups, GAP_S, WINDOWS_PER_TRACE, seed)
 
 
-def _group(sc) -> str:
-    """The scenario's trace, deadline and overhead: everything but the start window."""
-    trace, _, rest = sc.name.split(" ", 2)
-    return f"{trace} {rest}"
+def parse(action: object, zone: int, spot: tuple, zones: tuple) -> tuple[str, int] | str:
+    """decide() returns 'SPOT' (only while state.has_spot), 'ON_DEMAND' or 'NONE'."""
+    if type(action) is not str or action not in sim.ACTIONS:
+        return (f"decide() returned {action!r:.100} ({type(action).__name__}); "
+                "expected one of 'SPOT', 'ON_DEMAND', 'NONE'")
+    if action == sim.SPOT and not spot[zone]:
+        return ("decide() returned SPOT while spot is not available (state.has_spot is False); "
+                "only ON_DEMAND or NONE are possible then")
+    return action, zone
 
 
-# --- sandbox side ---------------------------------------------------------------------------
-class State:
-    """What decide() sees at one tick; times in hours, prices in $/hour.
-
-    Writing to it changes nothing in the simulation. `memory` is a dict that
-    persists across the ticks of one scenario (a fresh one per scenario).
-    """
-
-    __slots__ = (
-        "tick", "elapsed", "gap", "deadline", "time_left", "work_total", "work_done",
-        "work_left", "restart_overhead", "overhead_left", "has_spot", "current",
-        "spot_price", "on_demand_price", "memory",
-    )
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__ if k != "memory")
-        return f"State({fields})"
-
-
-class BadDecision(ValueError):
-    """decide() returned something the simulator cannot use."""
-
-
-class PolicyError(RuntimeError):
-    """decide() raised; the message names the scenario and tick."""
-
-
-def _load_decide(program_path: str):
-    name = f"_spot_candidate_{next(_ids)}"
-    spec = importlib.util.spec_from_file_location(name, program_path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {program_path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    fn = getattr(module, "decide", None)
-    if not callable(fn):
-        raise BadDecision("the program defines no callable decide(state)")
-    return fn
-
-
-def run_policy(decide, sc) -> str:
-    """Step one scenario to its end, calling decide() every tick; return the decision codes."""
-    job = sim.Job(sc)
-    st = State()
-    st.memory = {}
-    codes = []
-    while not job.over:
-        has_spot = job.observe()
-        t = job.tick * sc.gap_s
-        st.tick, st.elapsed, st.time_left = job.tick, t / 3600, (sc.deadline_s - t) / 3600
-        st.work_done, st.work_left = job.done_s / 3600, job.work_left_s / 3600
-        st.overhead_left, st.has_spot, st.current = job.overhead_left_s / 3600, has_spot, job.current
-        st.gap, st.deadline, st.work_total = sc.gap_s / 3600, sc.deadline_s / 3600, sc.work_s / 3600
-        st.restart_overhead = sc.overhead_s / 3600
-        st.spot_price, st.on_demand_price = sc.spot_price, sc.on_demand_price
-        try:
-            action = decide(st)
-        except Exception as e:
-            raise PolicyError(
-                f"decide() raised {type(e).__name__}: {e} (scenario {sc.name}, tick {job.tick})"
-            ) from e
-        if type(action) is not str or action not in sim.CODE:
-            raise BadDecision(
-                f"scenario {sc.name}, tick {job.tick}: decide() returned {action!r:.100} "
-                f"({type(action).__name__}); expected one of 'SPOT', 'ON_DEMAND', 'NONE'"
-            )
-        if action == SPOT and not has_spot:
-            raise BadDecision(
-                f"scenario {sc.name}, tick {job.tick}: decide() returned SPOT while spot is not "
-                "available (state.has_spot is False); only ON_DEMAND or NONE are possible then"
-            )
-        job.step(action)
-        codes.append(sim.CODE[action])
-    return "".join(codes)
-
-
-def _check_repeatable(decide, scenarios: list, codes: list[str]) -> None:
-    """Re-run a few scenarios in reverse order: decide() must give the same decisions."""
-    picks = np.linspace(0, len(scenarios) - 1, REPEAT_CHECKS).astype(int).tolist()
-    for i in reversed(picks):
-        again = run_policy(decide, scenarios[i])
-        if again != codes[i]:
-            k = next((j for j, (a, b) in enumerate(zip(again, codes[i], strict=False)) if a != b),
-                     min(len(again), len(codes[i])))
-            raise BadDecision(
-                f"decide() is not repeatable: re-running scenario {scenarios[i].name} changed "
-                f"its decision at tick {k}; it must depend only on `state` and `state.memory` "
-                "(no global state across scenarios, no randomness)"
-            )
+BENCHMARK = sim.Benchmark(
+    make_scenarios, parse, sim.State,
+    reference="NSDI'24's Uniform Progress saves 27-84% vs on-demand; ADRS evolved policies "
+    "about 7% cheaper than Uniform Progress.",
+)
 
 
 def evaluate(program_path: str, split: str) -> dict:
-    """Sandbox side: run the candidate online on every scenario of the split; log its decisions."""
-    t0 = time.perf_counter()
-    scenarios = make_scenarios(split)
-    try:
-        decide = _load_decide(program_path)
-        codes = [run_policy(decide, sc) for sc in scenarios]
-        _check_repeatable(decide, scenarios, codes)
-    except BadDecision as e:
-        return {"valid": False, "artifacts": {"error": str(e)}}
-    return {
-        "outputs": {"decisions": [sim.encode(c) for c in codes]},
-        "artifacts": {
-            "split": split,
-            "scenarios": str(len(scenarios)),
-            "decisions": str(sum(map(len, codes))),
-            "simulate_s": f"{time.perf_counter() - t0:.3f}",
-        },
-    }
+    return kit.evaluate(program_path, split, "decide", BENCHMARK.run)
 
 
-# --- trusted side ---------------------------------------------------------------------------
-def _invalid(error: str, **metrics) -> dict:
-    return {"valid": False, "metrics": metrics, "artifacts": {"error": error}}
-
-
-def score(outputs: dict, split: str) -> dict:
-    """Trusted side: replay every decision log through a fresh simulator; never imports the candidate."""
-    scenarios = make_scenarios(split)
-    logs = outputs.get("decisions") if isinstance(outputs, dict) else None
-    if not isinstance(logs, list) or len(logs) != len(scenarios):
-        got = f"{len(logs)} logs" if isinstance(logs, list) else type(logs).__name__
-        return _invalid(f"outputs must be {{'decisions': [one log per scenario]}} with "
-                        f"{len(scenarios)} logs; got {got}")
-    jobs, misses = [], []
-    for i, (sc, text) in enumerate(zip(scenarios, logs, strict=True)):
-        try:
-            job = sim.replay(sc, sim.decode(text, sc.n_ticks))
-        except ValueError as e:
-            return _invalid(f"scenario {i} ({sc.name}): {e}")
-        if not job.finished:
-            misses.append(job)
-        jobs.append(job)
-    if misses:
-        first = misses[0]
-        return _invalid(
-            f"missed the deadline in {len(misses)} of {len(jobs)} scenarios; any miss fails. "
-            f"First: {first.sc.name}: {first.work_left_s / 3600:.3f} h of work left at the deadline "
-            f"(spot {first.spot_s / 3600:.1f} h, on-demand {first.od_s / 3600:.1f} h, "
-            f"{first.preemptions} preemptions). Switch to ON_DEMAND while the time left still "
-            "covers the work left plus one restart overhead.",
-            deadline_misses=len(misses), scenarios=len(jobs),
-        )
-    return _scored(jobs)
-
-
-def _scored(jobs: list) -> dict:
-    costs = np.array([j.cost for j in jobs])
-    od = np.array([j.sc.on_demand_cost for j in jobs])
-    mean_cost = float(costs.mean())
-    savings = 100.0 * (1.0 - mean_cost / float(od.mean()))
-    groups: dict[str, list] = defaultdict(list)
-    for j in jobs:
-        groups[_group(j.sc)].append(j)
-    lines = []
-    for name, js in groups.items():
-        c = float(np.mean([j.cost for j in js]))
-        o = float(np.mean([j.sc.on_demand_cost for j in js]))
-        spot_share = sum(j.spot_s for j in js) / max(1, sum(j.spot_s + j.od_s for j in js))
-        lines.append(
-            f"{name}: ${c:.2f}/job ({100 * (1 - c / o):.1f}% below on-demand), "
-            f"{100 * spot_share:.0f}% of instance time on spot, "
-            f"{np.mean([j.preemptions for j in js]):.1f} preemptions, "
-            f"{np.mean([j.restarts for j in js]):.1f} starts per job"
-        )
-    worst = sorted(jobs, key=lambda j: j.cost - j.sc.on_demand_cost, reverse=True)[:3]
-    hint = (
-        f"mean ${mean_cost:.2f} per job vs ${float(od.mean()):.2f} always on-demand "
-        f"({savings:.1f}% saved) over {len(jobs)} scenarios. Costliest relative to on-demand: "
-        + "; ".join(f"{j.sc.name} ${j.cost:.2f}" for j in worst)
-        + ". NSDI'24's Uniform Progress saves 27-84% vs on-demand; ADRS evolved policies "
-        "about 7% cheaper than Uniform Progress."
-    )
-    return {
-        "score": -mean_cost,
-        "metrics": {
-            "mean_cost": mean_cost,
-            "savings_pct": savings,
-            "on_demand_cost": float(od.mean()),
-            "deadline_misses": 0,
-            "scenarios": len(jobs),
-            "spot_hours": float(np.mean([j.spot_s for j in jobs])) / 3600,
-            "on_demand_hours": float(np.mean([j.od_s for j in jobs])) / 3600,
-            "preemptions": float(np.mean([j.preemptions for j in jobs])),
-            "restarts": float(np.mean([j.restarts for j in jobs])),
-        },
-        "artifacts": {"breakdown": "\n".join(lines), "hint": hint},
-    }
-
-
-def main(argv: list[str]) -> int:
-    """`python evaluator.py PROGRAM [SPLIT ...]`: evaluate + score, print JSON lines."""
-    if not argv:
-        print(main.__doc__, file=sys.stderr)
-        return 2
-    for split in argv[1:] or list(SPLITS):
-        t0 = time.perf_counter()
-        result = evaluate(argv[0], split)
-        t1 = time.perf_counter()
-        scored = score(result["outputs"], split) if "outputs" in result else result
-        t2 = time.perf_counter()
-        line = {k: v for k, v in scored.items() if k != "artifacts"} | {
-            "error": scored.get("artifacts", {}).get("error"),
-            "split": split,
-            "evaluate_s": round(t1 - t0, 3),
-            "score_s": round(t2 - t1, 3),
-        }
-        print(json.dumps(line))
-    return 0
+def score(outputs: object, split: str) -> dict:
+    return kit.score(outputs, split, BENCHMARK.judge)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(kit.main(__name__, SPLITS))

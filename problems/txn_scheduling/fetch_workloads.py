@@ -1,14 +1,14 @@
-"""Download the ADRS transaction workloads and write them as txn/adrs_workloads.json.
+"""Rebuild data/adrs_workloads.json from the ADRS repository's workloads.py.
 
-The train split reads `txn/adrs_workloads.json` from the data directory. That
+The train split reads `adrs_workloads.json` from the problem's data folder. That
 file is an extraction: the ADRS case study ships its three workloads as Python
 constants (WORKLOAD_1..3, each a JSON object of "txnN": "ops") in
-openevolve/examples/ADRS/txn_scheduling/workloads.py. This script fetches that
-file (any URL urllib can open, file:// included), parses it without running it,
-writes the JSON in the exact layout the checksum in problem.toml was taken
-from, and refuses to keep it if the SHA-256 differs.
+openevolve/examples/ADRS/txn_scheduling/workloads.py. This script reads that
+file (a URL, file:// included, or a local path), parses it without running it,
+writes the JSON in the exact layout whose SHA-256 problem.toml records, and
+refuses to keep it if the checksum differs.
 
-    python problems/txn_scheduling/fetch_workloads.py [--url URL] [--data-dir DIR]
+    python problems/txn_scheduling/fetch_workloads.py [--url URL_OR_PATH] [--data-dir DIR]
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import json
 import os
 import sys
 import tempfile
+import tomllib
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import txn_sim  # noqa: E402
-
+HERE = Path(__file__).resolve().parent
+(DATA,) = tomllib.loads((HERE / "problem.toml").read_text())["data"]  # its path and SHA-256
 UPSTREAM_URL = (
     "https://raw.githubusercontent.com/UCB-ADRS/ADRS/main/"
     "openevolve/examples/ADRS/txn_scheduling/workloads.py"
@@ -63,15 +63,18 @@ def render(workloads: dict[str, dict[str, str]]) -> bytes:
 
 
 def fetch(url: str, data_dir: Path, timeout_s: float = 60.0) -> Path:
-    """Download, extract, verify, and write data_dir/txn/adrs_workloads.json atomically."""
-    with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-        source = resp.read().decode("utf-8")
+    """Read workloads.py, extract, verify, and write data_dir/adrs_workloads.json atomically."""
+    if os.path.isfile(url):
+        source = Path(url).read_text(encoding="utf-8")
+    else:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            source = resp.read().decode("utf-8")
     data = render(extract(source))
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != txn_sim.DATA_SHA256:
+    digest, want = hashlib.sha256(data).hexdigest(), DATA["sha256"]
+    if digest != want:
         raise ValueError(f"{url}: the extracted workloads have SHA-256 {digest}, expected "
-                         f"{txn_sim.DATA_SHA256}; the upstream file changed")
-    target = data_dir / txn_sim.DATA_FILE
+                         f"{want}; the upstream file changed")
+    target = data_dir / DATA["path"]
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
     with os.fdopen(fd, "wb") as f:
@@ -82,8 +85,8 @@ def fetch(url: str, data_dir: Path, timeout_s: float = 60.0) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default=UPSTREAM_URL)
-    parser.add_argument("--data-dir", type=Path, default=txn_sim.default_data_dir())
+    parser.add_argument("--url", default=UPSTREAM_URL, help="workloads.py: a URL or a local path")
+    parser.add_argument("--data-dir", type=Path, default=HERE / "data")
     args = parser.parse_args(argv)
     try:
         print(fetch(args.url, args.data_dir))

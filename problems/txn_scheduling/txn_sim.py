@@ -1,40 +1,25 @@
 """Transaction-scheduling simulator: workloads, the makespan cost model, bounds.
 
-Trusted, self-contained code (stdlib only) shared by `evaluator.evaluate()`
-(in the sandbox, next to the candidate) and `evaluator.score()` (a clean
-process that never loads the candidate).
-
-Cost model (the VLDB'24 "Towards Optimal Transaction Scheduling" simulator, as
-used by the ADRS case study): every operation takes one time unit and a
-transaction's operations run at consecutive times from its start, in their
-listed order (the non-conflicting `*` ops take time too). Transactions are
-placed in the given order; each starts at the earliest time >= 1 at which each
-of its operations on a key comes strictly after every conflicting operation on
-that key by the transactions placed before it: a write conflicts with earlier
-reads and writes of the key, a read with earlier writes; reads do not conflict
-with reads. Makespan = the time the last transaction ends (a lone transaction
-of n operations has makespan n).
+Trusted code shared by `evaluator.evaluate()` (in the sandbox) and `score()` (a
+clean process that never loads the candidate); a broken rule raises kit.Invalid.
+The cost model is the VLDB'24 simulator's, as used by ADRS, stated in seed.py's
+docstring (`Timeline` there is the candidate's copy of `start_times` below).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import bisect
+import itertools
 import numbers
-import os
 import random
-from pathlib import Path
+
+from evaluators import kit
 
 Op = tuple[str, str]  # ("r", key) | ("w", key) | ("*", "")
 Txn = list[Op]
 
-DATA_FILE = "txn/adrs_workloads.json"
-DATA_SHA256 = "253bf7e2975b842aff332c67a2a35908f04f2beee6f0e23450ebfda5690d69cc"
+DATA_FILE = "adrs_workloads.json"  # in the data folder; problem.toml's [[data]] has its SHA-256
 TXNS_PER_WORKLOAD = 100
-
-
-class BadOrder(ValueError):
-    """A schedule that is not a permutation of the workload's transactions."""
 
 
 # ---------------------------------------------------------------- cost model
@@ -106,26 +91,26 @@ def lower_bounds(txns: list[Txn]) -> tuple[int, int]:
 
 
 def check_order(order: object, n: int) -> list[int]:
-    """The order as a list of ints if it is a permutation of range(n), else BadOrder."""
+    """The order as a list of ints if it is a permutation of range(n), else kit.Invalid."""
     if hasattr(order, "tolist") and not isinstance(order, (list, tuple)):
         order = order.tolist()  # numpy arrays
     if not isinstance(order, (list, tuple)):
-        raise BadOrder(f"expected a list of {n} transaction indices, got {type(order).__name__}")
+        raise kit.Invalid(f"expected a list of {n} transaction indices, got {type(order).__name__}")
     for x in order:
         if not isinstance(x, numbers.Integral) or isinstance(x, bool):
-            raise BadOrder(f"transaction indices must be ints, got {x!r:.50} ({type(x).__name__})")
+            raise kit.Invalid(f"transaction indices must be ints, got {x!r:.50} ({type(x).__name__})")
     order = [int(x) for x in order]
     if len(order) != n:
-        raise BadOrder(f"expected {n} transaction indices, got {len(order)}; "
+        raise kit.Invalid(f"expected {n} transaction indices, got {len(order)}; "
                        "every transaction must appear exactly once")
     out_of_range = [x for x in order if not 0 <= x < n]
     if out_of_range:
-        raise BadOrder(f"index {out_of_range[0]} is outside [0, {n})")
+        raise kit.Invalid(f"index {out_of_range[0]} is outside [0, {n})")
     seen: set[int] = set()
     dup = next((x for x in order if x in seen or seen.add(x)), None)
     if dup is not None:
         missing = min(set(range(n)) - set(order))
-        raise BadOrder(f"transaction {dup} appears twice (and {missing} never); the order must be "
+        raise kit.Invalid(f"transaction {dup} appears twice (and {missing} never); the order must be "
                        "a permutation: every transaction exactly once")
     return list(order)
 
@@ -133,29 +118,10 @@ def check_order(order: object, n: int) -> list[int]:
 # ---------------------------------------------------------------- train data
 
 
-def default_data_dir() -> Path:
-    """$EVOLVE_DATA_DIR, else ../shared/data beside the repository (development checkout)."""
-    env = os.environ.get("EVOLVE_DATA_DIR")
-    if env:
-        return Path(env)
-    repo = Path(__file__).resolve().parent.parent.parent  # problems/txn_scheduling/ -> the repository
-    return repo.parent / "shared" / "data"
-
-
-def load_adrs_workloads(data_dir: Path | None = None) -> list[tuple[str, list[Txn]]]:
-    """The ADRS case study's three workloads (100 transactions each), checked by SHA-256."""
-    path = (data_dir or default_data_dir()) / DATA_FILE
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise FileNotFoundError(f"{path}: cannot read the train workloads ({e.strerror}); "
-                                "set EVOLVE_DATA_DIR to the data directory") from None
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != DATA_SHA256:
-        raise ValueError(f"{path}: SHA-256 {digest} does not match {DATA_SHA256}")
-    workloads = json.loads(raw)["workloads"]
-    return [(name.lower(), [parse_ops(ops) for ops in txns.values()])
-            for name, txns in workloads.items()]
+def load_adrs_workloads() -> list[tuple[str, list[Txn]]]:
+    """The ADRS case study's three workloads (100 transactions each), from the data folder."""
+    workloads = kit.read_json(kit.data_path(__file__, DATA_FILE))["workloads"]
+    return [(name.lower(), [parse_ops(ops) for ops in txns.values()]) for name, txns in workloads.items()]
 
 
 # ---------------------------------------------------------------- test generators
@@ -165,29 +131,14 @@ def load_adrs_workloads(data_dir: Path | None = None) -> list[tuple[str, list[Tx
 
 
 def _zipf_sampler(rng: random.Random, n: int, theta: float):
-    weights = [1.0 / (i + 1) ** theta for i in range(n)]
-    cum, acc = [], 0.0
-    for w in weights:
-        acc += w
-        cum.append(acc)
+    cum = list(itertools.accumulate(1.0 / (i + 1) ** theta for i in range(n)))
     perm = list(range(n))
     rng.shuffle(perm)  # hot keys are not simply the low ids
 
     def draw() -> int:
-        return perm[min(_bisect(cum, rng.random() * acc), n - 1)]
+        return perm[min(bisect.bisect_left(cum, rng.random() * cum[-1]), n - 1)]
 
     return draw
-
-
-def _bisect(cum: list[float], x: float) -> int:
-    lo, hi = 0, len(cum)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if cum[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def tpcc(seed: int, warehouses: int = 1, n: int = TXNS_PER_WORKLOAD, items: int = 200) -> list[Txn]:
@@ -307,10 +258,10 @@ TEST_WORKLOADS = {
 SPLITS = ("train", "test")
 
 
-def make_workloads(split: str, data_dir: Path | None = None) -> list[tuple[str, list[Txn]]]:
+def make_workloads(split: str) -> list[tuple[str, list[Txn]]]:
     """[(workload name, transactions)] of a split."""
     if split == "train":
-        return load_adrs_workloads(data_dir)
+        return load_adrs_workloads()
     if split == "test":
         return [(name, make()) for name, make in TEST_WORKLOADS.items()]
     raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")

@@ -1,0 +1,91 @@
+"""Score every problem's seed and baselines on its train and held-out splits.
+
+    python bench/baselines.py [--problems A B] [--sandbox local] [--compare OLD.json]
+
+Writes bench/results/baselines.json and prints a markdown table; with
+--compare, lists every score or metric that differs from an earlier run (the
+problem READMEs' numbers must be reproduced bit for bit). Metrics that are
+timings (`*_ms`, `*_s`, and eplb's speed terms) are left out of the comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evolve.edits.blocks import complete_from_seed  # noqa: E402
+from evolve.evaluation import CandidateEvaluator  # noqa: E402
+from evolve.problem import load_problem  # noqa: E402
+from evolve.sandboxes import make_sandbox  # noqa: E402
+
+TIMING = ("runtime_ms", "speed_bonus", "slow_penalty")
+
+
+def programs(problem_dir: Path) -> list[Path]:
+    problem = load_problem(problem_dir)
+    return [problem_dir / problem.entry, *sorted((problem_dir / "baselines").glob("*.py"))]
+
+
+def score_all(names: list[str], sandbox_name: str) -> dict[str, dict]:
+    sandbox = make_sandbox(sandbox_name, 1)
+    out: dict[str, dict] = {}
+    try:
+        for name in names:
+            problem = load_problem(ROOT / "problems" / name)
+            ev = CandidateEvaluator(problem, sandbox)
+            for path in programs(problem.root):
+                code = complete_from_seed(path.read_text(), problem.seed_code)
+                for split in filter(None, (problem.train_split, problem.test_split)):
+                    r = ev.run_split(code, split)
+                    key = f"{name}/{path.relative_to(problem.root)}/{split}"
+                    out[key] = {"status": r.status, "score": r.score, "metrics": r.metrics}
+                    print(f"{key}: {r.status} {r.score}", file=sys.stderr, flush=True)
+    finally:
+        sandbox.close()
+    return out
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    diffs = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a is None or b is None:
+            diffs.append(f"{key}: only in the {'new' if a is None else 'old'} run")
+            continue
+        if (a["status"], a["score"]) != (b["status"], b["score"]) and "runtime_ms" not in a["metrics"]:
+            diffs.append(f"{key}: score {a['score']!r} -> {b['score']!r}")
+        for m in sorted(set(a["metrics"]) | set(b["metrics"])):
+            if m not in TIMING and a["metrics"].get(m) != b["metrics"].get(m):
+                diffs.append(f"{key}: {m} {a['metrics'].get(m)!r} -> {b['metrics'].get(m)!r}")
+    return diffs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--problems", nargs="*", default=None, help="problem folder names (default: all)")
+    ap.add_argument("--sandbox", default="local", choices=("local", "docker"))
+    ap.add_argument("--compare", type=Path, help="an earlier baselines.json to compare with")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "baselines.json")
+    args = ap.parse_args()
+    names = args.problems or sorted(p.parent.name for p in (ROOT / "problems").glob("*/problem.toml"))
+    scores = score_all(names, args.sandbox)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(scores, indent=1, sort_keys=True))
+    print("| program | split | status | score |\n|---|---|---|---|")
+    for key, r in scores.items():
+        program, split = key.rsplit("/", 1)
+        print(f"| {program} | {split} | {r['status']} | {r['score']!r} |")
+    if args.compare:
+        diffs = differences(json.loads(args.compare.read_text()), scores)
+        print("\n".join(diffs) if diffs else f"identical to {args.compare} (timings aside)")
+        return 1 if diffs else 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

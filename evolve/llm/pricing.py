@@ -1,0 +1,65 @@
+"""Dollar cost per call from a price table users can extend.
+
+Prices are USD per million tokens (input, output). A model not in the table
+costs 0 (local servers); `--prices FILE` adds or overrides entries.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o3": (2.00, 8.00),
+    "o4-mini": (1.10, 4.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-opus-4": (15.00, 75.00),
+    "gemini-2.5-pro": (1.25, 10.00),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "deepseek-chat": (0.27, 1.10),
+}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    prices: dict[str, tuple[float, float]]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PriceTable:
+        prices = dict(DEFAULT_PRICES)
+        if path is not None:
+            prices.update(_read_prices(Path(path)))
+        return cls(prices)
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+        price = self.prices.get(model) or self.prices.get(model.split("/")[-1])
+        if price is None:
+            return 0.0
+        return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
+
+
+def _read_prices(path: Path) -> dict[str, tuple[float, float]]:
+    """A JSON or TOML mapping: model -> {input: $/1M, output: $/1M}."""
+    try:
+        text = path.read_text()
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: cannot read price table: {e}") from None
+    out = {}
+    for model, entry in data.items():
+        if not isinstance(entry, dict) or not {"input", "output"} <= entry.keys():
+            raise ValueError(
+                f"{path}: entry '{model}' must have 'input' and 'output' prices per 1M tokens"
+            )
+        out[model] = (float(entry["input"]), float(entry["output"]))
+    return out

@@ -1,0 +1,121 @@
+"""Model profiles: what a model can take and how it is best asked.
+
+The evolution loop names no model. A profile says, for a model name, its
+context window, how many tokens it may answer with, the edit format it copes
+with, the sampling temperature, and how much a prompt shows (small models get
+whole-block rewrites and short prompts). `evolve.cli.run` applies the profile under
+the command-line flags and the problem folder's settings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str
+    context_window: int  # tokens, prompt and reply together
+    max_tokens: int  # reply tokens
+    edit_format: str  # diff | block | full
+    temperature: float
+    prompt_style: str = "full"  # full | short
+    num_inspirations: int = 3
+    max_attempts: int = 5
+    llm_parallel: int | None = (
+        None  # requests in flight the endpoint handles well (None: no advice)
+    )
+    llm_timeout_s: float | None = None
+
+
+# The bundled local models: llama-cpp-python serves one request at a time on
+# the CPU, tens of tokens per second, with the window it was started with.
+LOCAL_SMALL = ModelProfile(
+    "local-small",
+    context_window=4096,
+    max_tokens=1024,
+    edit_format="block",
+    temperature=0.7,
+    prompt_style="short",
+    num_inspirations=1,
+    max_attempts=3,
+    llm_parallel=1,
+    llm_timeout_s=600.0,
+)
+# Open-weights models served by the user (Ollama, llama.cpp, vLLM), by size in the name.
+OPEN_SMALL = ModelProfile(  # <= 8B: Ollama's default window is small
+    "open-small",
+    context_window=4096,
+    max_tokens=1024,
+    edit_format="block",
+    temperature=0.7,
+    prompt_style="short",
+    num_inspirations=1,
+    max_attempts=3,
+)
+OPEN_MEDIUM = ModelProfile(  # 9B .. 40B
+    "open-medium",
+    context_window=8192,
+    max_tokens=2048,
+    edit_format="block",
+    temperature=0.7,
+    num_inspirations=2,
+)
+OPEN_LARGE = ModelProfile(  # > 40B
+    "open-large",
+    context_window=32768,
+    max_tokens=4096,
+    edit_format="block",
+    temperature=0.8,
+)
+# Hosted frontier models: large windows; the defaults the loop always had.
+HOSTED = ModelProfile(
+    "hosted",
+    context_window=128000,
+    max_tokens=4096,
+    edit_format="block",
+    temperature=0.8,
+)
+# Anything we do not recognise: the loop's old defaults, with a window most servers give.
+DEFAULT = ModelProfile(
+    "default",
+    context_window=32768,
+    max_tokens=4096,
+    edit_format="block",
+    temperature=0.8,
+)
+
+_HOSTED_RE = re.compile(
+    r"^(openai/|anthropic/|google/)?(gpt-|o[1-9]\b|o[1-9]-|chatgpt|claude|gemini|grok|deepseek-(chat|reasoner)|mistral-large)",
+    re.IGNORECASE,
+)
+_SIZE_RE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*[bB](?![a-zA-Z])")
+
+
+def is_local(name: str) -> bool:
+    """`local`, `local:NAME` and `local:/path/to/model.gguf` are served by evolve itself."""
+    return name == "local" or name.startswith("local:")
+
+
+def profile_for(name: str) -> ModelProfile:
+    """The profile of one model name."""
+    if is_local(name):
+        return LOCAL_SMALL
+    if _HOSTED_RE.match(name):
+        return HOSTED
+    m = _SIZE_RE.search(name)
+    if m:
+        billions = float(m.group(1))
+        if billions <= 8:
+            return OPEN_SMALL
+        if billions <= 40:
+            return OPEN_MEDIUM
+        return OPEN_LARGE
+    return DEFAULT
+
+
+def profile_for_models(names: list[str]) -> ModelProfile:
+    """One profile for an ensemble: the most constrained member's (every prompt must suit every model)."""
+    profiles = [profile_for(n) for n in names] or [DEFAULT]
+    return min(profiles, key=lambda p: (p.context_window, p.max_tokens))

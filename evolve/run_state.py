@@ -1,0 +1,65 @@
+"""What a run has done so far, and who is told about it.
+
+The controller keeps a RunStats up to date and reports to a RunObserver. The
+command line's live display (evolve.cli.progress.RunProgress) is one; the
+default observer does nothing, so the loop never depends on a display.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass
+class RunStats:
+    target: int = 0  # iterations the run is to complete
+    done: int = 0  # finished iterations, the seed not counted
+    ok: int = 0  # of those, evaluated cleanly
+    best: float | None = None
+    best_test: float | None = None  # held-out score of the current best
+    seed_score: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    llm_in_flight: int = 0
+    eval_in_flight: int = 0
+
+    def add_call(self, prompt_tokens: int, completion_tokens: int, cost_usd: float) -> None:
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.cost_usd += cost_usd
+
+    def set_usage(self, usage: dict) -> None:
+        """The LLM usage so far, as Archive.usage sums it (a resumed run's spend counts)."""
+        self.prompt_tokens = usage["prompt_tokens"]
+        self.completion_tokens = usage["completion_tokens"]
+        self.cost_usd = usage["cost_usd"]
+
+
+class RunObserver(Protocol):
+    """Told what a run does; must not raise, and must not block the loop for long."""
+
+    def start(self, stats: RunStats) -> None: ...
+
+    def update(self, stats: RunStats) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class NullObserver:
+    """The default observer: tells no one."""
+
+    def start(self, stats: RunStats) -> None:
+        pass
+
+    def update(self, stats: RunStats) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass

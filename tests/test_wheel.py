@@ -1,0 +1,88 @@
+"""The package a user installs with `pip install .` runs a problem on its own.
+
+Builds the wheel as `python -m build` does, installs it (not editable) into a
+fresh virtual environment, and runs `evolve check` and a one-iteration run from
+a folder outside the checkout, so nothing can come from the source tree: the
+prompt templates, the harness, the kit and the image inputs must all be in the
+wheel. The dependencies come from this test's own environment (through a .pth
+file) so the test needs no network.
+"""
+
+from __future__ import annotations
+
+import json
+import site
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import BINPACK, ROOT, block, env
+from tests.scripted_llm import Reply, ScriptedLLM
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    r = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
+                        str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (path,) = out.glob("evolve-*.whl")
+    return path
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    """A fresh venv with the wheel installed, borrowing only third-party packages from ours."""
+    root = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    target = next(root.glob("lib/python3*/site-packages"))
+    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install",
+                        "-q", "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    (target / "zz_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return root
+
+
+def test_wheel_carries_what_runs_need(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("evolve/templates/system.j2", "evolve/templates/diff.j2", "evaluators/harness.py",
+                   "evaluators/kit.py", "evaluators/docker/agent.py", "evaluators/docker/build-base.sh",
+                   "evaluators/docker/packages.txt", "evaluators/docker/Dockerfile.layer"):
+        assert needed in names, needed
+    assert not any(n.startswith(("tests/", "problems/", "bench/")) for n in names)
+
+
+def _evolve(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    clean = env(PYTHONPATH="", HOME=str(cwd))
+    clean.pop("PYTHONPATH")
+    return subprocess.run([str(venv / "bin" / "evolve"), *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env=clean)
+
+
+def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import evolve, evaluators; "
+                            "print(evolve.__file__); print(evaluators.__file__)"],
+                           capture_output=True, text=True, cwd=tmp_path, env=env())
+    assert where.returncode == 0, where.stderr
+    assert all(line.startswith(str(venv)) for line in where.stdout.split()), where.stdout
+
+    r = _evolve(venv, tmp_path, "check", str(BINPACK), "--sandbox", "local")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok" in r.stdout.splitlines()[-1]
+
+    body = "def priority(item, bins):\n    return -(bins - item)"
+    with ScriptedLLM.from_list([Reply(content=block(body))]) as llm:
+        r = _evolve(venv, tmp_path, "run", str(BINPACK), "--iterations", "1", "--api-base", llm.base_url,
+                    "--model", "scripted", "--runs-dir", str(tmp_path / "runs"), "--no-progress",
+                    "--sandbox", "local")
+        assert r.returncode == 0, r.stdout + r.stderr
+        prompt = llm.requests[0]["messages"]
+    assert any("priority" in m["content"] for m in prompt)  # the packaged templates rendered
+    best = _evolve(venv, tmp_path, "archive", "best", "--json", "--runs-dir", str(tmp_path / "runs"))
+    assert best.returncode == 0, best.stderr
+    assert json.loads(best.stdout)["score"] > -5.0  # best fit (-4.76) beat the first-fit seed (-5.40)
