@@ -239,8 +239,15 @@ def _check_evaluator(root: Path) -> None:
         tree = ast.parse(path.read_text())
     except SyntaxError as e:
         raise ProblemError(f"{path}:{e.lineno}: does not parse: {e.msg}") from None
-    funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    if "evaluate" not in funcs:
+    bound = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    bound |= {
+        t.id
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    if "evaluate" not in bound:
         raise ProblemError(f"{path}: no top-level function 'evaluate'")
 
 

@@ -60,7 +60,9 @@ def cmd_data_fetch(args) -> int:
     problem = load_problem(args.problem_dir)
     if not problem.data:
         raise UsageError(f"{problem.root / 'problem.toml'}: declares no [[data]] files")
-    for line in fetch(list(problem.data), data_dir_for(problem.root)):  # DataError: one line, exit 2
+    for line in fetch(
+        list(problem.data), data_dir_for(problem.root)
+    ):  # DataError: one line, exit 2
         print(line)
     return 0
 

@@ -160,9 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
         "$EVOLVE_DEBIAN_MIRROR, else http://deb.debian.org/debian)",
     )
 
-    data = sub.add_parser("data", help="the workload files a problem declares ([[data]] in problem.toml)")
+    data = sub.add_parser(
+        "data", help="the workload files a problem declares ([[data]] in problem.toml)"
+    )
     data_sub = data.add_subparsers(dest="data_command", required=True, metavar="ACTION")
-    fetch = data_sub.add_parser("fetch", help="download them again from their urls, verifying each SHA-256")
+    fetch = data_sub.add_parser(
+        "fetch", help="download them again from their urls, verifying each SHA-256"
+    )
     fetch.add_argument("problem_dir", metavar="PROBLEM_DIR")
 
     new = sub.add_parser("new", help="scaffold a problem folder that passes `evolve check`")

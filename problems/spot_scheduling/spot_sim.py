@@ -513,7 +513,7 @@ def scored(jobs: list[Job], zoned: bool, reference: str) -> dict:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """What one problem defines; `run` and `judge` are its two halves, for kit.evaluate/kit.score."""
+    """What one problem defines; its `evaluate` and `score` are the evaluator's two halves."""
 
     scenarios: Callable[[str], list[Scenario]]  # split -> its scenarios, in a fixed order
     parse: Parse  # what decide() may return
@@ -525,3 +525,11 @@ class Benchmark:
 
     def judge(self, outputs: object, split: str) -> dict:
         return judge(outputs, self.scenarios(split), issubclass(self.state, ZoneState), self.reference)
+
+    def evaluate(self, program_path: str, split: str) -> dict:
+        """Sandbox side: decide() on every scenario of the split; only the decisions go out."""
+        return kit.evaluate(program_path, split, "decide", self.run)
+
+    def score(self, outputs: object, split: str) -> dict:
+        """Trusted side: replay the decision logs through a fresh simulator."""
+        return kit.score(outputs, split, self.judge)
