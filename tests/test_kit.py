@@ -54,7 +54,7 @@ def test_include_must_name_an_existing_python_file(tmp_path):
     (tmp_path / "seed.py").write_text((PROBLEM / "seed.py").read_text())
     (tmp_path / "evaluator.py").write_text("def evaluate(p, s):\n    return {}\n")
     toml = (PROBLEM / "problem.toml").read_text()
-    (tmp_path / "problem.toml").write_text(toml.replace("../shared/scorer.py", "../nowhere.py"))
+    (tmp_path / "problem.toml").write_text(toml.replace("../common/scorer.py", "../nowhere.py"))
     with pytest.raises(ProblemError, match="'include' entry '../nowhere.py' must name an existing .py file"):
         load_problem(tmp_path)
 
