@@ -233,41 +233,46 @@ class Controller:
         model = self.llm.pick_model()
         self.stats.llm_in_flight += 1
         self._refresh()
+
+        def record(
+            content: str | None,
+            error: str | None,
+            tokens_in: int,
+            tokens_out: int,
+            cost_usd: float,
+            latency_s: float,
+        ) -> int:
+            """One LLM call into the archive, answered or failed."""
+            second_id = second.program_id if second else None
+            return self.archive.insert_llm_call(
+                self.run_id,
+                it,
+                island,
+                parent.program_id,
+                second_id,
+                fmt,
+                model,
+                messages,
+                content,
+                error,
+                tokens_in,
+                tokens_out,
+                cost_usd,
+                latency_s,
+            )
+
         try:
             async with self.llm_sem:
                 reply = await self.llm.complete(messages, model, seed=self.cfg.seed * 100003 + it)
         except LLMError as e:
             self.llm_failures += 1
-            self.archive.insert_llm_call(
-                self.run_id,
-                it,
-                island,
-                parent.program_id,
-                second.program_id if second else None,
-                fmt,
-                model,
-                messages,
-                None,
-                str(e),
-                0,
-                0,
-                0.0,
-                0.0,
-            )
+            record(None, str(e), 0, 0, 0.0, 0.0)
             raise
         finally:
             self.stats.llm_in_flight -= 1
         self.llm_failures = 0
         self.llm_successes += 1
-        call_id = self.archive.insert_llm_call(
-            self.run_id,
-            it,
-            island,
-            parent.program_id,
-            second.program_id if second else None,
-            fmt,
-            model,
-            messages,
+        call_id = record(
             reply.content,
             None,
             reply.prompt_tokens,

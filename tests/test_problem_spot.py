@@ -5,24 +5,19 @@ scripted 20-iteration run."""
 
 from __future__ import annotations
 
-import functools
-import http.server
 import importlib.util
 import itertools
 import json
 import shutil
 import sys
-import threading
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from evolve.data import DataError, DataFile, data_dir_for, ensure, fetch, sha256_of
 from evolve.edits.blocks import complete_from_seed, find_blocks, fixed_parts
 from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.problem_data import check_download_round_trip, check_shipped_data, data_files
 from tests.problem_hostile import (
     END,
     FAKE_PRINT,
@@ -79,24 +74,6 @@ def play(sc, actions):
     for a in actions:
         job.step(a)
     return job
-
-
-@contextmanager
-def serving(folder: Path):
-    """An HTTP server on 127.0.0.1 serving `folder`; yields its base URL."""
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 # --- the simulator, by hand (one zone) -------------------------------------------------------
@@ -209,48 +186,13 @@ def test_scenarios_cover_the_issue_setting():
         ev.make_scenarios("quick")
 
 
-def data_files() -> list[DataFile]:
-    return [DataFile(**d) for d in tomllib.loads((PROBLEM / "problem.toml").read_text())["data"]]
-
-
 def test_data_ships_in_the_problem_folder_with_checksums_and_sources(monkeypatch):
     monkeypatch.delenv("EVOLVE_DATA_DIR", raising=False)
-    files = data_files()
-    assert len(files) == 8 and all(f.url.startswith("https://raw.githubusercontent.com/skypilot-org/")
-                                   for f in files)
-    assert data_dir_for(PROBLEM) == PROBLEM / "data"
-    ensure(files, PROBLEM / "data", download=False)  # the shipped copy matches every checksum
-    sources = (PROBLEM / "data" / "SOURCES.md").read_text()
-    for f in files:
-        assert f.path.startswith("aws-10-26-2022/") and f.url.endswith(f.path)
-        assert f.path in sources and f.sha256 in sources and f.url in sources
+    check_shipped_data(PROBLEM, 8, "aws-10-26-2022")
 
 
 def test_the_download_code_fetches_and_verifies_a_trace(tmp_path):
-    """evolve.data's real download path against a local HTTP server holding a copy of a trace."""
-    f = data_files()[0]
-    served = tmp_path / "served"
-    (served / f.path).parent.mkdir(parents=True)
-    shutil.copy(PROBLEM / "data" / f.path, served / f.path)
-    dest = tmp_path / "data"
-    with serving(served) as base:
-        local = DataFile(f.path, f"{base}/{f.path}", f.sha256)
-        ensure([local], dest)  # missing: downloaded, then verified
-        assert sha256_of(dest / f.path) == f.sha256
-        assert fetch([local], dest) == [f"{f.path}: downloaded from {local.url}, SHA-256 verified"]
-        raw = bytearray((served / f.path).read_bytes())
-        raw[-3] = ord("1") if raw[-3] != ord("1") else ord("0")  # one sample flipped upstream
-        (served / f.path).write_bytes(bytes(raw))
-        with pytest.raises(DataError, match="does not match SHA-256"):
-            fetch([local], dest)
-        assert sha256_of(dest / f.path) == f.sha256  # the verified copy was kept
-        with pytest.raises(DataError, match="does not match SHA-256"):
-            ensure([local], tmp_path / "fresh")
-        assert not (tmp_path / "fresh" / f.path).exists()  # no half or bad file left behind
-        assert [p.name for p in (dest / f.path).parent.iterdir()] == [Path(f.path).name]
-    (dest / f.path).write_bytes(bytes(raw))  # a local copy changed by hand
-    with pytest.raises(DataError, match="SHA-256 mismatch"):
-        ensure([local], dest, download=False)
+    check_download_round_trip(PROBLEM, data_files(PROBLEM)[0], tmp_path)
 
 
 def baseline(name: str, dest: Path) -> Path:

@@ -6,25 +6,21 @@ hostile candidates through the real CLI, the baselines' README numbers, and a sc
 
 from __future__ import annotations
 
-import functools
-import http.server
 import importlib.util
 import itertools
 import re
 import shutil
 import sys
-import threading
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from evaluators import kit
-from evolve.data import DataError, DataFile, data_dir_for, ensure, fetch, sha256_of
 from evolve.edits.blocks import complete_from_seed, find_blocks, fixed_parts
 from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.problem_data import check_download_round_trip, check_shipped_data, data_files
 from tests.problem_hostile import (
     END,
     FAKE_PRINT,
@@ -118,24 +114,6 @@ def copy_with_include(dest: Path, problem: Path = PROBLEM) -> Path:
     if problem.parent != dest:
         shutil.copytree(problem, dest / problem.name, ignore=shutil.ignore_patterns("__pycache__"))
     return dest / problem.name
-
-
-@contextmanager
-def serving(folder: Path):
-    """An HTTP server on 127.0.0.1 serving `folder`; yields its base URL."""
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 # --- the simulator, by hand ------------------------------------------------------------------
@@ -247,44 +225,15 @@ def test_scenarios_are_zone_subsets_on_disjoint_time_windows():
         ev.make_scenarios("quick")
 
 
-def data_files() -> list[DataFile]:
-    return [DataFile(**d) for d in tomllib.loads((PROBLEM / "problem.toml").read_text())["data"]]
-
-
 def test_data_ships_in_the_problem_folder_with_checksums_and_sources(monkeypatch):
     monkeypatch.delenv("EVOLVE_DATA_DIR", raising=False)
-    files = data_files()
-    assert len(files) == 9 and all(f.url.startswith("https://raw.githubusercontent.com/skypilot-org/")
-                                   for f in files)
-    assert data_dir_for(PROBLEM) == PROBLEM / "data"
-    ensure(files, PROBLEM / "data", download=False)  # the shipped copy matches every checksum
-    sources = (PROBLEM / "data" / "SOURCES.md").read_text()
-    for f in files:
-        assert f.path.startswith("aws-02-15-2023/") and f.url.endswith(f.path)
-        assert f.path in sources and f.sha256 in sources and f.url in sources
+    check_shipped_data(PROBLEM, 9, "aws-02-15-2023")
     toml = tomllib.loads((PROBLEM / "problem.toml").read_text())
     assert toml["problem"]["include"] == ["../spot_scheduling/spot_sim.py"]
 
 
 def test_the_download_code_fetches_and_verifies_a_trace(tmp_path):
-    """evolve.data's real download path against a local HTTP server holding a copy of a trace."""
-    f = data_files()[-1]
-    served = tmp_path / "served"
-    (served / f.path).parent.mkdir(parents=True)
-    shutil.copy(PROBLEM / "data" / f.path, served / f.path)
-    dest = tmp_path / "data"
-    with serving(served) as base:
-        local = DataFile(f.path, f"{base}/{f.path}", f.sha256)
-        assert fetch([local], dest) == [f"{f.path}: downloaded from {local.url}, SHA-256 verified"]
-        assert sha256_of(dest / f.path) == f.sha256
-        ensure([local], dest)  # present and verified: nothing to do
-        (served / f.path).write_bytes((served / f.path).read_bytes().replace(b"0, 1", b"1, 1", 1))
-        with pytest.raises(DataError, match="does not match SHA-256"):
-            fetch([local], dest)
-        assert sha256_of(dest / f.path) == f.sha256  # the verified copy was kept
-        with pytest.raises(DataError, match="does not match SHA-256"):
-            ensure([local], tmp_path / "fresh")
-        assert not (tmp_path / "fresh" / f.path).exists()
+    check_download_round_trip(PROBLEM, data_files(PROBLEM)[-1], tmp_path)
 
 
 def test_score_rejects_malformed_or_illegal_logs():
