@@ -1,10 +1,11 @@
-"""Per-evaluation overhead of LocalSandbox over calling the evaluator in-process.
+"""Per-evaluation overhead of the sandboxes over calling the evaluator in-process.
 
 A trivial candidate and an evaluator that only imports it and returns a
 constant, so whatever the sandbox adds (temp dirs, interpreter start, rlimits,
 uid switch, reaping, result file) is the whole difference. Measured in one run:
 the in-process baseline, a bare `python -c pass` subprocess for reference, the
-sandbox, and the sandbox with a trusted score() (two processes).
+local sandbox without its namespaces and with them (bubblewrap, seccomp,
+cgroups), with a trusted score() (two processes), and Docker's warm pool.
 
     python bench/sandbox_overhead.py [--n 50]
 """
@@ -93,23 +94,42 @@ def _sandboxed(sandbox: LocalSandbox, problem: str):
     return call
 
 
+def _docker():
+    """The Docker backend's warm pool where an engine and the image are there, else None."""
+    try:
+        from evaluators.docker_sandbox import DockerSandbox
+
+        return DockerSandbox(max_parallel=1)
+    except Exception as e:  # no engine, no image: the row is left out, and said so
+        print(f"docker row left out: {str(e).splitlines()[0][:160]}", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=50, help="timed evaluations per row (default 50)")
     args = ap.parse_args(argv)
     sandbox = LocalSandbox(max_parallel=1)
+    unisolated = LocalSandbox(max_parallel=1, isolate=False)
+    docker = _docker()
     with tempfile.TemporaryDirectory(prefix="evolve-bench-") as tmp:
         root = Path(tmp)
+        os.chmod(root, 0o755)  # the slot uids read the problems
         plain, scored = _problem(root, "plain", False), _problem(root, "scored", True)
         bare = [sys.executable, "-s", "-c", "pass"]
         rows = {
             BASELINE: _time(_in_process(plain, root), args.n),
             "bare `python -s -c pass`": _time(
                 lambda: subprocess.run(bare, check=True, env={"PATH": os.defpath}), args.n),
-            "sandbox, native": _time(_sandboxed(sandbox, plain), args.n),
-            "sandbox, native + score()": _time(_sandboxed(sandbox, scored), args.n),
+            "local, no namespaces (rlimits, uids)": _time(_sandboxed(unisolated, plain), args.n),
+            f"local, isolated ({sandbox.isolation.summary()})": _time(_sandboxed(sandbox, plain), args.n),
+            "local, isolated, native + score()": _time(_sandboxed(sandbox, scored), args.n),
         }
+        if docker is not None:
+            rows["docker warm pool"] = _time(_sandboxed(docker, plain), args.n)
+            docker.close()
     sandbox.close()
+    unisolated.close()
     base = statistics.median(rows[BASELINE])
     report = {
         "n": args.n,
@@ -118,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": {name: {**_stats(xs), "overhead": _stats([x - base for x in xs])}
                  for name, xs in rows.items()},
     }
-    table = Table(title=f"LocalSandbox overhead per evaluation (n={args.n}, "
+    table = Table(title=f"Sandbox overhead per evaluation (n={args.n}, "
                   f"{'root: uid per slot' if report['machine']['root'] else 'non-root'})")
     cols = ("ms per evaluation", "median", "p10", "p90", "overhead median", "overhead p10",
             "overhead p90")

@@ -7,29 +7,44 @@ trusted score(), once more in a clean process that never saw the candidate
 
 Container policy (every container of the pool, created by `_create`):
 no network; memory and memory+swap limited; a CPU quota; a pids limit; a
-read-only root filesystem; tmpfs /tmp, /scratch and /out (size- and
-inode-limited, and charged to the memory limit, so a disk fill never reaches
-the host's disk); user 10001; all capabilities dropped; no-new-privileges; a
-private IPC namespace; only the environment built here. The problem folder is
-mounted read-only at /problem, the data folder at /data, and a per-container
-input folder at /in holds the candidate and the request, read-only inside.
+read-only root filesystem; tmpfs /scratch (uid 10001), /score (uid 10002), /out
+(uid 10000, all 0700) and /tmp (1777), size- and inode-limited, and charged to
+the memory limit, so a disk fill never reaches the host's disk; every
+capability dropped but the four the agent needs to run each harness as
+another uid (SETUID, SETGID, SETPCAP, KILL), which no harness keeps;
+no-new-privileges; a private IPC namespace; only the environment built here.
+The problem folder is mounted read-only at /problem, the data folder at /data
+(whole, for every split), and a per-container input folder at /in holds the
+candidate and the request, read-only inside.
+
+Uids (docker/agent.py has the details): the agent starts as root and at once
+becomes 10000, keeping only those capabilities; the `run` harness (and so the
+candidate) runs as 10001 and the trusted `score` harness as 10002, each with
+no capability at all, so the candidate can neither signal nor prlimit nor
+renice the agent nor reach the trusted side's files.
 
 Warm pool: up to `max_parallel` containers run evolve's agent
 (docker/agent.py) as PID 1; each evaluation checks one out, so concurrent
 evaluations never share a container. Per launch the agent wipes the writable
 places, forks the harness with rlimits, kills it at the deadline, SIGKILLs
-every process left and answers over the container's attached stdin/stdout.
-The host enforces its own deadline on top; a container that misbehaved (its
-deadline passed, something survived, the wipe failed, it died) is destroyed
-and replaced. Containers carry the label `evolve=<run id>` and their owner
-process: close() removes them, a dead owner's leftovers are removed when the
-next sandbox starts, and if the controller is killed outright the agent sees
-its stdin close and stops the container, which the engine then removes.
+every process left, checks its own state (rlimits, niceness, affinity, ids,
+capabilities) against what it was at start and answers over the container's
+attached stdin/stdout. The host enforces its own deadline on top; a container
+that misbehaved (its deadline passed, something survived, the wipe failed, the
+agent's state drifted, it died) is destroyed and replaced, and a launch the
+agent refuses (its container is not clean) is retried in a fresh container,
+so no candidate is charged for another's sabotage. Containers carry the label
+`evolve=<run id>` and their owner process: close() removes them, a dead
+owner's leftovers are removed when the next sandbox starts, and if the
+controller is killed outright the agent sees its stdin close and stops the
+container, which the engine then removes.
 """
 
 from __future__ import annotations
 
 import atexit
+import base64
+import binascii
 import json
 import os
 import select
@@ -43,11 +58,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from evaluators.image import find_image, wanted_image
-from evaluators.local_result import MISSING, ProcRun, has_score_fn, to_result
+from evaluators.local_result import (
+    MISSING,
+    RESULT_MAX_BYTES,
+    ProcRun,
+    has_score_fn,
+    read_preamble,
+    to_result,
+)
 from evaluators.sandbox import INVALID, OK, SANDBOX_ERROR, EvalRequest, EvalResult, Limits
 
 AGENT_CMD = ["python3", "-s", "/opt/evolve/agent.py"]
-USER = "10001:10001"
+USER = "0:0"  # only to start: the agent becomes AGENT_UID before it reads a request
+AGENT_UID, RUN_UID, SCORE_UID = 10000, 10001, 10002
+AGENT_CAPS = ["SETUID", "SETGID", "SETPCAP", "KILL"]
 PROBLEM, DATA, IN, INCLUDE = "/problem", "/data", "/in", "/include"
 LABEL = "evolve"  # its value is the run id
 OWNER_LABEL = "evolve.owner"  # host:pid:start-time of the controller process
@@ -55,7 +79,9 @@ HOST_PREFIX = "evolve-docker-"
 GRACE_S = 10.0  # beyond the agent's own deadline, before the host gives up on the container
 START_TIMEOUT_S = 60.0
 AGENT_MB = 128  # the agent (python + numpy) and slack, on top of the evaluation's memory
-SCRATCH_MB, TMP_MB, INODES = 256, 64, 16384
+SCRATCH_MB, TMP_MB, SCORE_MB, INODES = 256, 64, 64, 16384
+LAUNCH_TRIES = 3  # a launch refused by a container in doubt goes to a fresh one
+ANSWER_MAX_BYTES = 2 * RESULT_MAX_BYTES + 2**20  # base64 result, output tails, the rest
 _THREADS_1 = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _reaped = False
 _reap_lock = threading.Lock()
@@ -115,17 +141,33 @@ def _inside(include: str) -> str:
     return f"{INCLUDE}/{os.path.basename(include)}"
 
 
-def _parse_result(text: object, note: object, max_bytes: int) -> tuple[dict | None, str | None]:
-    """The agent's copy of RESULT.json, checked like local_result.read_result checks the file."""
-    if not isinstance(text, str):
+def _hidden_inside(path: str, problem_dir: str, data_dir: str | None) -> list[str]:
+    """Where a host data file shows in the container: under /data, and under /problem
+    when the data folder is the problem's own data/."""
+    return [
+        f"{mount}/{os.path.relpath(path, root)}"
+        for root, mount in ((data_dir, DATA), (problem_dir, PROBLEM))
+        if root and os.path.commonpath([path, root]) == root
+    ]
+
+
+def _parse_result(b64: object, note: object, max_bytes: int) -> tuple[dict | None, str | None]:
+    """The agent's copy of the result file (base64), checked like local_result.read_result
+    checks the file: size-capped before a byte is decoded."""
+    if not isinstance(b64, str):
         return None, note if isinstance(note, str) else None
-    if len(text) > max_bytes:
-        return None, "the result file is not a regular file of allowed size"
+    if len(b64) > 4 * (max_bytes // 3 + 1):
+        return None, f"the result file is too large (at most {max_bytes} bytes)"
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as e:
+        raw = base64.b64decode(b64, validate=True)
+        data = json.loads(raw)
+    except (binascii.Error, ValueError, RecursionError) as e:
         return None, f"malformed result file: {type(e).__name__}"
     return (data, None) if isinstance(data, dict) else (None, "malformed result file")
+
+
+class _Refused(Exception):
+    """The agent would not launch: its container is not clean (not the candidate's doing)."""
 
 
 class _Box:
@@ -136,8 +178,9 @@ class _Box:
         self._io = sock  # keeps the HTTP response (and so the socket) alive
         self.sock = getattr(sock, "_sock", sock)
         self.sock.settimeout(None)
-        self._buf = b""
-        self._out = b""
+        self._buf = bytearray()  # the engine's frames, not yet split
+        self._out = bytearray()  # stdout payload, not yet split into lines
+        self._scanned = 0  # no newline in _out before this offset
         self.err = b""  # the agent's stderr, last 8 KiB
         self.broken = False
         self.timed_out = False
@@ -158,26 +201,31 @@ class _Box:
         if not chunk:
             return False
         self._buf += chunk
-        while len(self._buf) >= 8:  # the engine's frames: stream, 0, 0, 0, size (4 bytes)
-            size = int.from_bytes(self._buf[4:8], "big")
-            if len(self._buf) < 8 + size:
+        start = 0
+        while len(self._buf) - start >= 8:  # the engine's frames: stream, 0, 0, 0, size (4 bytes)
+            size = int.from_bytes(self._buf[start + 4 : start + 8], "big")
+            if len(self._buf) - start < 8 + size:
                 break
-            stream, payload = self._buf[0], self._buf[8 : 8 + size]
-            self._buf = self._buf[8 + size :]
+            stream, payload = self._buf[start], self._buf[start + 8 : start + 8 + size]
+            start += 8 + size
             if stream == 2:
-                self.err = (self.err + payload)[-8192:]
+                self.err = (self.err + bytes(payload))[-8192:]
             else:
                 self._out += payload
+        del self._buf[:start]
         return True
 
     def read(self, timeout_s: float) -> dict | None:
         """The agent's next answer; None when it died, garbled, or missed the deadline."""
         deadline = time.monotonic() + timeout_s
-        while b"\n" not in self._out:
-            if not self._pump(deadline):
+        while (end := self._out.find(b"\n", self._scanned)) < 0:
+            self._scanned = len(self._out)
+            if self._scanned > ANSWER_MAX_BYTES or not self._pump(deadline):
                 self.broken = True
                 return None
-        line, _, self._out = self._out.partition(b"\n")
+        line = bytes(self._out[:end])
+        del self._out[: end + 1]
+        self._scanned = 0
         try:
             answer = json.loads(line)
         except ValueError:
@@ -247,6 +295,10 @@ class DockerSandbox:
         pid, start = os.getpid(), _start_time(os.getpid())
         self._host_root = tempfile.mkdtemp(prefix=f"{HOST_PREFIX}{pid}-{start}-", dir=tmp_root)
         os.chmod(self._host_root, 0o755)
+        self._empty = os.path.join(self._host_root, "empty")  # what hidden data files show
+        with open(self._empty, "w"):
+            pass
+        os.chmod(self._empty, 0o444)
         atexit.register(self.close)
 
     # ---- the Sandbox interface ----------------------------------------------
@@ -304,10 +356,11 @@ class DockerSandbox:
             problem_dir=os.path.abspath(req.problem_dir),
             data_dir=req.data_dir and os.path.abspath(req.data_dir),
             includes=tuple(os.path.abspath(p) for p in req.includes),
+            hidden=tuple(os.path.abspath(p) for p in req.hidden),
         )
         name = _check_name(req.program_name)
         scored = req.fmt == "native" and has_score_fn(req.problem_dir)
-        box = self._checkout(req)
+        boxes = [self._checkout(req)]  # the one in use, replaced when in doubt
         try:
             inside = replace(
                 req,
@@ -315,7 +368,7 @@ class DockerSandbox:
                 data_dir=DATA if req.data_dir else None,
                 includes=tuple(_inside(p) for p in req.includes),
             )
-            run = self._launch(box, req.limits, "run", inside.to_json(), {name: req.program_code})
+            run = self._launch(boxes, req, "run", inside.to_json(), {name: req.program_code})
             result, outputs = to_result(run, req.limits, "evaluate()", check_score=not scored)
             if not scored or result.status != OK:
                 return result
@@ -331,14 +384,30 @@ class DockerSandbox:
                 "outputs": outputs,
                 "limits": req.to_json()["limits"],
             }
-            run = self._launch(box, req.limits, "score", payload, {})
+            run = self._launch(boxes, req, "score", payload, {})
             final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")
             final.artifacts = {**result.artifacts, **final.artifacts}  # the trusted side wins
             return final
         finally:
-            self._checkin(box)
+            for box in boxes:
+                self._checkin(box)
 
     def _launch(
+        self, boxes: list[_Box], req: EvalRequest, mode: str, payload: dict, files: dict[str, str]
+    ) -> ProcRun:
+        """One harness process in a clean container: boxes[0], or a fresh one in its place
+        if that one is in doubt (a run that left it unclean, a launch it refused)."""
+        for _ in range(LAUNCH_TRIES):
+            if boxes[-1].broken:
+                self._drop(boxes.pop())
+                boxes.append(self._checkout(req))
+            try:
+                return self._launch_in(boxes[-1], req.limits, mode, payload, files)
+            except _Refused:
+                boxes[-1].broken = True
+        raise RuntimeError(f"{LAUNCH_TRIES} sandbox containers in a row were not clean")
+
+    def _launch_in(
         self, box: _Box, limits: Limits, mode: str, payload: dict, files: dict[str, str]
     ) -> ProcRun:
         """One harness process in the box's container; the agent cleans up after it."""
@@ -359,6 +428,7 @@ class DockerSandbox:
             "memory_mb": limits.memory_mb,
             "max_file_mb": limits.max_file_mb,
             "max_output_kb": limits.max_output_kb,
+            "max_result_bytes": RESULT_MAX_BYTES,
         }
         answer = box.call(msg, limits.timeout_s + GRACE_S)
         if answer is None:
@@ -369,14 +439,15 @@ class DockerSandbox:
             return ProcRun(
                 None, -9, False, "", box.err.decode("utf-8", "replace"), 0, self._death_note(box)
             )
+        if "refused" in answer:
+            raise _Refused(str(answer["refused"]))
         if "rc" not in answer:
             box.broken = True
             raise RuntimeError(f"the sandbox agent failed: {answer.get('error')}")
         if not answer.get("clean"):
-            box.broken = True
-        data, note = _parse_result(
-            answer.get("result"), answer.get("note"), limits.max_file_mb * 2**20
-        )
+            box.broken = True  # drift, a survivor, a failed wipe: never used again
+        data, note = _parse_result(answer.get("result_b64"), answer.get("note"), RESULT_MAX_BYTES)
+        preamble = answer.get("preamble")
         return ProcRun(
             data,
             int(answer["rc"]),
@@ -385,6 +456,7 @@ class DockerSandbox:
             str(answer.get("stderr") or ""),
             int(answer.get("strays") or 0),
             note,
+            read_preamble(preamble.encode()) if isinstance(preamble, str) else None,
         )
 
     def _death_note(self, box: _Box) -> str:
@@ -403,6 +475,7 @@ class DockerSandbox:
             req.problem_dir,
             req.data_dir,
             req.includes,
+            req.hidden,
             lim.memory_mb,
             lim.max_procs,
             lim.max_file_mb,
@@ -465,7 +538,7 @@ class DockerSandbox:
     def _create(self, key: tuple) -> _Box:
         from docker.types import LogConfig, Mount
 
-        problem_dir, data_dir, includes, memory_mb, max_procs, max_file_mb = key
+        problem_dir, data_dir, includes, hidden, memory_mb, max_procs, max_file_mb = key
         in_dir = tempfile.mkdtemp(prefix="in-", dir=self._host_root)
         os.chmod(in_dir, 0o755)
         env = {
@@ -488,9 +561,14 @@ class DockerSandbox:
         if includes:
             env["EVOLVE_INCLUDE_DIR"] = INCLUDE
             mounts += [Mount(_inside(p), p, type="bind", read_only=True) for p in includes]
+        for path in hidden:  # another split's data: an empty file in its place
+            if os.path.isfile(path):
+                for inside in _hidden_inside(path, problem_dir, data_dir):
+                    mounts.append(Mount(inside, self._empty, type="bind", read_only=True))
 
-        def tmpfs(mb: int, mode: str = "0700") -> str:
-            return f"rw,nosuid,nodev,noexec,size={mb}m,nr_inodes={INODES},uid=10001,gid=10001,mode={mode}"
+        def tmpfs(mb: int, uid: int, mode: str = "0700") -> str:
+            opts = f"size={mb}m,nr_inodes={INODES},uid={uid},gid={uid},mode={mode}"
+            return f"rw,nosuid,nodev,noexec,{opts}"
 
         mem = f"{memory_mb + AGENT_MB}m"
         api = self.client.api
@@ -498,6 +576,7 @@ class DockerSandbox:
             network_mode="none",
             read_only=True,
             cap_drop=["ALL"],
+            cap_add=AGENT_CAPS,
             security_opt=["no-new-privileges"],
             mem_limit=mem,
             memswap_limit=mem,
@@ -509,9 +588,10 @@ class DockerSandbox:
             mounts=mounts,
             log_config=LogConfig(type="none"),
             tmpfs={
-                "/scratch": tmpfs(SCRATCH_MB),
-                "/tmp": tmpfs(TMP_MB, "1777"),
-                "/out": tmpfs(3 * max_file_mb + 8),
+                "/scratch": tmpfs(SCRATCH_MB, RUN_UID),  # the candidate's HOME and cwd
+                "/score": tmpfs(SCORE_MB, SCORE_UID),  # the trusted score()'s
+                "/tmp": tmpfs(TMP_MB, AGENT_UID, "1777"),
+                "/out": tmpfs(3 * max_file_mb + 8, AGENT_UID),  # the agent's: result, output
             },
         )
         labels = {LABEL: self.run_id, OWNER_LABEL: self.owner}
@@ -520,7 +600,7 @@ class DockerSandbox:
             command=AGENT_CMD,
             user=USER,
             environment=env,
-            working_dir="/scratch",
+            working_dir="/",
             hostname="sandbox",
             labels=labels,
             stdin_open=True,
@@ -539,7 +619,7 @@ class DockerSandbox:
                 self._boxes.add(box)
             api.start(cid)
             hello = box.read(START_TIMEOUT_S)
-            if not hello or not hello.get("ready"):
+            if not hello or not hello.get("ready") or hello.get("uid") != AGENT_UID:
                 err = box.err.decode("utf-8", "replace")[-2000:]
                 raise RuntimeError(
                     f"the sandbox agent did not start in {self.image}: {err or hello}"

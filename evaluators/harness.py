@@ -3,6 +3,10 @@
     python harness.py run REQ.json RESULT.json        # evaluate() next to the candidate
     python harness.py score OUTPUTS.json RESULT.json  # trusted score(outputs, split), no candidate
 
+RESULT.json may be `fd:N`, a file descriptor the host opened. In `run` mode,
+$EVOLVE_STATUS_FD, when set, names a descriptor that gets one JSON line once
+the evaluator is imported, before the candidate runs, and is then closed.
+
 A standalone, stdlib-only script because it runs where the `evaluators`
 package is not importable (a bare interpreter, a container). The host never
 parses stdout: the result travels only in RESULT.json, and the host re-checks
@@ -29,6 +33,8 @@ RUNTIME_ERROR = "runtime_error"
 SANDBOX_ERROR = "sandbox_error"
 
 TRACEBACK_CHARS = 8000
+STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # run mode: where to say whether the evaluator loaded
+PIDNS_ENV = "EVOLVE_PIDNS"  # "1": we run in our own PID namespace (the local sandbox's bwrap)
 _reserve: bytearray | None = bytearray(1 << 20)  # freed on MemoryError to have room to report
 
 
@@ -208,20 +214,37 @@ def _openevolve(raw: object, who: str) -> dict:
     return out
 
 
+def _report_loaded(failure: dict | None) -> None:
+    """Tell the host, on a channel closed before any candidate code runs, whether the
+    evaluator loaded: only this report can make an evaluation a sandbox error."""
+    fd = os.environ.pop(STATUS_FD_ENV, None)
+    if fd is None or not fd.isdigit():
+        return
+    line = json.dumps(failure if failure is not None else {"loaded": True}) + "\n"
+    try:
+        os.write(int(fd), line.encode())
+    finally:
+        os.close(int(fd))
+
+
 def run(req: dict) -> dict:
     """`run` mode: import the evaluator and call evaluate()/evaluate_stageN() on the candidate."""
     program = os.path.abspath(req["program_name"])  # the host wrote it into our cwd
     if program.endswith(".py") and (bad := _syntax_check(program)) is not None:
+        _report_loaded(None)
         return bad
-    try:
-        evaluator = _load_evaluator(req["problem_dir"])
-    except BaseException as e:
-        return _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
     native = req.get("fmt", "native") == "native"
     name = "evaluate" if native else (req.get("stage") or "evaluate")
-    fn = getattr(evaluator, name, None)
-    if not callable(fn):
-        return _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
+    fn, failure = None, None
+    try:
+        fn = getattr(_load_evaluator(req["problem_dir"]), name, None)
+        if not callable(fn):
+            failure = _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
+    except BaseException as e:
+        failure = _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
+    _report_loaded(failure)
+    if failure is not None or fn is None:
+        return failure or {}
     try:
         raw = fn(program, req["split"]) if native else fn(program)
     except BaseException as e:
@@ -258,10 +281,30 @@ def _write(path: str, result: dict) -> None:
         text = json.dumps(result, allow_nan=True, default=_jsonable)
     except Exception as e:  # outputs the host cannot carry: the candidate's problem
         text = json.dumps(_failure(RUNTIME_ERROR, f"result is not JSON-serializable: {e!r}"))
+    if path.startswith("fd:"):  # a file the host opened for us (the local sandbox)
+        fd, data = int(path[3:]), text.encode("utf-8")
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        while data:
+            data = data[os.write(fd, data) :]
+        return
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+def _others_alive() -> int:
+    """Processes of our PID namespace besides its init (pid 1) and us, zombies aside."""
+    n = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in (1, os.getpid()):
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    n += f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+            except (OSError, IndexError):
+                pass
+    return n
 
 
 def main(argv: list[str]) -> int:
@@ -284,6 +327,8 @@ def main(argv: list[str]) -> int:
         result = _failure(SANDBOX_ERROR, f"harness failed: {e!r}", e)
     _reserve = None
     gc.collect()
+    if os.environ.get(PIDNS_ENV) == "1":  # what the namespace will kill when we exit
+        result["strays"] = _others_alive()
     _write(dst, result)
     return 0
 

@@ -6,6 +6,15 @@ what it returned (`kit.score`). The kit loads the candidate, finds the split's
 data files, turns a broken rule into an `invalid` result with a precise
 message, and gives the evaluator its command line (`kit.main`).
 
+The candidate runs in its own process (evaluators/remote.py), confined with
+Landlock to reading the interpreter's files: `kit.load` returns a callable
+proxy, so the simulator, the data and this process's memory stay out of the
+candidate's reach (no frame to inspect, no evaluator module to patch, no data
+file to open). Arguments travel as builtins and numpy values; an object whose
+class lists its `fields` travels as a plain record; a `kit.Memory` is a dict
+the candidate keeps across calls. Exceptions come back as `CandidateError`
+subclasses named like the original; a worker that dies raises `WorkerError`.
+
 Stdlib only: the harness loads this file inside both sandboxes (a bare
 interpreter, a container), where nothing but the problem's own imports exist.
 """
@@ -24,11 +33,21 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
+from evaluators import remote
+
 INCLUDE_ENV = "EVOLVE_INCLUDE_DIR"  # set by a sandbox that carries includes to another path
 DATA_ENV = "EVOLVE_DATA_DIR"  # set by the controller; overrides the problem's data/ folder
 
 _ids = itertools.count()
 _included: dict[str, ModuleType] = {}
+
+# Run candidates in a confined worker process. False only for measurements of the old way
+# (bench/remote_policy.py): the candidate then shares the evaluator's process and memory.
+REMOTE = True
+
+Memory = remote.Memory
+CandidateError = remote.CandidateError
+WorkerError = remote.WorkerError
 
 
 class Invalid(ValueError):
@@ -60,12 +79,61 @@ def _import_path(path: str, prefix: str) -> ModuleType:
     return module
 
 
-def load(program_path: str, name: str) -> Callable:
-    """Import the candidate program and return its function `name`."""
+def _missing(name: str) -> Invalid:
+    return Invalid(f"the program defines no callable {name}()")
+
+
+class InProcess:
+    """A plain function behind the proxy's interface (`fn(...)`, `map`, `each`, `timed`, `close`)."""
+
+    note = None
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def timed(self, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        out = self.fn(*args, **kwargs)
+        return out, time.perf_counter() - t0
+
+    def map(self, calls: Iterable[tuple]) -> list:
+        out = []
+        for i, args in enumerate(calls):
+            try:
+                out.append(self.fn(*args))
+            except BaseException as e:
+                e.call_index = i  # type: ignore[attr-defined]
+                raise
+        return out
+
+    def each(self, args: Iterable[object]) -> list:
+        return self.map([(a,) for a in args])
+
+    def close(self) -> None:
+        pass
+
+
+def proxy(fn: Callable) -> Any:
+    """`fn` with the proxy's interface: a loaded candidate as it is, a plain function wrapped."""
+    return fn if isinstance(fn, (remote.Remote, InProcess)) else InProcess(fn)
+
+
+def load(program_path: str, name: str) -> Any:
+    """The candidate's function `name`, as a callable proxy to a confined worker process.
+
+    Raises what importing the program raises, or `Invalid` if it defines no callable
+    `name`. Call `.close()` when done (`evaluate` does); `.map(calls)` and `.each(args)`
+    batch calls in one round trip, `.timed(...)` also returns the seconds the call took.
+    """
+    if REMOTE:
+        return remote.Remote(program_path, name, _missing)
     fn = getattr(_import_path(program_path, "candidate"), name, None)
     if not callable(fn):
-        raise Invalid(f"the program defines no callable {name}()")
-    return fn
+        raise _missing(name)
+    return InProcess(fn)
 
 
 def problem_dir(evaluator_file: str) -> str:
@@ -120,19 +188,32 @@ def evaluate(
 ) -> dict:
     """Sandbox side: load the candidate's `function`, `run(fn, split)`, report its outputs.
 
-    `run` returns the outputs (JSON-able) for the trusted `score()`, or
-    (outputs, artifacts); it raises `Invalid` for a broken rule. Exceptions
-    the candidate raises propagate: the harness reports them as runtime errors.
+    `fn` is the proxy `load` returns. `run` returns the outputs (JSON-able) for
+    the trusted `score()`, or (outputs, artifacts); it raises `Invalid` for a
+    broken rule. Exceptions the candidate raises propagate (as `CandidateError`
+    subclasses named like the original): the harness reports them as runtime
+    errors. Where the worker could not confine itself, the artifact `isolation`
+    says so.
     """
     t0 = time.perf_counter()
     try:
-        got = run(load(program_path, function), split)
+        fn = load(program_path, function)
     except Invalid as e:
         return invalid(str(e), **e.metrics)
-    outputs, extra = got if isinstance(got, tuple) else (got, {})
-    artifacts = {"split": split, **{k: str(v) for k, v in extra.items()}}
-    artifacts["evaluate_s"] = f"{time.perf_counter() - t0:.3f}"
-    return {"outputs": outputs, "artifacts": artifacts}
+    try:
+        got = run(fn, split)
+    except Invalid as e:
+        result = invalid(str(e), **e.metrics)
+    else:
+        outputs, extra = got if isinstance(got, tuple) else (got, {})
+        artifacts = {"split": split, **{k: str(v) for k, v in extra.items()}}
+        artifacts["evaluate_s"] = f"{time.perf_counter() - t0:.3f}"
+        result = {"outputs": outputs, "artifacts": artifacts}
+    finally:
+        fn.close()  # the worker is gone before the harness reports
+    if fn.note:
+        result["artifacts"]["isolation"] = fn.note
+    return result
 
 
 def score(outputs: object, split: str, judge: Callable[[object, str], dict]) -> dict:
@@ -156,8 +237,9 @@ def evaluate_and_score(evaluator: ModuleType, program_path: str, split: str) -> 
 def main(evaluator: ModuleType | str, splits: Iterable[str], argv: list[str] | None = None) -> int:
     """`python evaluator.py PROGRAM [SPLIT ...]`: evaluate and score, one JSON line per split.
 
-    Runs the candidate in this process, without a sandbox: for trusted
-    programs (baselines, your own drafts). `evolve eval` is the sandboxed way.
+    Runs the candidate in the kit's confined worker process but without a
+    sandbox's limits (time, memory, processes): for trusted programs
+    (baselines, your own drafts). `evolve eval` is the sandboxed way.
     """
     module = sys.modules[evaluator] if isinstance(evaluator, str) else evaluator
     args = sys.argv[1:] if argv is None else argv

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from evaluators.sandbox import Limits
 
-UID_BASE = 61000  # slot i runs as uid/gid UID_BASE + i
+UID_BASE = 61000  # slot i runs candidates as uid/gid UID_BASE + i, its score() as + UID_SLOTS
 UID_SLOTS = 512
 LOCK_DIR = "/run/evolve-sandbox"  # per-uid flock files: a slot is exclusive across processes
 OWNED_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -109,13 +109,19 @@ def _lower(res: int, soft: int, hard: int | None = None) -> None:
     resource.setrlimit(res, (soft, hard))
 
 
-def make_preexec(limits: Limits, uid: int | None, nproc: int) -> Callable[[], None]:
-    """The function the child runs between fork and exec (after setsid)."""
+def make_preexec(
+    limits: Limits, uid: int | None, nproc: int, cgroup_procs: tuple[str, ...] = ()
+) -> Callable[[], None]:
+    """The function the child runs between fork and exec (after setsid): join the
+    slot's cgroups, set the limits, drop to `uid` (None: stay, bubblewrap drops)."""
     mem = limits.memory_mb * 2**20
     cpu = math.ceil(limits.timeout_s) + 1
     fsize = limits.max_file_mb * 2**20
 
     def preexec() -> None:
+        for path in cgroup_procs:
+            with open(path, "w") as f:
+                f.write("0")  # this process; its children follow
         _lower(resource.RLIMIT_AS, mem)
         _lower(resource.RLIMIT_CPU, cpu, cpu + 1)  # SIGXCPU at the soft limit, SIGKILL at hard
         _lower(resource.RLIMIT_FSIZE, fsize)
@@ -237,6 +243,11 @@ def remove_owned(uid: int, dirs: tuple[str, ...] = OWNED_TMP_DIRS) -> None:
                 pass
 
 
+def score_uid(uid: int) -> int:
+    """The uid of a slot's trusted score() process: never the candidate's own."""
+    return uid + UID_SLOTS
+
+
 class _UidPool:
     """Process-wide pool of slot uids; flock makes a uid exclusive across processes too."""
 
@@ -263,8 +274,9 @@ class _UidPool:
                 raise RuntimeError(f"all {UID_SLOTS} sandbox uids are in use")
             fresh = uid not in self._swept
             self._swept.add(uid)
-        if fresh:  # a crashed earlier run may have left processes under this uid
+        if fresh:  # a crashed earlier run may have left processes under these uids
             kill_all(None, uid, None)
+            kill_all(None, score_uid(uid), None)
         return uid
 
     def release(self, uid: int) -> None:

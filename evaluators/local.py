@@ -22,25 +22,42 @@ import tempfile
 import threading
 import time
 import traceback
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from evaluators import cgroups, isolation
+from evaluators.isolation import SCRATCH, Isolation
 from evaluators.limits import (
-    HOST_PREFIX,
     OWNED_TMP_DIRS,
     TOKEN_VAR,
     is_root,
     kill_all,
     make_preexec,
     remove_owned,
+    score_uid,
     set_subreaper,
     tasks_of_uid,
     uid_slot,
 )
-from evaluators.local_result import MISSING, ProcRun, has_score_fn, read_result, tail, to_result
-from evaluators.sandbox import INVALID, OK, SANDBOX_ERROR, EvalRequest, EvalResult
+from evaluators.local_result import (
+    MISSING,
+    PREAMBLE_MAX_BYTES,
+    ProcRun,
+    has_score_fn,
+    read_preamble,
+    read_result_file,
+    tail,
+    to_result,
+)
+from evaluators.sandbox import INVALID, OK, SANDBOX_ERROR, STATUS_FD_ENV, EvalRequest, EvalResult
+from evaluators.seccomp_filter import filter_fd
 
-HARNESS = str(Path(__file__).resolve().with_name("harness.py"))
+HERE = str(Path(__file__).resolve().parent)
+HARNESS = os.path.join(HERE, "harness.py")
+KILL_WAIT_S = 5.0  # for bubblewrap to exit once its namespace was killed
+OFF = "turned off (no namespaces, seccomp or cgroups: rlimits and uids only)"
+START_WAIT_S = 10.0  # for bubblewrap to say which process is its namespace's init
 _THREADS_1 = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -90,16 +107,34 @@ def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
 
 
 def _rmtree(path: str) -> None:
-    """Remove a temp dir even after the candidate chmod-ed parts of it (non-root)."""
+    """Remove a temp dir even after the candidate chmod-ed parts of it (non-root).
+
+    Never through a link: a directory is made searchable by a descriptor opened
+    with O_NOFOLLOW, so a symlink swapped in cannot redirect the chmod.
+    """
     shutil.rmtree(path, ignore_errors=True)
-    if os.path.lexists(path):
-        for root, dirs, _ in os.walk(path):
-            for d in [root, *(os.path.join(root, x) for x in dirs)]:
-                try:
-                    os.chmod(d, 0o700)
-                except OSError:
-                    pass
-        shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    for root, dirs, _ in os.walk(path):
+        for d in [root, *(os.path.join(root, x) for x in dirs)]:
+            try:
+                fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                os.fchmod(fd, 0o700)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _memfd(name: str, text: str) -> int:
+    fd = os.memfd_create(name, 0)
+    os.write(fd, text.encode("utf-8"))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _check_name(name: str) -> str:
@@ -108,19 +143,39 @@ def _check_name(name: str) -> str:
     return name
 
 
+class IsolationMissing(RuntimeError):
+    """`require_isolation` was asked for and a guarantee does not hold on this machine."""
+
+
 class LocalSandbox:
     """Runs candidates on this machine; `max_parallel` evaluations at once."""
 
     name = "local"
 
-    def __init__(self, max_parallel: int = 1, tmp_root: str | None = None) -> None:
+    def __init__(
+        self,
+        max_parallel: int = 1,
+        tmp_root: str | None = None,
+        require_isolation: bool = False,
+        isolate: bool = True,
+    ) -> None:
+        """`isolate=False` runs without namespaces (only rlimits and uids), as where
+        bubblewrap is missing; `require_isolation` refuses to run with any guarantee lost."""
+        self.isolation = isolation.probe() if isolate else Isolation(None, False, False, (OFF,))
+        if require_isolation and self.isolation.lost:
+            raise IsolationMissing(
+                "the local sandbox cannot isolate here: " + self.isolation.summary()
+            )
         self.max_parallel = max(1, max_parallel)
         self._slots = threading.BoundedSemaphore(self.max_parallel)
         self._tmp_root = tmp_root
         self._lock = threading.Lock()
         self._live: dict[int, tuple[int | None, str]] = {}  # harness pid -> (uid, token)
         self._closed = False
-        if is_root():
+        if is_root() or self.isolation.bwrap:
+            # Adopt orphans to reap them: this machine's PID 1 reaps lazily, and a zombie
+            # still counts against its uid's RLIMIT_NPROC and its cgroup's pids.max. With
+            # bubblewrap the only orphan is each namespace's init (bwrap exits on its status).
             set_subreaper()
 
     def evaluate(self, request: EvalRequest) -> EvalResult:
@@ -162,6 +217,8 @@ class LocalSandbox:
             req,
             problem_dir=os.path.abspath(req.problem_dir),  # cwd is scratch
             data_dir=req.data_dir and os.path.abspath(req.data_dir),
+            includes=tuple(os.path.abspath(p) for p in req.includes),
+            hidden=tuple(os.path.abspath(p) for p in req.hidden),
         )
         scored = req.fmt == "native" and has_score_fn(req.problem_dir)
         files = {_check_name(req.program_name): req.program_code}
@@ -179,7 +236,8 @@ class LocalSandbox:
             "outputs": outputs,
             "limits": req.to_json()["limits"],
         }
-        run = self._launch(req, uid, "score", payload, {})
+        trusted = None if uid is None else score_uid(uid)  # not the candidate's uid
+        run = self._launch(req, trusted, "score", payload, {})
         final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")
         final.artifacts = {**result.artifacts, **final.artifacts}  # the trusted side wins
         return final
@@ -187,67 +245,189 @@ class LocalSandbox:
     def _launch(
         self, req: EvalRequest, uid: int | None, mode: str, payload: dict, files: dict[str, str]
     ) -> ProcRun:
-        """Run the harness once in fresh dirs; kill everything it started; clean up."""
+        """Run the harness once; kill everything it started; clean up.
+
+        The result, the preamble and the output come back in files the host
+        opened and passed down as descriptors: the candidate never gets a host
+        path to write to, nor a folder to plant links in.
+        """
         limits, token = req.limits, secrets.token_hex(16)
-        scratch = tempfile.mkdtemp(prefix="evolve-scratch-", dir=self._tmp_root)
-        host = tempfile.mkdtemp(
-            prefix=HOST_PREFIX, dir=self._tmp_root
-        )  # out of the candidate's way
-        try:
-            for name, text in files.items():
-                Path(scratch, name).write_text(text, encoding="utf-8")
-            src = os.path.join(scratch, "REQ.json" if mode == "run" else "OUTPUTS.json")
-            Path(src).write_text(json.dumps(payload), encoding="utf-8")
-            out_dir = os.path.join(host, "out")
-            os.mkdir(out_dir, 0o700)
-            if uid is not None:
-                os.chmod(host, 0o711)
-                os.chown(scratch, uid, uid)
-                os.chown(out_dir, uid, uid)
-            result_path = os.path.join(out_dir, "RESULT.json")
+        inputs = {**files, ("REQ.json" if mode == "run" else "OUTPUTS.json"): json.dumps(payload)}
+        scratch = None
+        with ExitStack() as stack:
+            temp = [
+                stack.enter_context(tempfile.TemporaryFile(dir=self._tmp_root)) for _ in range(5)
+            ]
+            result_f, status_f, out_f, err_f, info_f = temp
+            keep = [result_f.fileno()]
+            env_extra = {}
+            if self.isolation.bwrap:
+                env_extra["EVOLVE_PIDNS"] = "1"
+            if mode == "run":
+                keep.append(status_f.fileno())
+                env_extra[STATUS_FD_ENV] = str(status_f.fileno())
+            src = next(reversed(inputs))
+            if self.isolation.bwrap:
+                fds = {name: _memfd(name, text) for name, text in inputs.items()}
+                masks = {path: _memfd("hidden", "") for path in req.hidden if os.path.isfile(path)}
+                for fd in [*fds.values(), *masks.values()]:
+                    stack.callback(os.close, fd)
+                seccomp = filter_fd() if self.isolation.seccomp else None
+                if seccomp is not None:
+                    stack.callback(os.close, seccomp)
+                readable = [
+                    HERE,
+                    req.problem_dir,
+                    *req.includes,
+                    *([req.data_dir] if req.data_dir else []),
+                ]
+                if uid is not None and (why := isolation.unreadable(readable)):
+                    raise PermissionError(why)
+                argv = isolation.command(
+                    self.isolation,
+                    readable=readable,
+                    hidden=masks,
+                    inputs=fds,
+                    limits_file_mb=limits.max_file_mb,
+                    uid=uid,
+                    seccomp_fd=seccomp,
+                    info_fd=info_f.fileno(),
+                )
+                keep += [
+                    *fds.values(),
+                    *masks.values(),
+                    info_f.fileno(),
+                    *([seccomp] if seccomp is not None else []),
+                ]
+                cwd, home, drop = "/", SCRATCH, None
+                groups = cgroups.slot_groups(uid, limits.memory_mb, limits.max_procs) if uid else ()
+            else:
+                scratch = tempfile.mkdtemp(prefix="evolve-scratch-", dir=self._tmp_root)
+                stack.callback(_rmtree, scratch)
+                for name, text in inputs.items():
+                    Path(scratch, name).write_text(text, encoding="utf-8")
+                if uid is not None:
+                    os.chown(scratch, uid, uid)
+                    # what the slot uid leaves in the shared temp folders goes too
+                    tmp_dirs = (*OWNED_TMP_DIRS, self._tmp_root or tempfile.gettempdir())
+                    stack.callback(remove_owned, uid, tmp_dirs)
+                argv, cwd, home, drop, groups = [], scratch, scratch, uid, ()
+            argv += [
+                sys.executable,
+                "-s",
+                HARNESS,
+                mode,
+                f"{home}/{src}",
+                f"fd:{result_f.fileno()}",
+            ]
             nproc = (
                 limits.max_procs
                 if uid is not None
                 else tasks_of_uid(os.getuid()) + limits.max_procs
             )
-            stdout, stderr = os.path.join(host, "stdout"), os.path.join(host, "stderr")
-            with open(stdout, "wb") as fo, open(stderr, "wb") as fe:
-                proc = subprocess.Popen(
-                    [sys.executable, "-s", HARNESS, mode, src, result_path],
-                    cwd=scratch,
-                    env=sandbox_env(req, scratch, token),
-                    stdin=subprocess.DEVNULL,
-                    stdout=fo,
-                    stderr=fe,
-                    start_new_session=True,
-                    preexec_fn=make_preexec(limits, uid, nproc),
-                )
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env={**sandbox_env(req, home, token), **env_extra},
+                stdin=subprocess.DEVNULL,
+                stdout=out_f,
+                stderr=err_f,
+                pass_fds=keep,
+                start_new_session=True,
+                preexec_fn=make_preexec(limits, drop, nproc, groups),
+            )
             with self._lock:
                 self._live[proc.pid] = (uid, token)
                 closed = self._closed
             if closed:  # close() ran while this evaluation was starting: stop it at once
                 os.killpg(proc.pid, signal.SIGKILL)
+            init = _namespace_init(info_f, proc) if self.isolation.bwrap else None
+            if init is not None:
+                stack.callback(os.close, init)
             try:
                 finished = _wait_exit(proc, limits.timeout_s)
+                if not finished and init is not None:
+                    try:  # the kernel kills everything in the namespace with its init
+                        signal.pidfd_send_signal(init, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    _wait_exit(proc, KILL_WAIT_S)
             finally:
                 try:  # at the deadline, and always after; the harness is not reaped
                     strays = kill_all(proc.pid, uid, token, skip=proc.pid)  # yet: its pgid is safe
                 finally:
                     proc.wait()
+                    if init is not None:
+                        _reap(init)
                     with self._lock:
                         self._live.pop(proc.pid, None)
-            data, note = read_result(result_path, limits.max_file_mb * 2**20)
+                    if groups:
+                        cgroups.wait_empty(groups)
+            data, note = read_result_file(result_f)
+            if self.isolation.bwrap and data is not None:  # counted by the harness before exit
+                n = data.pop(
+                    "strays", 0
+                )  # (the namespace killed them; the scan may still see some)
+                strays = max(strays, n if type(n) is int and 0 < n < 1 << 20 else 0)
+            status_f.seek(0)
+            preamble = read_preamble(status_f.read(PREAMBLE_MAX_BYTES)) if mode == "run" else None
+            if self.isolation.bwrap and proc.returncode == 1 and data is None:
+                note = (note + "; " if note else "") + _bwrap_error(err_f)
             return ProcRun(
                 data,
                 proc.returncode,
                 not finished,
-                tail(stdout, limits.max_output_kb),
-                tail(stderr, limits.max_output_kb),
+                tail(out_f, limits.max_output_kb),
+                tail(err_f, limits.max_output_kb),
                 strays,
                 note,
+                preamble,
             )
-        finally:
-            _rmtree(scratch)
-            _rmtree(host)
-            if uid is not None:
-                remove_owned(uid, (*OWNED_TMP_DIRS, self._tmp_root or tempfile.gettempdir()))
+        raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
+
+
+def _namespace_init(info_f, proc: subprocess.Popen) -> int | None:
+    """A pidfd of the namespace's init, from what bubblewrap writes to --info-fd at start.
+
+    A pidfd names that very process: killing and reaping it can never hit a
+    recycled pid.
+    """
+    end = time.monotonic() + START_WAIT_S
+    while time.monotonic() < end:
+        info_f.seek(0)
+        raw = info_f.read(4096)
+        try:
+            pid = json.loads(raw)["child-pid"]
+        except (ValueError, KeyError, TypeError):
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return None  # bubblewrap failed at once (left unreaped: _wait_exit sees it)
+            time.sleep(0.001)
+            continue
+        try:
+            return os.pidfd_open(pid) if type(pid) is int and pid > 1 else None
+        except OSError:
+            return None
+    return None
+
+
+def _reap(init: int) -> None:
+    """Reap the namespace's init once it exits: bubblewrap left it to us (we are a subreaper)."""
+    end = time.monotonic() + KILL_WAIT_S
+    while time.monotonic() < end:
+        try:
+            if os.waitid(os.P_PIDFD, init, os.WEXITED | os.WNOHANG) is not None:
+                return
+        except ChildProcessError:
+            return  # reaped by bubblewrap after all
+        time.sleep(0.001)
+
+
+def _bwrap_error(err_f) -> str:
+    """bubblewrap's own complaint (it exits 1 and says `bwrap: ...`), if that is what happened."""
+    err_f.seek(0)
+    lines = [
+        ln
+        for ln in err_f.read(65536).decode("utf-8", "replace").splitlines()
+        if ln.startswith("bwrap:")
+    ]
+    return lines[-1] if lines else "the sandbox could not start"

@@ -15,7 +15,7 @@ import signal
 import stat
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from evaluators.sandbox import (
     INVALID,
@@ -29,6 +29,8 @@ from evaluators.sandbox import (
 )
 
 ARTIFACT_CHARS = 65536  # per artifact value; tracebacks and output keep their tail
+RESULT_MAX_BYTES = 16 * 2**20  # a result file is parsed only below this size
+PREAMBLE_MAX_BYTES = 64 * 1024
 _HARNESS_STATUSES = {OK, INVALID, SYNTAX_ERROR, RUNTIME_ERROR, SANDBOX_ERROR}
 MISSING = object()  # "evaluate() returned no outputs", distinct from outputs=None
 
@@ -44,9 +46,12 @@ class ProcRun:
     stderr: str
     strays: int  # processes still running after it exited, killed by us
     note: str | None = None  # why the result file was unusable
+    # run mode: the harness's report sent before the candidate ran ({"loaded": true} or
+    # a sandbox_error result); None where it sent none (it failed before, or score mode)
+    preamble: dict | None = None
 
 
-def read_result(path: str, max_bytes: int) -> tuple[dict | None, str | None]:
+def read_result(path: str, max_bytes: int = RESULT_MAX_BYTES) -> tuple[dict | None, str | None]:
     """Read RESULT.json without following links or blocking on a FIFO the candidate planted."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -55,10 +60,22 @@ def read_result(path: str, max_bytes: int) -> tuple[dict | None, str | None]:
     except OSError as e:
         return None, f"unreadable result file: {e.strerror}"
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-            return None, "the result file is not a regular file of allowed size"
-        raw = f.read(max_bytes + 1)
+        return read_result_file(f, max_bytes)
+
+
+def read_result_file(
+    f: BinaryIO, max_bytes: int = RESULT_MAX_BYTES
+) -> tuple[dict | None, str | None]:
+    """Parse an open result file from its start: size-capped before a byte is parsed."""
+    st = os.fstat(f.fileno())
+    if not stat.S_ISREG(st.st_mode):
+        return None, "the result file is not a regular file"
+    if st.st_size == 0:
+        return None, None
+    if st.st_size > max_bytes:
+        return None, f"the result file is too large ({st.st_size} bytes; at most {max_bytes})"
+    f.seek(0)
+    raw = f.read(max_bytes + 1)
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as e:
@@ -66,14 +83,22 @@ def read_result(path: str, max_bytes: int) -> tuple[dict | None, str | None]:
     return (data, None) if isinstance(data, dict) else (None, "malformed result file")
 
 
-def tail(path: str, max_kb: int) -> str:
+def read_preamble(raw: bytes) -> dict | None:
+    """The harness's one line sent before the candidate ran; None if absent or unusable."""
+    try:
+        data = json.loads(raw[:PREAMBLE_MAX_BYTES])
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def tail(f: BinaryIO, max_kb: int) -> str:
     """The last max_kb KiB of a captured stream, marked when cut."""
     n = max_kb * 1024
     try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - n))
-            data = f.read(n)
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - n))
+        data = f.read(n)
     except OSError:
         return ""
     text = data.decode("utf-8", "replace")
@@ -139,6 +164,19 @@ def to_result(
         error = f"{who}: wall-clock timeout of {limits.timeout_s:g} s exceeded; all its processes were killed"
         return EvalResult(TIMEOUT, artifacts={"error": error, **ours}), MISSING
     data = run.data
+    if run.preamble is not None and run.preamble.get("status") == SANDBOX_ERROR:
+        data = run.preamble  # the evaluator failed to load: nothing of the candidate ran
+    elif run.preamble is not None and data is not None and data.get("status") == SANDBOX_ERROR:
+        art = data.get("artifacts")  # written after the candidate ran: it may be the candidate's
+        claimed = art.get("error") if isinstance(art, dict) else None
+        data = {
+            **data,
+            "status": RUNTIME_ERROR,
+            "artifacts": {
+                **(art if isinstance(art, dict) else {}),
+                "error": f"{claimed!s:.2000} (a sandbox error is only ever decided by the host)",
+            },
+        }
     if data is None or data.get("status") not in _HARNESS_STATUSES:
         status, error = _exit_reason(run.returncode, limits, run.stderr)
         if data is not None:

@@ -17,6 +17,7 @@ SYNTAX_ERROR = "syntax_error"
 RUNTIME_ERROR = "runtime_error"
 TIMEOUT = "timeout"
 SANDBOX_ERROR = "sandbox_error"  # our fault, not the candidate's (harness crashed, no result file)
+STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # harness.py's channel for "the evaluator loaded" (run mode)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class EvalRequest:
     limits: Limits = field(default_factory=Limits)
     data_dir: str | None = None  # exported as EVOLVE_DATA_DIR inside the sandbox
     includes: tuple[str, ...] = ()  # files shared with other problems (problem.toml `include`)
+    hidden: tuple[str, ...] = ()  # data files of other splits: invisible in this evaluation
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -29,6 +29,7 @@ class DataFile:
     path: str  # relative to the data directory
     url: str | None = None
     sha256: str | None = None
+    splits: tuple[str, ...] = ()  # the splits that may read it; () = every split
 
 
 def data_dir_for(problem_root: Path) -> Path:

@@ -49,6 +49,17 @@ class CandidateEvaluator:
             limits=self.limits,
             data_dir=self.data_dir,
             includes=tuple(str(p) for p in self.problem.include),
+            hidden=self.hidden(split),
+        )
+
+    def hidden(self, split: str) -> tuple[str, ...]:
+        """The data files that [[data]] `splits` keep from this split (held-out data in train)."""
+        if self.data_dir is None:
+            return ()
+        return tuple(
+            str(Path(self.data_dir, f.path))
+            for f in self.problem.data
+            if f.splits and split not in f.splits
         )
 
     def run_split(self, code: str, split: str) -> EvalResult:

@@ -169,14 +169,15 @@ def _load_native(root: Path) -> Problem:
         population_size=_get(evo, "population_size", int, f"{toml_path} [evolution]"),
         iterations=_get(evo, "iterations", int, f"{toml_path} [evolution]"),
         edit_format=_get(evo, "edit_format", str, f"{toml_path} [evolution]"),
-        data=_data_files(data.get("data", []), toml_path),
+        data=_data_files(data.get("data", []), toml_path, list(splits)),
         include=_includes(root, _get(p, "include", list, where, default=[]), where),
     )
     _check_evaluator(root)
     return problem
 
 
-def _data_files(entries, toml_path: Path) -> tuple[DataFile, ...]:
+def _data_files(entries, toml_path: Path, known_splits: list[str]) -> tuple[DataFile, ...]:
+    """[[data]] entries; `splits` restricts which splits' evaluations can see a file."""
     if not isinstance(entries, list):
         raise ProblemError(f"{toml_path}: 'data' must be an array of tables ([[data]])")
     out = []
@@ -185,8 +186,19 @@ def _data_files(entries, toml_path: Path) -> tuple[DataFile, ...]:
         path = _get(d, "path", str, w, required=True)
         if path.startswith("/") or ".." in Path(path).parts:
             raise ProblemError(f"{w}: 'path' must be relative to the data directory, got {path!r}")
+        splits = _get(d, "splits", list, w, default=[])
+        if not all(isinstance(x, str) and x in known_splits for x in splits):
+            raise ProblemError(
+                f"{w}: 'splits' must list splits of [evaluation] splits "
+                f"({', '.join(known_splits)}), got {splits!r}"
+            )
         out.append(
-            DataFile(path=path, url=_get(d, "url", str, w), sha256=_get(d, "sha256", str, w))
+            DataFile(
+                path=path,
+                url=_get(d, "url", str, w),
+                sha256=_get(d, "sha256", str, w),
+                splits=tuple(splits),
+            )
         )
     return tuple(out)
 

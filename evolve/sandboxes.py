@@ -13,6 +13,7 @@ from evaluators.sandbox import Sandbox
 
 BACKENDS = ("local", "docker")
 CHOICES = ("auto", *BACKENDS)
+ISOLATION_ENV = "EVOLVE_LOCAL_ISOLATION"  # "off": no namespaces (debugging a problem's evaluator)
 
 
 class SandboxUnavailable(ValueError):
@@ -54,14 +55,30 @@ def default_backend() -> tuple[str, str]:
     return "docker", f"Docker engine {version} answered and image {image} exists"
 
 
-def make_sandbox(name: str, parallel: int, run_id: str | None = None) -> Sandbox:
+def make_sandbox(
+    name: str, parallel: int, run_id: str | None = None, require_isolation: bool = False
+) -> Sandbox:
+    """The backend `name` ("auto" picks one); `require_isolation` refuses a local sandbox
+    that lost any of its isolation guarantees on this machine instead of warning."""
     if name == "auto":
         name, why = default_backend()
         print(f"sandbox: {name} ({why})", file=sys.stderr, flush=True)
     if name == "local":
-        from evaluators.local import LocalSandbox
+        from evaluators.local import IsolationMissing, LocalSandbox
 
-        return LocalSandbox(max_parallel=max(1, parallel) + 1)
+        try:
+            local = LocalSandbox(
+                max_parallel=max(1, parallel) + 1,
+                require_isolation=require_isolation,
+                isolate=os.environ.get(ISOLATION_ENV, "on") != "off",
+            )
+        except IsolationMissing as e:
+            raise SandboxUnavailable(f"--require-isolation: {e}") from None
+        if local.isolation.lost:
+            print(
+                f"sandbox: local isolation {local.isolation.summary()}", file=sys.stderr, flush=True
+            )
+        return local
     if name == "docker":
         return _docker(parallel, run_id)
     raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")

@@ -220,6 +220,8 @@ def test_secrets_do_not_leak(backend: Backend, monkeypatch) -> None:
     if backend.name == "docker":
         assert info["env"]["EVOLVE_DATA_DIR"] == "/data"
         assert "Permission denied" in info["1"]  # the agent is not dumpable
+    elif backend.sandbox.isolation.bwrap:  # its own PID namespace: the controller is not there
+        assert str(os.getpid()) not in info and SECRET not in info["1"]
     elif ROOT:  # another uid cannot read the controller's or init's environment
         assert "Permission denied" in info["1"] and "Permission denied" in info[str(os.getpid())]
 

@@ -132,21 +132,24 @@ def test_one_item_per_bin_is_valid_but_scores_badly():
 
 
 def test_patching_evaluate_from_the_candidate_gains_nothing(tmp_path):
+    """The candidate runs in its own process: the evaluator module it would patch is not
+    there, so the packing is the honest one (in a shared process it claimed about L1 bins)."""
     patched = load(PROBLEM / "evaluator.py")
     body = (
         "import sys\n"
-        f"_ev = sys.modules[{patched.__name__!r}]\n"
-        "def _claim_l1(priority, items, sample_at=()):\n"
-        "    lb = -(-int(items.sum()) // 100)\n"
-        "    return [i % lb for i in range(len(items))], []\n"
-        "_ev.pack = _claim_l1\n"
+        f"_ev = sys.modules.get({patched.__name__!r})\n"
+        "def _claim_l1(priority, instances, sample_at=()):\n"
+        "    return [[i % (-(-int(x.sum()) // 100)) for i in range(len(x))] for x in instances], []\n"
+        "if _ev is not None:\n"
+        "    _ev.pack = _claim_l1\n"
         "def priority(item, bins):\n"
         "    return -np.arange(len(bins), dtype=float)\n"
     )
     out = patched.evaluate(candidate(tmp_path, body), "train")
-    assert len(set(out["outputs"]["assignments"][0])) < 2100  # it claims about L1 bins...
-    r = ev.score(out["outputs"], "train")
-    assert r["valid"] is False and "capacity" in r["artifacts"]["error"]  # ...score() disagrees
+    assert patched.pack.__name__ == "pack"
+    honest = patched.evaluate(str(PROBLEM / "seed.py"), "train")
+    assert out["outputs"] == honest["outputs"]
+    assert ev.score(out["outputs"], "train")["score"] == ev.score(honest["outputs"], "train")["score"]
 
 
 @pytest.mark.parametrize(

@@ -321,14 +321,16 @@ def honest_rr() -> dict:
     return out
 
 
+# The candidate runs in its own process, where neither module exists: the patches find nothing.
 PATCH = """import sys
 import numpy as np
-_ev = sys.modules["evaluator"]
-_ev.score = lambda outputs, split: {"score": 1e9, "metrics": {"balancedness": 1.0}}
-_sim = sys.modules["eplb_sim"]
-_sim.balancedness = lambda *a, **k: 1.0
-_sim.check_placement = lambda *a, **k: None
-_sim.combined_score = lambda *a, **k: 1e9
+_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("eplb_sim")
+if _ev is not None:
+    _ev.score = lambda outputs, split: {"score": 1e9, "metrics": {"balancedness": 1.0}}
+if _sim is not None:
+    _sim.balancedness = lambda *a, **k: 1.0
+    _sim.check_placement = lambda *a, **k: None
+    _sim.combined_score = lambda *a, **k: 1e9
 """
 
 
@@ -356,13 +358,14 @@ def test_printed_fake_score_is_ignored(tmp_path, honest_rr):
 
 
 def test_faking_the_clock_gains_at_most_the_bounded_runtime_term(tmp_path, honest_rr):
-    """The runtime is measured next to the candidate, so a candidate can fake it; it then
-    gains at most the runtime term (<= +10 points), never balancedness."""
+    """The runtime is measured in the candidate's process, so a candidate can fake it (here by
+    patching the worker's clock); it then gains at most the runtime term (<= +10 points),
+    never balancedness."""
     slow = ROUND_ROBIN.replace('    layers, experts = np.shape(weight)\n',
                                '    time.sleep(0.05)\n    layers, experts = np.shape(weight)\n')
     honest = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude="import time\n"), "train")
     assert honest["metrics"]["runtime_ms"] > 45 and honest["metrics"]["slow_penalty"] > 3
-    fake = "import sys\nimport time\nsys.modules['evaluator']._clock = lambda: 0.0\n"
+    fake = "import sys\nimport time\nsys.modules['__main__']._CLOCK = lambda: 0.0\n"
     cheat = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude=fake), "train")
     assert cheat["metrics"]["runtime_ms"] == 0.0
     bal = cheat["metrics"]["balancedness"]

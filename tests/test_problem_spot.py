@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import re
 import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -314,23 +315,28 @@ def test_bad_policies_fail_with_a_clear_error_and_no_score(tmp_path):
     assert miss["metrics"]["deadline_misses"] > 0 and "mean_cost" not in miss["metrics"]
     assert "us-west-2a_" in miss["artifacts"]["error"]  # names the scenario
     spot = outs[names.index("spot while unavailable")]["artifacts"]["error"]
-    assert spot.startswith("scenario us-west-2a_k80_1 start_tick=48 deadline=52h overhead=0.05h, tick 0: ")
+    # scenarios advance in trace-time order: the first breach in trace time is named
+    assert re.match(r"scenario us-west-2a_\w+ start_tick=\d+ deadline=\d+h overhead=[\d.]+h, tick \d+: ", spot)
 
 
+# The candidate runs in its own process: `evaluator` is not among its modules, so these
+# patches find nothing to patch (they would bite if the candidate shared the evaluator's process).
 PATCH_PRICES = """\
 import sys
-_ev = sys.modules["evaluator"]
-_ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
-_ev.sim.Job.cost = property(lambda self: 0.0)
-_ev.sim.Scenario.on_demand_cost = property(lambda self: 1e9)
-_ev.sim.scored = lambda *a: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
-_ev.score = lambda outputs, split: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
-_ev.sim.check_repeatable = lambda *a: None
+_ev = sys.modules.get("evaluator")
+if _ev is not None:
+    _ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
+    _ev.sim.Job.cost = property(lambda self: 0.0)
+    _ev.sim.Scenario.on_demand_cost = property(lambda self: 1e9)
+    _ev.sim.scored = lambda *a: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
+    _ev.score = lambda outputs, split: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
+    _ev.sim.check_repeatable = lambda *a: None
 """
 PATCH_LOG = """\
 import sys
-_ev = sys.modules["evaluator"]
-_ev.sim.run_policy = lambda *a: "." * 288  # claims a free job
+_ev = sys.modules.get("evaluator")
+if _ev is not None:
+    _ev.sim.run_policies = lambda decide, scs, *a: ["." * 288] * len(scs)  # claims free jobs
 """
 
 
@@ -341,29 +347,29 @@ def test_tampering_in_memory_or_printing_a_score_gains_nothing(tmp_path):
         with_block(PROBLEM, greedy, tmp_path, prelude=FAKE_PRINT),
         with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_LOG),
     ]
-    patched, printed, faked = _eval_all([(PROBLEM, p, "train") for p in progs])
+    outs = _eval_all([(PROBLEM, p, "train") for p in progs])
     honest = EXPECTED["greedy.py", "train"][0]
-    for out in (patched, printed):
+    for out in outs:
         assert out["status"] == "ok" and out["metrics"]["mean_cost"] == pytest.approx(honest, abs=0.01)
         assert out["score"] == pytest.approx(-honest, abs=0.01)
-    assert_fails(faked, "stops at tick 288", "invalid")
 
 
-def test_the_patches_do_bite_in_process_but_score_runs_clean(tmp_path, monkeypatch):
-    """Without the sandbox's second process the PATCH_PRICES candidate would win: this is what
-    the clean score() process prevents (the CLI test above shows the honest result). The
-    patched evaluator is a copy of the folder, so it includes its own spot_sim module."""
+def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch):
+    """evaluate() runs the candidate in its own process: the patches of PATCH_PRICES and
+    PATCH_LOG do not reach the evaluator's modules even in the process that runs evaluate()
+    (they did when the candidate was imported there). The patched evaluator is a copy of the
+    folder, so it includes its own spot_sim module."""
     copy = tmp_path / "spot_scheduling"
     shutil.copytree(PROBLEM, copy, ignore=shutil.ignore_patterns("__pycache__"))
     patched = load(copy / "evaluator.py")
     assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
-    prog = with_block(PROBLEM, block_of(BASELINES / "greedy.py"), tmp_path, prelude=PATCH_PRICES)
-    out = patched.evaluate(str(prog), "train")
-    assert patched.score(out["outputs"], "train")["score"] == 1e9  # tampered, in-process
-    assert patched.sim.judge(out["outputs"], patched.make_scenarios("train"), False, "")["score"] == 1e9
-    honest = ev.score(out["outputs"], "train")  # a module the candidate never touched
-    assert honest["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy.py", "train"][0], abs=0.01)
+    for prelude in (PATCH_PRICES, PATCH_LOG):
+        prog = with_block(PROBLEM, block_of(BASELINES / "greedy.py"), tmp_path, prelude=prelude)
+        out = patched.evaluate(str(prog), "train")
+        assert patched.sim.SPOT_PRICE == sim.SPOT_PRICE and patched.sim.run_policies.__name__ == "run_policies"
+        scored = patched.score(out["outputs"], "train")
+        assert scored["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy.py", "train"][0], abs=0.01)
 
 
 def test_an_infinite_loop_times_out(tmp_path):

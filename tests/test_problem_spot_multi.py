@@ -311,7 +311,7 @@ BAD = {
     "not an action": ("def decide(state):\n    return 'MOVE'\n", "invalid", "returned 'MOVE'"),
     "nan": ("def decide(state):\n    return float('nan')\n", "invalid", "returned nan"),
     "zone out of range": ("def decide(state):\n    return (ON_DEMAND, state.n_zones)\n", "invalid",
-                          "its zone must be an int in 0..1"),
+                          "its zone must be an int in 0.."),
     "three-tuple": ("def decide(state):\n    return (ON_DEMAND, 0, 1)\n", "invalid", "or a pair"),
     "exception": ("def decide(state):\n    return 1 / 0\n", "runtime_error",
                   "decide() raised ZeroDivisionError"),
@@ -334,17 +334,21 @@ def test_bad_policies_fail_with_a_clear_error_and_no_score(tmp_path):
     assert " moves). Switch to ON_DEMAND" in miss["artifacts"]["error"]
 
 
+# The candidate runs in its own process: `evaluator` is not among its modules, so these
+# patches find nothing to patch (they would bite if the candidate shared the evaluator's process).
 PATCH_SIM = """\
 import sys
-_ev = sys.modules["evaluator"]
-_ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
-_ev.sim.Job.cost = property(lambda self: 0.0)
-_ev.sim.scored = lambda *a: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
+_ev = sys.modules.get("evaluator")
+if _ev is not None:
+    _ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
+    _ev.sim.Job.cost = property(lambda self: 0.0)
+    _ev.sim.scored = lambda *a: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
 """
 PATCH_LOG = """\
 import sys
-_ev = sys.modules["evaluator"]
-_ev.sim.run_policy = lambda decide, sc, *a: "a" * sc.n_ticks  # claims spot all the way
+_ev = sys.modules.get("evaluator")
+if _ev is not None:
+    _ev.sim.run_policies = lambda decide, scs, *a: ["a" * sc.n_ticks for sc in scs]  # spot all the way
 """
 
 
@@ -355,25 +359,26 @@ def test_tampering_in_memory_or_printing_a_score_gains_nothing(tmp_path):
         with_block(PROBLEM, greedy, tmp_path, prelude=FAKE_PRINT),
         with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_LOG),
     ]
-    patched, printed, faked = _eval_all([(PROBLEM, p, "train") for p in progs])
+    outs = _eval_all([(PROBLEM, p, "train") for p in progs])
     honest = EXPECTED["greedy_multi.py", "train"][0]
-    for out in (patched, printed):
+    for out in outs:
         assert out["status"] == "ok" and out["metrics"]["mean_cost"] == pytest.approx(honest, abs=0.01)
-    assert_fails(faked, "scenario 0 (2_zones_same_region", "invalid")
 
 
-def test_the_patches_do_bite_in_process_but_score_runs_clean(tmp_path, monkeypatch):
-    """Without the sandbox's second process the PATCH_SIM candidate would win: this is what
-    the clean score() process prevents (the CLI test above shows the honest result). The
-    patched evaluator is a copy of the folders, so it includes its own spot_sim module."""
+def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch):
+    """evaluate() runs the candidate in its own process: PATCH_SIM and PATCH_LOG do not reach
+    the evaluator's modules even in the process that runs evaluate() (they did when the
+    candidate was imported there). The patched evaluator is a copy of the folders, so it
+    includes its own spot_sim module."""
     patched = load(copy_with_include(tmp_path) / "evaluator.py")
     assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
-    prog = with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path, prelude=PATCH_SIM)
-    out = patched.evaluate(str(prog), "train")
-    assert patched.score(out["outputs"], "train")["score"] == 1e9  # tampered, in-process
-    honest = ev.score(out["outputs"], "train")  # a module the candidate never touched
-    assert honest["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy_multi.py", "train"][0], abs=0.01)
+    for prelude in (PATCH_SIM, PATCH_LOG):
+        prog = with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path, prelude=prelude)
+        out = patched.evaluate(str(prog), "train")
+        assert patched.sim.SPOT_PRICE == sim.SPOT_PRICE and patched.sim.run_policies.__name__ == "run_policies"
+        scored = patched.score(out["outputs"], "train")
+        assert scored["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy_multi.py", "train"][0], abs=0.01)
 
 
 def test_an_infinite_loop_times_out(tmp_path):

@@ -290,13 +290,15 @@ def test_bad_output_on_a_test_workload_names_it(tmp_path):
 # ---------------------------------------------------------------- hostile, through `evolve eval`
 
 SEQUENTIAL = block_body(BASELINES / "sequential.py")
+# The candidate runs in its own process, where neither module exists: the patches find nothing.
 PATCH = """import sys
-_ev = sys.modules["evaluator"]
-_ev.score = lambda outputs, split: {"score": 0.0, "metrics": {"makespan_total": 0}}
-_sim = sys.modules["txn_sim"]
-_sim.makespan = lambda txns, order: 1
-_sim.start_times = lambda txns, order: [1] * len(txns)
-_sim.check_order = lambda order, n: list(order)
+_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("txn_sim")
+if _ev is not None:
+    _ev.score = lambda outputs, split: {"score": 0.0, "metrics": {"makespan_total": 0}}
+if _sim is not None:
+    _sim.makespan = lambda txns, order: 1
+    _sim.start_times = lambda txns, order: [1] * len(txns)
+    _sim.check_order = lambda order, n: list(order)
 """
 
 

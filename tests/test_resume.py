@@ -79,14 +79,15 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
     for d in (data, ref_data):  # the sandbox may run candidates as another user
         d.mkdir()
         d.chmod(0o777)
-    env = {"EVOLVE_DATA_DIR": str(data)}
+    # the evaluator writes marks into the data dir: only the local sandbox without its
+    # namespaces allows that (isolation would rightly make the folder read-only)
+    env = {"EVOLVE_DATA_DIR": str(data), "EVOLVE_LOCAL_ISOLATION": "off"}
     iterations = 14
-    # the evaluator writes marks into the data dir, which only the local sandbox allows
     args = ["--sandbox", "local", "--parallel", "2", "--llm-parallel", "2", "--migration-interval", "4"]
 
     with ScriptedLLM(responder()) as srv:
         ref = evolve(*run_args(srv.base_url, tmp_path / "ref", *args, problem=problem, iterations=iterations),
-                     extra_env={"EVOLVE_DATA_DIR": str(ref_data)})
+                     extra_env={"EVOLVE_DATA_DIR": str(ref_data), "EVOLVE_LOCAL_ISOLATION": "off"})
         assert ref.returncode == 0, ref.stderr
         ref_run = archive_json(tmp_path / "ref", "runs")[0]
 
@@ -151,7 +152,7 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     data.chmod(0o777)
-    env = {"EVOLVE_DATA_DIR": str(data)}
+    env = {"EVOLVE_DATA_DIR": str(data), "EVOLVE_LOCAL_ISOLATION": "off"}
     slow_loop = 'def f(x):\n    import time\n    time.sleep(120)\n    return x'
     replies = [Reply(f"```python\n# EVOLVE-BLOCK-START\n{slow_loop}\n# EVOLVE-BLOCK-END\n```")]
     with ScriptedLLM.from_list(replies, then=responder()) as srv:

@@ -1,7 +1,9 @@
 """DockerSandbox against the real engine: the container policy, the warm pool, its
 recovery and clean-up, the image's tag, the default backend, and whole runs.
 
-The hostile-candidate suite for both backends is tests/test_hostile.py.
+The hostile-candidate suite for both backends is tests/test_hostile.py; candidates aimed
+at the Docker sandbox itself (its agent, the trusted score process, the next candidate's
+container, the recorded status, the controller) are in tests/test_isolation_docker.py.
 """
 
 from __future__ import annotations
@@ -98,13 +100,16 @@ def test_container_policy(sandbox: DockerSandbox) -> None:
     c = next(i for i in info if any(m["Destination"] == "/data" for m in i["Mounts"]))
     hc, cfg = c["HostConfig"], c["Config"]
     assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] and hc["CapDrop"] == ["ALL"]
+    assert sorted(hc["CapAdd"]) == sorted(ds.AGENT_CAPS)  # the agent's; no harness keeps any
     assert hc["SecurityOpt"] == ["no-new-privileges"] and hc["IpcMode"] == "private"
     assert hc["Memory"] == hc["MemorySwap"] == (512 + ds.AGENT_MB) * 2**20
     assert hc["NanoCpus"] == 10**9 and hc["PidsLimit"] == LIMITS.max_procs + 2
-    assert set(hc["Tmpfs"]) == {"/scratch", "/tmp", "/out"}
+    assert set(hc["Tmpfs"]) == {"/scratch", "/score", "/tmp", "/out"}
     assert all("size=" in opts and "noexec" in opts for opts in hc["Tmpfs"].values())
+    owners = {d: opts.split("uid=")[1].split(",")[0] for d, opts in hc["Tmpfs"].items()}
+    assert owners == {"/scratch": "10001", "/score": "10002", "/tmp": "10000", "/out": "10000"}
     assert {m["Destination"]: m["RW"] for m in c["Mounts"]} == {"/problem": False, "/in": False, "/data": False}
-    assert cfg["User"] == "10001:10001" and cfg["Labels"][LABEL] == sandbox.run_id
+    assert cfg["User"] == "0:0" and cfg["Labels"][LABEL] == sandbox.run_id  # the agent drops it
     assert cfg["Labels"][OWNER_LABEL] == ds.owner_id()
     env = dict(e.split("=", 1) for e in cfg["Env"])
     assert set(env) <= {"PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
@@ -125,9 +130,12 @@ def test_inside_view(sandbox: DockerSandbox) -> None:
         INFO = json.dumps({
             'ids': [os.getuid(), os.geteuid(), os.getgid()],
             'cap_eff': status['CapEff'].strip(), 'cap_bnd': status['CapBnd'].strip(),
+            'cap_prm': status['CapPrm'].strip(), 'groups': os.getgroups(),
+            'agent': [l.split()[1:3] for l in open('/proc/1/status') if l.startswith(('Uid', 'Gid'))],
             'no_new_privs': status['NoNewPrivs'].strip(),
             'ifaces': sorted(os.listdir('/sys/class/net')),
-            'writable': {p: can_write(p) for p in ('/usr/x', '/in/x', '/problem/x', '/scratch/x', '/tmp/x')},
+            'writable': {p: can_write(p) for p in ('/usr/x', '/in/x', '/problem/x', '/scratch/x', '/tmp/x',
+                                                   '/out/x', '/score/x')},
             'cwd': os.getcwd(), 'program': os.path.realpath('cand.py'),
         })
         def solve():
@@ -135,11 +143,13 @@ def test_inside_view(sandbox: DockerSandbox) -> None:
         """)
     res = sandbox.evaluate(request(code))
     info = json.loads(res.artifacts["info"])
-    assert info["ids"] == [10001, 10001, 10001]
-    assert info["cap_eff"] == info["cap_bnd"] == "0000000000000000" and info["no_new_privs"] == "1"
+    assert info["ids"] == [10001, 10001, 10001] and info["groups"] == []
+    assert info["cap_eff"] == info["cap_prm"] == info["cap_bnd"] == "0000000000000000"
+    assert info["no_new_privs"] == "1"
+    assert info["agent"] == [["10000", "10000"], ["10000", "10000"]]  # PID 1: not the candidate's uid
     assert info["ifaces"] == ["lo"]
     assert info["writable"] == {"/usr/x": False, "/in/x": False, "/problem/x": False,
-                                "/scratch/x": True, "/tmp/x": True}
+                                "/scratch/x": True, "/tmp/x": True, "/out/x": False, "/score/x": False}
     assert info["cwd"] == "/scratch" and info["program"] == "/in/cand.py"
 
 
@@ -165,7 +175,7 @@ def test_concurrent_evaluations_get_their_own_container(sandbox: DockerSandbox) 
             "def solve():\n    busy = os.path.exists(MARK)\n    open(MARK, 'w').close()\n"
             "    time.sleep(1.0)\n    return 0.0 if busy else 1.0\n")
     with ThreadPoolExecutor(3) as pool:
-        pool.map(sandbox.evaluate, [request(GOOD)] * 3)  # three warm containers
+        list(pool.map(sandbox.evaluate, [request(GOOD)] * 3))  # three warm containers, started
         t0 = time.monotonic()
         results = list(pool.map(sandbox.evaluate, [request(code)] * 3))
     assert time.monotonic() - t0 < 2.5  # 3 s if they ran one after another
@@ -321,32 +331,45 @@ def test_default_falls_back_to_local_without_the_image(tmp_path: Path) -> None:
 def test_run_with_docker_completes_and_leaves_nothing(docker_image, tmp_path: Path) -> None:  # noqa: F811
     hostile = block("import os\ndef priority(item, bins):\n    while True:\n        os.fork()")
     replies = [binpack_reply("best_fit"), Reply(hostile), binpack_reply("worst_fit")]
+    run_id = f"docker-e2e-{os.getpid()}"  # its own: other test sessions may share the engine
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", "docker-e2e",
+        r = evolve(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", run_id,
                              iterations=6))
     assert r.returncode == 0, r.stderr
     run = archive_json(tmp_path, "runs")[0]
-    assert (run["run_id"], run["status"], run["iterations_done"]) == ("docker-e2e", "finished", 6)
-    best = archive_json(tmp_path, "best", "--run", "docker-e2e")
+    assert (run["run_id"], run["status"], run["iterations_done"]) == (run_id, "finished", 6)
+    best = archive_json(tmp_path, "best", "--run", run_id)
     assert best["iteration"] > 0 and best["test_score"] is not None  # best fit beat first fit
-    assert labeled(engine(), "docker-e2e") == []
+    assert labeled(engine(), run_id) == []
+
+
+def _busy(client, run_id: str) -> bool:
+    """Whether a container of the run runs more than its agent."""
+    import docker.errors
+
+    for cid in labeled(client, run_id):
+        try:
+            if len(processes(client, cid)) > 1:
+                return True
+        except docker.errors.APIError:  # created and not started yet, or just removed
+            pass
+    return False
 
 
 def test_ctrl_c_removes_the_runs_containers(docker_image, tmp_path: Path) -> None:  # noqa: F811
     slow = block("import time\ndef priority(item, bins):\n    time.sleep(60)\n    return -bins")
-    client = engine()
+    client, run_id = engine(), f"docker-int-{os.getpid()}"
     with ScriptedLLM.from_list([Reply(slow)], then=Reply(slow)) as srv:
-        proc = popen(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", "docker-int",
+        proc = popen(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", run_id,
                                iterations=4))
         try:
             end = time.monotonic() + 60
-            while time.monotonic() < end and not any(
-                    len(processes(client, c)) > 1 for c in labeled(client, "docker-int")):
+            while time.monotonic() < end and not _busy(client, run_id):
                 time.sleep(0.1)  # until a candidate is being evaluated in a container
-            assert labeled(client, "docker-int"), proc.stderr.read() if proc.poll() is not None else ""
+            assert labeled(client, run_id), proc.stderr.read() if proc.poll() is not None else ""
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=30)
         finally:
             proc.kill()
     assert proc.returncode == 130, proc.stderr.read()
-    assert labeled(client, "docker-int") == []
+    assert labeled(client, run_id) == []

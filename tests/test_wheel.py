@@ -39,6 +39,7 @@ def wheel(tmp_path_factory) -> Path:
 def venv(wheel, tmp_path_factory) -> Path:
     """A fresh venv with the wheel installed, borrowing only third-party packages from ours."""
     root = tmp_path_factory.mktemp("venv")
+    root.chmod(0o755)  # as root, the sandbox's uid must read the interpreter's environment
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
     target = next(root.glob("lib/python3*/site-packages"))
     r = subprocess.run([sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install",

@@ -5,53 +5,197 @@
 Why an agent and not `docker exec` per evaluation: an exec costs 70-120 ms of
 runc and engine work on its own, more than a whole local evaluation. The agent
 starts once per container (and imports numpy once), then for each request it
-wipes the writable directories, forks a child that runs evaluators/harness.py
-(`run` or `score` mode) with rlimits and the output redirected to files,
-enforces the deadline, SIGKILLs every other process in the container, and
-answers with one JSON line: exit status, the result file's text, the output
-tails, how many strays it killed and whether the container is clean again.
+wipes the writable places, forks a child that runs evaluators/harness.py
+(`run` or `score` mode) with rlimits, its output going to files the agent
+opened, enforces the deadline, SIGKILLs every other process in the container,
+checks that nothing of it drifted, and answers with one JSON line: exit status,
+the result file (base64, size-capped), the harness's preamble, the output tails,
+how many strays it killed and whether the container is clean again.
 
-Trust: the agent runs as the same uid as the candidate (the container has no
-capabilities), but a candidate can neither signal it (the kernel never
-delivers a signal without a handler to a PID namespace's init from inside,
-and it installs none) nor ptrace it or open its /proc files (it is not
-dumpable), and its stdin/stdout (the host's channel) are closed in every
-child. The host re-checks everything it answers, as it does for the local
-sandbox. When the host goes away, stdin reaches EOF and the agent exits, which
-stops the container (and removes it: the host creates it with auto-remove).
+Trust: three uids, none shared between trusted and untrusted code.
+- 10000, the agent. The container starts it as root with only CAP_SETUID,
+  CAP_SETGID, CAP_KILL and CAP_SETPCAP (the host drops every other one, and
+  sets no-new-privileges); it becomes uid/gid 10000 at once, keeping exactly
+  those four, and is not dumpable. A candidate can thus neither signal it (nor
+  could it: the kernel never delivers a handler-less signal to a PID
+  namespace's init from inside), nor prlimit, renice, re-pin or ptrace it, nor
+  read its /proc files, nor reach /out (its own, 0700), where the harness's
+  result and output files lie: the harness gets them as open descriptors.
+- 10001, `run` mode: the harness, the problem's evaluate() and the candidate,
+  in /scratch (its HOME, 0700) and /tmp.
+- 10002, `score` mode: the trusted score(), in /score (its HOME, 0700).
+  It runs only once every process of the run is gone and everything the run
+  could write is wiped, so the candidate never shares a moment with it.
+Each child drops the capability bounding set and ambient set, its
+supplementary groups, sets gid and uid, clears its capabilities and sets
+no_new_privs before anything else runs; the rlimits it set stay.
+
+Between launches the agent empties /scratch, /score, /tmp, /out, /dev/shm,
+/dev/mqueue and System V IPC (as the uid that owns each, in a short-lived
+child: the agent has no right to other uids' files), and compares its own
+rlimits, niceness, scheduling, CPU affinity, OOM score, ids and capabilities
+with what they were at start: any drift, a process left or a failed wipe makes
+the answer not clean (the host then replaces the container), and a launch
+refuses to start on a container that is not clean.
+
+Its stdin/stdout (the host's channel) are closed in every child. The host
+re-checks everything it answers. When the host goes away, stdin reaches EOF and
+the agent exits, which stops the container (and removes it: the host creates
+it with auto-remove).
 
 stdlib only, like harness.py, which lies next to it in the image.
 """
 
 from __future__ import annotations
 
+import base64
 import ctypes
+import fcntl
 import json
 import os
 import resource
 import select
 import shutil
 import signal
-import stat
 import sys
 import time
 import traceback
 
-SCRATCH, OUT, IN = "/scratch", "/out", "/in"
-WIPED = (SCRATCH, "/tmp", OUT, "/dev/shm", "/dev/mqueue")  # every place a candidate can write
+AGENT_UID, RUN_UID, SCORE_UID = 10000, 10001, 10002
+SCRATCH, TMP, IN = "/scratch", "/tmp", "/in"
+OUT = "/out"  # 10000, 0700: the harness's result and output files
+SCORE_DIR = "/score"  # 10002, 0700: HOME and cwd of the trusted score process
+SHARED = (TMP, "/dev/shm", "/dev/mqueue")  # sticky, writable by every uid
+HOMES = {RUN_UID: SCRATCH, SCORE_UID: SCORE_DIR}  # each launch uid's own folder
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "harness.py")
+STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # harness.py: run mode's "evaluator loaded" line
+RESULT_FD, STATUS_FD = 3, 4  # in the harness child
+RESULT_MAX_BYTES = 16 * 2**20  # the host may ask for less
+PREAMBLE_MAX_BYTES = 64 * 1024
+SETUP_FAILED = 121  # the harness child's exit code when it failed before the harness ran
 KILL_WAIT_S = 5.0
-_PR_SET_DUMPABLE = 4
+WIPE_WAIT_S = 20.0
+
+_PR_SET_DUMPABLE, _PR_SET_KEEPCAPS, _PR_CAPBSET_DROP = 4, 8, 24
+_PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+_CAP_KILL, _CAP_SETGID, _CAP_SETUID, _CAP_SETPCAP = 5, 6, 7, 8
+AGENT_CAPS = (1 << _CAP_KILL) | (1 << _CAP_SETGID) | (1 << _CAP_SETUID) | (1 << _CAP_SETPCAP)
+_CAP_V3 = 0x20080522
 _IPC_RMID = 0
+_CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs")
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _prctl(option: int, arg: int = 0, arg3: int = 0) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(arg3), 0, 0), f"prctl({option})")
+
+
+def _capset(caps: int) -> None:
+    """Effective = permitted = `caps` (low 32 capabilities), inheritable empty."""
+    header = _CapHeader(_CAP_V3, 0)
+    data = (_CapData * 2)()
+    data[0].effective = data[0].permitted = caps
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+
+
+def _status_fields() -> dict[str, str]:
+    with open("/proc/self/status") as f:
+        rows = (line.split(":", 1) for line in f if ":" in line)
+        return {k: v.strip() for k, v in rows if k in _CAP_FIELDS}
 
 
 def _say(obj: dict) -> None:
     data = (json.dumps(obj) + "\n").encode()
     while data:
         data = data[os.write(1, data) :]
+
+
+# ---- privileges ---------------------------------------------------------------------
+
+
+def become_agent() -> None:
+    """From root with the container's four capabilities to uid 10000 keeping them."""
+    if os.getuid() != 0:
+        raise RuntimeError(f"the agent must start as root (uid 0), not uid {os.getuid()}")
+    _prctl(_PR_SET_KEEPCAPS, 1)
+    os.setgroups([])
+    os.setresgid(AGENT_UID, AGENT_UID, AGENT_UID)
+    os.setresuid(AGENT_UID, AGENT_UID, AGENT_UID)
+    _prctl(_PR_SET_KEEPCAPS, 0)  # inherited: a child's setuid must not keep anything
+    _capset(AGENT_CAPS)
+    _prctl(_PR_SET_DUMPABLE, 0)  # no ptrace, no /proc/1/{mem,fd,environ}
+
+
+def drop_to(uid: int) -> None:
+    """In a child: become `uid` with nothing else, for good (needs CAP_SETPCAP first)."""
+    cap = 0
+    while _libc.prctl(_PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) == 0:
+        cap += 1  # EINVAL past the kernel's last capability
+    _libc.prctl(_PR_CAP_AMBIENT, ctypes.c_ulong(_PR_CAP_AMBIENT_CLEAR_ALL), 0, 0, 0)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _capset(0)  # a change between two non-root uids keeps capabilities: clear them
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    got = _status_fields()
+    zero = all(int(got.get(k, "1"), 16) == 0 for k in _CAP_FIELDS[:5])
+    ids = os.getresuid() == os.getresgid() == (uid, uid, uid) and not os.getgroups()
+    if not (zero and ids and got.get("NoNewPrivs") == "1"):
+        raise RuntimeError(f"could not drop privileges to {uid}: {got}")
+
+
+def snapshot() -> dict:
+    """What a candidate must never be able to change about the agent."""
+    state: dict[str, object] = {
+        name: list(resource.getrlimit(getattr(resource, name)))
+        for name in sorted(dir(resource))
+        if name.startswith("RLIMIT_")
+    }
+    state["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+    state["scheduler"] = os.sched_getscheduler(0)
+    state["sched_priority"] = os.sched_getparam(0).sched_priority
+    state["affinity"] = sorted(os.sched_getaffinity(0))
+    with open("/proc/self/oom_score_adj") as f:
+        state["oom_score_adj"] = f.read().strip()
+    state["ids"] = [list(os.getresuid()), list(os.getresgid()), os.getgroups()]
+    state.update(_status_fields())
+    return state
+
+
+_START: dict = {}
+
+
+def drift() -> str | None:
+    """Why the agent is no longer as it started; None when it is."""
+    try:
+        now = snapshot()
+    except Exception as e:
+        return f"cannot check the agent's state: {e!r}"
+    changed = [f"{k} {_START[k]} -> {now.get(k)}" for k in _START if now.get(k) != _START[k]]
+    return "the agent's state changed: " + "; ".join(changed) if changed else None
+
+
+# ---- processes ----------------------------------------------------------------------
 
 
 def _others() -> list[tuple[int, bool]]:
@@ -88,7 +232,7 @@ def kill_all(skip: int | None = None) -> tuple[int, bool]:
     first = [pid for pid, zombie in _others() if not zombie and pid != skip]
     while True:
         try:
-            os.kill(-1, signal.SIGKILL)  # every process we may signal, never PID 1 (us)
+            os.kill(-1, signal.SIGKILL)  # CAP_KILL: every process, never PID 1 (us)
         except ProcessLookupError:
             pass
         _reap()
@@ -99,12 +243,14 @@ def kill_all(skip: int | None = None) -> tuple[int, bool]:
         time.sleep(0.002)
 
 
-def _rm_contents(root: str) -> None:
-    """Empty a directory, whatever the candidate did to the permissions inside."""
+# ---- the writable places ------------------------------------------------------------
+
+
+def _rm_contents(root: str, uid: int | None = None) -> None:
+    """Empty a directory (only the entries `uid` owns, if given), whatever the modes inside."""
 
     def fix(func, path, _exc):
-        parent = os.path.dirname(path)
-        for p in (parent, path):
+        for p in (os.path.dirname(path), path):
             try:
                 os.chmod(p, 0o700)
             except OSError:
@@ -115,82 +261,138 @@ def _rm_contents(root: str) -> None:
             os.unlink(path)
 
     for entry in os.scandir(root):
+        if uid is not None and entry.stat(follow_symlinks=False).st_uid != uid:
+            continue
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, onerror=fix)
         else:
             os.unlink(entry.path)
 
 
-def _clear_ipc() -> None:
-    """Remove System V IPC objects a candidate left in the container's IPC namespace."""
-    for kind, fn, extra in (("shm", "shmctl", ()), ("msg", "msgctl", ()), ("sem", "semctl", (0,))):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            ipc_id = int(row.split()[1])
-            getattr(_libc, fn)(ipc_id, *extra, _IPC_RMID, None)
-
-
-def wipe() -> str | None:
-    """Empty every writable place; None when done, else why not."""
+def _ipc_objects(kind: str) -> list[dict[str, str]]:
+    """The System V IPC objects of one kind in the container's IPC namespace, by column."""
     try:
-        os.chmod(SCRATCH, 0o700)
-        for d in WIPED:
+        with open(f"/proc/sysvipc/{kind}") as f:
+            header, *rows = f.read().splitlines()
+    except (OSError, ValueError):
+        return []
+    names = header.split()
+    return [dict(zip(names, row.split(), strict=False)) for row in rows]
+
+
+def _clear_ipc(uid: int) -> None:
+    """Remove the System V IPC objects `uid` created or owns."""
+    for kind, fn, extra in (("shm", "shmctl", ()), ("msg", "msgctl", ()), ("sem", "semctl", (0,))):
+        for obj in _ipc_objects(kind):
+            if str(uid) in (obj.get("uid"), obj.get("cuid")):
+                ipc_id = int(obj.get("shmid") or obj.get("msqid") or obj.get("semid") or -1)
+                getattr(_libc, fn)(ipc_id, *extra, _IPC_RMID, None)
+
+
+def _ipc_left() -> int:
+    return sum(len(_ipc_objects(kind)) for kind in ("shm", "msg", "sem"))
+
+
+def _wipe_child(uid: int) -> None:
+    """In a child: as `uid`, empty its own folder and remove what it left in the shared ones."""
+    code = 1
+    try:
+        null = os.open("/dev/null", os.O_RDWR)
+        os.dup2(null, 0)  # not the host's channel (stderr stays: the host logs it)
+        os.dup2(null, 1)
+        os.closerange(3, 65536)
+        drop_to(uid)
+        home = HOMES[uid]
+        os.chmod(home, 0o700)
+        _rm_contents(home)
+        for d in SHARED:
             if os.path.isdir(d):
-                _rm_contents(d)
-        _clear_ipc()
+                _rm_contents(d, uid)
+        _clear_ipc(uid)
+        code = 0 if not os.listdir(home) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def wipe(uids: tuple[int, ...] = (RUN_UID, SCORE_UID)) -> str | None:
+    """Empty every writable place (of `uids`: those that ran since the last wipe, which
+    is all a process of theirs could have written); None when done, else why not."""
+    global _wiped
+    _wiped = False
+    try:
+        _rm_contents(OUT)
+        for uid in uids:
+            pid = os.fork()
+            if pid == 0:
+                _wipe_child(uid)
+            status = _wait_pid(pid, WIPE_WAIT_S)
+            if status != 0:
+                return f"cannot wipe the places of uid {uid} (wait status {status})"
+        left = [f"{d}/{n}" for d in (OUT, *SHARED) if os.path.isdir(d) for n in os.listdir(d)]
+        if left:
+            return f"cannot wipe {', '.join(left[:5])}"
+        if _ipc_left():
+            return "System V IPC objects are left"
     except Exception as e:
         return f"cannot wipe the scratch space: {e!r}"
+    _wiped = True
     return None
 
 
-def tail(path: str, max_kb: int) -> str:
+_wiped = False  # every place is empty, and no process has run since
+
+
+def _wait_pid(pid: int, timeout_s: float) -> int | None:
+    """A short-lived trusted child's wait status; None (and killed) past the timeout."""
+    fd = os.pidfd_open(pid)
+    try:
+        if not select.select([fd], [], [], timeout_s)[0]:
+            os.kill(pid, signal.SIGKILL)
+        return os.waitpid(pid, 0)[1] if select.select([fd], [], [], timeout_s)[0] else None
+    finally:
+        os.close(fd)
+
+
+# ---- one launch ---------------------------------------------------------------------
+
+
+def tail(fd: int, max_kb: int) -> str:
     """The last max_kb KiB of a captured stream, marked when cut (as evaluators/local_result.py)."""
     n = max_kb * 1024
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return ""
-        size = f.seek(0, os.SEEK_END)
-        f.seek(max(0, size - n))
-        data = f.read(n)
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, n, max(0, size - n))
     text = data.decode("utf-8", "replace")
     return f"[... {size - n} bytes cut ...]\n{text}" if size > n else text
 
 
-def read_result(path: str, max_bytes: int) -> tuple[str | None, str | None]:
-    """The result file's text without following links or blocking on a FIFO; (text, note)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+def read_result(fd: int, max_bytes: int) -> tuple[str | None, str | None]:
+    """(the result file, base64, or None; a note on why it is unusable). Never reads more
+    than max_bytes: the size is checked first."""
+    size = os.fstat(fd).st_size
+    if size == 0:
         return None, None
-    except OSError as e:
-        return None, f"unreadable result file: {e.strerror}"
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-            return None, "the result file is not a regular file of allowed size"
-        return f.read(max_bytes + 1).decode("utf-8", "replace"), None
+    if size > max_bytes:
+        return None, f"the result file is too large ({size} bytes; at most {max_bytes})"
+    data = bytearray()
+    while len(data) < size and (chunk := os.pread(fd, size - len(data), len(data))):
+        data += chunk
+    return base64.b64encode(data).decode("ascii"), None
 
 
-def _child(req: dict, src: str, dst: str) -> None:
+def _child(req: dict, src: str, fds: dict[int, int]) -> None:
     """In the forked child: confine, redirect, then become the harness. Never returns."""
-    code = 70
+    code, ready = 70, False
     try:
+        mode = req["mode"]
+        uid = RUN_UID if mode == "run" else SCORE_UID
+        home = HOMES[uid]
         os.setsid()
-        os.chdir(SCRATCH)
-        null = os.open("/dev/null", os.O_RDONLY)
-        out = os.open(f"{OUT}/stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        err = os.open(f"{OUT}/stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        for fd, target in ((null, 0), (out, 1), (err, 2)):
+        high = {target: fcntl.fcntl(fd, fcntl.F_DUPFD, 32) for target, fd in fds.items()}
+        for target, fd in high.items():
             os.dup2(fd, target)
-        os.closerange(3, 65536)  # nothing of the host's channel survives
+        os.closerange(max(high) + 1, 65536)  # nothing of the host's channel survives
         mem = int(req["memory_mb"]) * 2**20
         cpu = int(-(-float(req["timeout_s"]) // 1)) + 1
         fsize = int(req["max_file_mb"]) * 2**20
@@ -198,12 +400,19 @@ def _child(req: dict, src: str, dst: str) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        drop_to(uid)
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc files, owned by itself
         try:
             with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")  # the candidate, never the agent, goes first on OOM
+                f.write("1000")  # the harness, never the agent, goes first on OOM
         except OSError:
             pass
-        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+        os.chdir(home)
+        if req.get("program"):
+            os.symlink(f"{IN}/{req['program']}", f"{home}/{req['program']}")
+        os.environ["HOME"] = os.environ["TMPDIR"] = home
+        if STATUS_FD in fds:
+            os.environ[STATUS_FD_ENV] = str(STATUS_FD)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         # A fresh interpreter would draw fresh seeds; `random` reseeds itself after a
         # fork, numpy's global generator (imported by the agent) does not.
@@ -214,13 +423,22 @@ def _child(req: dict, src: str, dst: str) -> None:
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
         import harness  # preloaded by the agent: a fresh copy of the module state
 
-        sys.argv = [HARNESS, req["mode"], src, dst]
+        sys.argv = [HARNESS, mode, src, f"fd:{RESULT_FD}"]
+        ready = True  # from here on the harness reports its own failures
         code = harness.main(sys.argv)
-    except BaseException:
+    except BaseException as e:
         try:
             traceback.print_exc()
         except BaseException:
             pass
+        if not ready:  # nothing of the candidate ran: this failure is the sandbox's own
+            code = SETUP_FAILED
+            try:
+                error = {"error": f"the sandbox could not start the harness: {e!r}"}
+                failure = {"status": "sandbox_error", "score": None, "artifacts": error}
+                os.pwrite(RESULT_FD, json.dumps(failure).encode(), 0)
+            except BaseException:
+                pass
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -230,67 +448,114 @@ def _child(req: dict, src: str, dst: str) -> None:
         os._exit(code)
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[int | None, bool]:
-    """Wait for the harness, reaping orphans meanwhile; (wait status, timed out)."""
+def _wait(pid: int, timeout_s: float, status_r: int | None) -> tuple[int | None, bool, bytes]:
+    """Wait for the harness, reaping orphans meanwhile and reading its status pipe;
+    (wait status, timed out, what came over the pipe, at most PREAMBLE_MAX_BYTES + 1)."""
     fd = os.pidfd_open(pid)
     end = time.monotonic() + timeout_s
+    preamble = bytearray()
     try:
         while True:
             for p, status in _reap():
                 if p == pid:
-                    return status, False
+                    return status, False, bytes(preamble)
             left = end - time.monotonic()
             if left <= 0:
-                return None, True
-            select.select([fd], [], [], min(left, 0.5))
+                return None, True, bytes(preamble)
+            watch = [fd] if status_r is None else [fd, status_r]
+            ready, _, _ = select.select(watch, [], [], min(left, 0.5))
+            if status_r is not None and status_r in ready:
+                chunk = os.read(status_r, PREAMBLE_MAX_BYTES + 1 - len(preamble))
+                preamble += chunk
+                if not chunk or len(preamble) > PREAMBLE_MAX_BYTES:
+                    os.close(status_r)
+                    status_r = None
     finally:
         os.close(fd)
+        if status_r is not None:
+            os.close(status_r)
+
+
+def _open_out(name: str) -> int:
+    return os.open(f"{OUT}/{name}", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
 
 
 def launch(req: dict) -> dict:
+    global _wiped
     t0 = time.monotonic()
-    leftover, clean = kill_all()
-    note = wipe()
-    if note or not clean or leftover:
-        return {
-            "error": note or f"{leftover} processes were running before the launch",
-            "clean": False,
+    why = drift()
+    if why is None:  # nothing runs between launches: the last launch's wipe still holds
+        leftover, clean = kill_all()
+        if leftover or not clean:
+            why = f"{leftover} processes were running before the launch"
+        elif not _wiped:
+            why = wipe()
+    if why is not None:  # never run anything in a container in doubt: the host replaces it
+        return {"refused": why, "clean": False}
+    _wiped = False
+    max_result = min(int(req.get("max_result_bytes") or RESULT_MAX_BYTES), RESULT_MAX_BYTES)
+    fds = {0: os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)}
+    fds.update({1: _open_out("stdout"), 2: _open_out("stderr"), RESULT_FD: _open_out("result")})
+    status_r = None
+    if req["mode"] == "run":
+        status_r, fds[STATUS_FD] = os.pipe()  # both CLOEXEC; the child dup2s its end
+    try:
+        pid = os.fork()
+        if pid == 0:
+            _child(req, f"{IN}/{req['src']}", fds)
+        if STATUS_FD in fds:
+            os.close(fds.pop(STATUS_FD))  # EOF reaches us once the harness closed its end
+        status, timed_out, preamble = _wait(pid, float(req["timeout_s"]), status_r)
+        strays, clean = kill_all(skip=pid)  # at the deadline the harness itself is no stray
+        if status is None:  # the deadline: kill_all reaped it
+            rc = -signal.SIGKILL
+        else:
+            rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        result, note = read_result(fds[RESULT_FD], max_result)
+        kb = int(req["max_output_kb"])
+        answer: dict[str, object] = {
+            "rc": rc,
+            "timed_out": timed_out,
+            "strays": strays,
+            "result_b64": result,
+            "note": note,
+            "stdout": tail(fds[1], kb),
+            "stderr": tail(fds[2], kb),
         }
-    src = f"{IN}/{req['src']}"
-    dst = f"{OUT}/RESULT.json"
-    if req.get("program"):
-        os.symlink(f"{IN}/{req['program']}", f"{SCRATCH}/{req['program']}")
-    pid = os.fork()
-    if pid == 0:
-        _child(req, src, dst)
-    status, timed_out = _wait(pid, float(req["timeout_s"]))
-    strays, clean = kill_all(skip=pid)  # at the deadline the harness itself is no stray
-    if status is None:  # the deadline: kill_all reaped it
-        rc = -signal.SIGKILL
-    else:
-        rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    result, result_note = read_result(dst, int(req["max_file_mb"]) * 2**21)
-    kb = int(req["max_output_kb"])
-    answer: dict[str, object] = {
-        "rc": rc,
-        "timed_out": timed_out,
-        "strays": strays,
-        "result": result,
-        "note": result_note,
-        "stdout": tail(f"{OUT}/stdout", kb),
-        "stderr": tail(f"{OUT}/stderr", kb),
-    }
-    note = wipe()
-    answer["clean"] = clean and note is None
-    if note:
-        answer["error"] = note
+        if req["mode"] == "run" and preamble and len(preamble) <= PREAMBLE_MAX_BYTES:
+            answer["preamble"] = preamble.decode("utf-8", "replace")
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    uid = RUN_UID if req["mode"] == "run" else SCORE_UID
+    why = wipe((uid,)) if clean else "processes survived SIGKILL"
+    if rc == SETUP_FAILED and (req["mode"] == "score" or not preamble):
+        why = why or "the harness could not be set up"  # not a candidate's exit: it never ran
+    why = why or drift()
+    answer["clean"] = why is None
+    if why:
+        answer["error"] = why
     answer["agent_s"] = time.monotonic() - t0
     return answer
 
 
+def setup() -> None:
+    """Once, before the first launch: the agent's uid and its folders."""
+    become_agent()
+    os.chmod(OUT, 0o700)  # the engine copies the image's folder modes over the tmpfs options
+    os.chmod(TMP, 0o1777)
+    why = wipe()
+    if why:
+        raise RuntimeError(why)
+
+
 def main() -> int:
-    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # no ptrace, no /proc/1/{mem,fd,environ}
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handler: undeliverable from inside
+    try:
+        setup()
+    except Exception as e:
+        _say({"ready": False, "error": f"agent setup failed: {e!r}"})
+        return 1
     sys.path.insert(0, HERE)
     import harness  # noqa: F401  (preloaded for the children)
 
@@ -298,6 +563,7 @@ def main() -> int:
         import numpy  # noqa: F401  (the evaluators' main dependency, imported once)
     except ImportError:
         pass
+    _START.update(snapshot())  # what drift() compares with, from now on
     version = ".".join(map(str, sys.version_info[:3]))
     _say({"ready": True, "python": version, "uid": os.getuid(), "pid": os.getpid()})
     stdin = sys.stdin.buffer

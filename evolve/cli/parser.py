@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="where candidates run (default auto: docker if its engine and image are there, else local)",
     )
+    _require_isolation(run)
     run.add_argument(
         "--islands", type=_positive_int, help="number of islands (default: problem's, else 3)"
     )
@@ -132,12 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--sandbox", choices=SANDBOXES, default="auto", help="where the program runs (default auto)"
     )
+    _require_isolation(ev)
 
     ck = sub.add_parser("check", help="validate a problem folder and score its seed program")
     ck.add_argument("problem_dir", metavar="PROBLEM_DIR")
     ck.add_argument(
         "--sandbox", choices=SANDBOXES, default="auto", help="where the seed runs (default auto)"
     )
+    _require_isolation(ck)
 
     sb = sub.add_parser("sandbox", help="manage the Docker sandbox's image")
     sb_sub = sb.add_subparsers(dest="sandbox_command", required=True, metavar="ACTION")
@@ -176,3 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_archive_parser(sub)
     return ap
+
+
+def _require_isolation(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--require-isolation",
+        action="store_true",
+        help="refuse to run if the local sandbox lost any isolation guarantee here (default: warn)",
+    )

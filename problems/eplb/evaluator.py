@@ -1,21 +1,21 @@
 """Evaluator for expert-parallel load balancing (EPLB) of MoE inference.
 
-Two halves with different trust. `evaluate()` runs inside the sandbox next to
-the candidate: it calls rebalance_experts() once per window of each trace,
-times each call, checks each placement (for an early, precise error) and
-reports the placements and call times. `score()` runs in a clean process that
-never imports the candidate: it regenerates the traces, re-checks every
-placement and recomputes the balancedness of each on the *next* window, so a
-candidate that patches this module or the simulator in memory gains nothing
-there. The runtime part of the score is self-reported by the sandbox process
-(score() cannot time code it never runs); it is clamped and bounded to at
-most +10 / -10 points, against 90 points for the trusted balancedness.
+Two halves with different trust. `evaluate()` runs inside the sandbox and
+calls rebalance_experts() in the candidate's own, confined process (the kit's
+proxy), once per window of each trace, one window at a time (the next window
+is what the placement is scored on); it checks each placement (for an early,
+precise error) and reports the placements and call times. `score()` runs in
+a clean process that never imports the candidate: it regenerates the traces,
+re-checks every placement and recomputes the balancedness of each on the
+*next* window. The runtime part of the score is self-reported: each call is
+timed in the candidate's process, around the bare call (score() cannot time
+code it never runs); it is clamped and bounded to at most +10 / -10 points,
+against 90 points for the trusted balancedness.
 """
 
 from __future__ import annotations
 
 import math
-from time import perf_counter as _clock  # bound before any candidate code runs
 
 import eplb_sim as sim  # the simulator next to this file
 import numpy as np
@@ -28,11 +28,9 @@ ARRAYS = ("phy2log", "log2phy", "logcnt")
 
 def _placement(fn, weight: np.ndarray, where: str) -> tuple[tuple[np.ndarray, ...], float]:
     """One timed call on a private copy of `weight`: the checked (phy2log, log2phy, logcnt),
-    log2phy cut to the largest count, and the seconds the call took."""
+    log2phy cut to the largest count, and the seconds the call took (in the candidate's process)."""
     arg = weight.copy()
-    t0 = _clock()
-    raw = fn(arg, sim.NUM_REPLICAS, sim.NUM_GROUPS, sim.NUM_NODES, sim.NUM_GPUS)
-    dt = _clock() - t0
+    raw, dt = kit.proxy(fn).timed(arg, sim.NUM_REPLICAS, sim.NUM_GROUPS, sim.NUM_NODES, sim.NUM_GPUS)
     try:
         if not isinstance(raw, (tuple, list)) or len(raw) != 3:
             got = f"a {type(raw).__name__}" + (f" of length {len(raw)}" if isinstance(raw, (tuple, list)) else "")

@@ -1,10 +1,11 @@
 """Evaluator for online bin packing in FunSearch's Weibull setup.
 
-Two halves with different trust. `evaluate()` runs inside the sandbox next to
-the candidate and only reports where each item went. `score()` runs on the
-trusted side, never imports the candidate, regenerates the instances and
-re-checks every placement, so a candidate that patches `evaluate()` in memory
-can at worst produce an invalid packing, never a better score.
+Two halves with different trust. `evaluate()` runs inside the sandbox and
+calls priority() in the candidate's own, confined process (the kit's proxy):
+the candidate sees one item and the feasible bins per call, never this
+module, its frames or the instances to come. It only reports where each item
+went. `score()` runs on the trusted side, never imports the candidate,
+regenerates the instances and re-checks every placement.
 """
 
 from __future__ import annotations
@@ -61,36 +62,54 @@ def _as_priorities(raw: object, k: int) -> np.ndarray:
     return arr
 
 
-def pack(priority, items: np.ndarray, sample_at=()) -> tuple[list[int], list[tuple]]:
-    """Place items online into a pool of len(items) bins of CAPACITY.
+def pack(priority, instances: list[np.ndarray], sample_at=()) -> tuple[list[list[int]], list[tuple]]:
+    """Place each instance's items online into its own pool of len(items) bins of CAPACITY.
 
-    Returns the bin index per item and, for each position in `sample_at`, the
-    (item, feasible capacities, chosen position) state for the purity replay.
+    `priority` is the kit's proxy to the candidate. The instances advance side
+    by side: the i-th items of all of them go to priority() in one batch (one
+    round trip to the candidate's process), in instance order; they are drawn
+    independently, so a batch says nothing about any instance's later items.
+    Returns the bin index per item of each instance and, for each (instance,
+    position) in `sample_at`, the (item, feasible capacities, chosen position)
+    state for the purity replay.
     """
-    bins = np.full(len(items), float(CAPACITY))
+    priority = kit.proxy(priority)
+    pools = [np.full(len(items), float(CAPACITY)) for items in instances]
+    sizes = [items.tolist() for items in instances]
     sample_at = set(sample_at)
-    assignment, samples = [], []
-    for i, size in enumerate(items.tolist()):
-        item = float(size)
-        feasible = np.flatnonzero(bins >= item)
-        view = bins[feasible]  # a copy: the candidate cannot touch the real bins
-        saved = view.copy() if i in sample_at else None
-        try:
-            pos = int(np.argmax(_as_priorities(priority(item, view), len(feasible))))
-        except kit.Invalid as e:
-            raise kit.Invalid(f"item {i} (size {size}, {len(feasible)} feasible bins): {e}") from None
-        if saved is not None:
-            samples.append((item, saved, pos))
-        chosen = int(feasible[pos])
-        bins[chosen] -= item
-        assignment.append(chosen)
-    return assignment, samples
+    assignments: list[list[int]] = [[] for _ in instances]
+    samples = []
+    for i in range(max(map(len, sizes), default=0)):
+        live = [k for k in range(len(sizes)) if i < len(sizes[k])]
+        calls, feasibles = [], []
+        for k in live:
+            item = float(sizes[k][i])
+            feasible = np.flatnonzero(pools[k] >= item)
+            feasibles.append(feasible)
+            calls.append((item, pools[k][feasible]))  # a copy: the candidate cannot touch the real bins
+        saved = {k: view.copy() for k, (_, view) in zip(live, calls, strict=True) if (k, i) in sample_at}
+        for k, (item, _), feasible, raw in zip(live, calls, feasibles, priority.map(calls), strict=True):
+            try:
+                pos = int(np.argmax(_as_priorities(raw, len(feasible))))
+            except kit.Invalid as e:
+                raise kit.Invalid(
+                    f"instance {k}, item {i} (size {sizes[k][i]}, {len(feasible)} feasible bins): {e}"
+                ) from None
+            if k in saved:
+                samples.append((item, saved[k], pos))
+            chosen = int(feasible[pos])
+            pools[k][chosen] -= item
+            assignments[k].append(chosen)
+    return assignments, samples
 
 
 def _check_purity(priority, samples: list[tuple]) -> None:
-    """Replay recorded states in reverse order, twice each; a pure priority() picks the same bin."""
-    for item, saved, pos in [s for s in reversed(samples) for _ in range(2)]:
-        again = int(np.argmax(_as_priorities(priority(item, saved.copy()), len(saved))))
+    """Replay recorded states in reverse order, twice each, in one batch; a pure priority()
+    picks the same bin."""
+    replays = [s for s in reversed(samples) for _ in range(2)]
+    raws = kit.proxy(priority).map([(item, saved.copy()) for item, saved, _ in replays])
+    for (item, saved, pos), raw in zip(replays, raws, strict=True):
+        again = int(np.argmax(_as_priorities(raw, len(saved))))
         if again != pos:
             raise kit.Invalid(
                 f"priority({item:g}, bins) chose position {again} when replayed but {pos} during "
@@ -102,15 +121,9 @@ def _pack_all(priority, split: str) -> tuple[dict, dict]:
     """Sandbox side: run the candidate online on the split's instances."""
     instances = make_instances(split)
     per_instance = max(1, PURITY_SAMPLES // len(instances))
-    assignments, samples = [], []
-    for k, items in enumerate(instances):
-        at = np.linspace(0, len(items) - 1, per_instance).astype(int).tolist()
-        try:
-            assignment, sampled = pack(priority, items, at)
-        except kit.Invalid as e:
-            raise kit.Invalid(f"instance {k}, {e}") from None
-        assignments.append(assignment)
-        samples.extend(sampled)
+    at = [(k, i) for k, items in enumerate(instances)
+          for i in np.linspace(0, len(items) - 1, per_instance).astype(int).tolist()]
+    assignments, samples = pack(priority, instances, at)
     _check_purity(priority, samples)
     n_items = sum(len(items) for items in instances)
     return {"assignments": assignments}, {"instances": len(instances), "items": n_items}

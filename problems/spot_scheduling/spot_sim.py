@@ -15,9 +15,10 @@ seconds, so replaying a decision log is exact.
 
 Both evaluators keep only their benchmark (splits, traces, zones, windows, what
 decide() may return, as a `Benchmark`); the rest is here and works the same
-for both. Sandbox side: step every scenario, call decide(state) once per tick,
-re-run a few scenarios to check decide() is repeatable, and report only the
-decisions (`Benchmark.run`). Trusted side, in a clean process that never
+for both. Sandbox side: step every scenario, call decide(state) once per tick
+(in the candidate's own process, through the kit's proxy), re-run a few
+scenarios to check decide() is repeatable, and report only the decisions
+(`Benchmark.run`). Trusted side, in a clean process that never
 imports the candidate: rebuild the scenarios, replay each decision log through
 a fresh `Job` and compute cost and deadline misses (`Benchmark.judge`).
 spot_multi_region loads this file through problem.toml's `include`.
@@ -80,7 +81,8 @@ class IllegalDecision(ValueError):
 @dataclass(frozen=True)
 class Scenario:
     """One job on one window of aligned traces; `avail[z][k]` is 1 if spot is available
-    in zone z during tick k. The job starts with zone 0 as its current zone."""
+    in zone z during tick k. The job starts with zone 0 as its current zone. `start` is the
+    window's first tick in the traces: scenarios are stepped in trace-time order."""
 
     name: str
     zones: tuple[str, ...]
@@ -91,6 +93,7 @@ class Scenario:
     overhead_s: int
     spot_price: float = SPOT_PRICE
     on_demand_price: float = ON_DEMAND_PRICE
+    start: int = 0
 
     @property
     def n_ticks(self) -> int:
@@ -308,7 +311,7 @@ def make_scenarios(groups: list[Group], gap_s: int, windows: int, seed: int) -> 
                 scenarios.append(Scenario(
                     name=f"{g.name} start_tick={start} deadline={deadline}h overhead={overhead}h",
                     zones=g.zones, avail=window, gap_s=gap_s, work_s=WORK_H * 3600,
-                    deadline_s=deadline * 3600, overhead_s=round(overhead * 3600),
+                    deadline_s=deadline * 3600, overhead_s=round(overhead * 3600), start=start,
                 ))
     return scenarios
 
@@ -319,7 +322,9 @@ class State:
 
     Writing to it changes nothing in the simulation (every field is refilled
     each tick). `memory` is a dict that persists across the ticks of one
-    scenario (a fresh one per scenario).
+    scenario (a fresh `kit.Memory` per scenario). The candidate's process gets
+    the `fields` only, as a plain object named State with the same repr, and
+    the same memory dict at every tick of the scenario.
     """
 
     __slots__ = (
@@ -354,60 +359,97 @@ class PolicyError(RuntimeError):
 # return, the current zone, spot availability per zone this tick, and the zone names.
 Parse = Callable[[object, int, tuple, tuple], tuple[str, int] | str]
 
-_rows_cache: dict[tuple[bytes, ...], list[tuple[bool, ...]]] = {}
-
-
-def _spot_rows(sc: Scenario) -> list[tuple[bool, ...]]:
-    """Per tick, a tuple of spot availability per zone (shared by scenarios on the same window)."""
-    rows = _rows_cache.get(sc.avail)
-    if rows is None:
-        rows = [tuple(v == 1 for v in col) for col in zip(*sc.avail, strict=True)]
-        _rows_cache.clear()  # keep one window: scenarios of a window are consecutive
-        _rows_cache[sc.avail] = rows
-    return rows
+def _spot_rows(scenarios: list[Scenario]) -> list[list[tuple[bool, ...]]]:
+    """Per scenario, per tick, a tuple of spot availability per zone (shared by the scenarios
+    of a window)."""
+    windows: dict[tuple[bytes, ...], list[tuple[bool, ...]]] = {}
+    for sc in scenarios:
+        if sc.avail not in windows:
+            windows[sc.avail] = [tuple(v == 1 for v in col) for col in zip(*sc.avail, strict=True)]
+    return [windows[sc.avail] for sc in scenarios]
 
 
 def run_policy(decide: Callable, sc: Scenario, parse: Parse, state: type[State] = State) -> str:
     """Step one scenario to its end, calling decide() every tick; return the decision codes."""
-    job = Job(sc)
-    rows = _spot_rows(sc)
+    return run_policies(decide, [sc], parse, state)[0]
+
+
+def run_policies(decide: Callable, scenarios: list[Scenario], parse: Parse,
+                 state: type[State] = State, trace_time: bool = True) -> list[str]:
+    """Step every scenario to its end in trace-time order; return each one's decision codes.
+
+    At each trace tick T, one batch of decide() calls (one round trip to the
+    candidate's process) serves every scenario whose window covers T, in
+    scenario order. So when decide() is called for tick T, its process has
+    seen no availability later than T in any scenario: even global state
+    cannot carry the future of one scenario into another. With `trace_time`
+    False, every scenario starts at once (for re-runs, which see no new data).
+    """
+    decide = kit.proxy(decide)
     zoned = issubclass(state, ZoneState)
-    st = state()
-    st.memory = {}
-    codes = []
-    while not job.over:
-        job.observe()
-        spot = rows[job.tick]
-        t = job.tick * sc.gap_s
-        st.tick, st.elapsed, st.time_left = job.tick, t / 3600, (sc.deadline_s - t) / 3600
-        st.work_done, st.work_left = job.done_s / 3600, job.work_left_s / 3600
-        st.overhead_left, st.has_spot, st.current = job.overhead_left_s / 3600, spot[job.zone], job.current
-        if zoned:
-            st.spot, st.zone, st.zones, st.n_zones = spot, job.zone, sc.zones, len(sc.zones)
-        st.gap, st.deadline, st.work_total = sc.gap_s / 3600, sc.deadline_s / 3600, sc.work_s / 3600
-        st.restart_overhead = sc.overhead_s / 3600
-        st.spot_price, st.on_demand_price = sc.spot_price, sc.on_demand_price
+    jobs = [Job(sc) for sc in scenarios]
+    rows = _spot_rows(scenarios)
+    states = []
+    for _ in scenarios:
+        st = state()
+        st.memory = kit.Memory()
+        states.append(st)
+    codes: list[list[str]] = [[] for _ in scenarios]
+    starts = [sc.start if trace_time else 0 for sc in scenarios]
+    order = sorted(range(len(scenarios)), key=starts.__getitem__)
+    active: list[int] = []
+    nxt, now = 0, 0
+    while nxt < len(order) or active:
+        if not active:
+            now = max(now, starts[order[nxt]])
+        if nxt < len(order) and starts[order[nxt]] <= now:
+            while nxt < len(order) and starts[order[nxt]] <= now:
+                active.append(order[nxt])
+                nxt += 1
+            active.sort()
+        spots = []
+        for i in active:
+            sc, job, st = scenarios[i], jobs[i], states[i]
+            job.observe()
+            spot = rows[i][job.tick]
+            spots.append(spot)
+            t = job.tick * sc.gap_s
+            st.tick, st.elapsed, st.time_left = job.tick, t / 3600, (sc.deadline_s - t) / 3600
+            st.work_done, st.work_left = job.done_s / 3600, job.work_left_s / 3600
+            st.overhead_left, st.has_spot, st.current = job.overhead_left_s / 3600, spot[job.zone], job.current
+            if zoned:
+                st.spot, st.zone, st.zones, st.n_zones = spot, job.zone, sc.zones, len(sc.zones)
+            st.gap, st.deadline, st.work_total = sc.gap_s / 3600, sc.deadline_s / 3600, sc.work_s / 3600
+            st.restart_overhead = sc.overhead_s / 3600
+            st.spot_price, st.on_demand_price = sc.spot_price, sc.on_demand_price
         try:
-            action = decide(st)
+            actions = decide.each([states[i] for i in active])
         except Exception as e:
+            k = getattr(e, "call_index", None)
+            i = active[k if type(k) is int and 0 <= k < len(active) else 0]
             raise PolicyError(
-                f"decide() raised {type(e).__name__}: {e} (scenario {sc.name}, tick {job.tick})"
+                f"decide() raised {type(e).__name__}: {e} (scenario {scenarios[i].name}, tick {jobs[i].tick})"
             ) from e
-        parsed = parse(action, job.zone, spot, sc.zones)
-        if isinstance(parsed, str):
-            raise kit.Invalid(f"scenario {sc.name}, tick {job.tick}: {parsed}")
-        kind, zone = parsed
-        job.step(kind, zone)
-        codes.append(code(kind, zone))
-    return "".join(codes)
+        for i, action, spot in zip(active, actions, spots, strict=True):
+            job = jobs[i]
+            parsed = parse(action, job.zone, spot, scenarios[i].zones)
+            if isinstance(parsed, str):
+                raise kit.Invalid(f"scenario {scenarios[i].name}, tick {job.tick}: {parsed}")
+            kind, zone = parsed
+            job.step(kind, zone)
+            codes[i].append(code(kind, zone))
+        active = [i for i in active if not jobs[i].over]
+        now += 1
+    return ["".join(c) for c in codes]
 
 
 def check_repeatable(decide: Callable, scenarios: list[Scenario], codes: list[str],
                      parse: Parse, state: type[State] = State) -> None:
-    """Re-run a few scenarios in reverse order: decide() must give the same decisions."""
-    picks = np.linspace(0, len(scenarios) - 1, REPEAT_CHECKS).astype(int).tolist()
-    for i in reversed(picks):
-        again = run_policy(decide, scenarios[i], parse, state)
+    """Re-run a few scenarios, in reverse order and side by side (one batch per tick):
+    decide() must give the same decisions."""
+    picks = np.linspace(0, len(scenarios) - 1, REPEAT_CHECKS).astype(int).tolist()[::-1]
+    rerun = run_policies(decide, [scenarios[i] for i in picks], parse, state, trace_time=False)
+    for i, again in zip(picks, rerun, strict=True):
         if again != codes[i]:
             k = next((j for j, (a, b) in enumerate(zip(again, codes[i], strict=False)) if a != b),
                      min(len(again), len(codes[i])))
@@ -421,7 +463,7 @@ def check_repeatable(decide: Callable, scenarios: list[Scenario], codes: list[st
 def run_all(decide: Callable, scenarios: list[Scenario], parse: Parse,
             state: type[State] = State) -> tuple[dict, dict]:
     """Sandbox side: every scenario's decisions, one run-length encoded log each."""
-    codes = [run_policy(decide, sc, parse, state) for sc in scenarios]
+    codes = run_policies(decide, scenarios, parse, state)
     check_repeatable(decide, scenarios, codes, parse, state)
     return ({"decisions": [encode(c) for c in codes]},
             {"scenarios": len(scenarios), "decisions": sum(map(len, codes))})
