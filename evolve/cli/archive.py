@@ -9,12 +9,21 @@ from __future__ import annotations
 import json
 import sys
 
-from rich.console import Console
-from rich.syntax import Syntax
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, JustifyMethod
 from rich.table import Table
+from rich.text import Text
 
 from evolve.archive import Archive, ProgramRow
+from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax, safe_text
 from evolve.edits import unified_diff
+
+Cell = Text | str  # of a table
+
+# Everything shown here may come from a candidate (code, artifacts, metric names, stop
+# reasons): on the terminal it goes through safe_rich/safe_text/safe_syntax. --json
+# (whose escaping keeps it exact), --code and `diff` to a file or pipe stay byte-exact.
 
 
 def add_parser(sub) -> None:
@@ -31,12 +40,26 @@ def add_parser(sub) -> None:
             p.add_argument("--json", action="store_true", help="machine-readable output")
         return p
 
-    common(asub.add_parser("runs", help="list runs"))
-    b = common(asub.add_parser("best", help="best program per problem (across runs) or per run"))
+    r = common(asub.add_parser("runs", help="list runs"))
+    r.add_argument("--wide", action="store_true", help="never wrap: one line per run, however wide")
+    b = common(
+        asub.add_parser(
+            "best",
+            help="best program of each problem (a table; --json: one object per line), "
+            "or of one problem or run",
+        )
+    )
     b.add_argument("--problem", help="problem name")
     b.add_argument("--run", help="run id")
     s = common(asub.add_parser("show", help="one program: scores, metrics, artifacts, code"))
     s.add_argument("program_id", metavar="PROGRAM_ID")
+    for p in (b, s):
+        p.add_argument(
+            "--code",
+            action="store_true",
+            help="print only the code: exact to a file or pipe, control characters shown "
+            "escaped on a terminal",
+        )
     li = common(asub.add_parser("lineage", help="ancestors of a program back to the seed"))
     li.add_argument("program_id", metavar="PROGRAM_ID")
     d = common(
@@ -87,46 +110,27 @@ def _public(p: ProgramRow, code: bool = True) -> dict:
 def dispatch(args) -> int:
     from evolve.cli.common import UsageError, runs_dir
 
-    path = runs_dir(args)
-    if not (path / "archive.db").is_file():
-        raise UsageError(f"--runs-dir {path}: no archive.db there (no run has been started in it)")
-    archive = Archive(path)
+    archive = Archive(runs_dir(args), create=False)  # ArchiveError: one line, exit 2
     out = Console()
     cmd = args.archive_command
     if cmd == "runs":
-        runs = archive.list_runs()
-        if args.json:
-            print(json.dumps(runs))
-            return 0
-        t = Table("run", "problem", "status", "iterations", "seed", "best", "$")
-        for r in runs:
-            t.add_row(
-                r["run_id"],
-                r["problem"],
-                r["status"] + (f" ({r['stop_reason']})" if r["stop_reason"] else ""),
-                f"{r['iterations_done']}/{r['iterations_target']}",
-                _f(r["seed_score"]),
-                _f(r["best_score"]),
-                f"{r['cost_usd']:.4f}",
-            )
-        out.print(t)
-        return 0
+        return _runs(out, archive.list_runs(), args.json, args.wide)
     if cmd == "best":
-        if args.run and archive.get_run(args.run) is None:
-            raise UsageError(f"--run {args.run}: no such run")
-        p = archive.best(problem=args.problem, run_id=args.run)
-        if p is None:
-            raise UsageError(
-                "no evaluated program matches"
-                + (f" --problem {args.problem}" if args.problem else "")
-            )
-        return _show(out, p, args.json)
+        run_id = _run_id(archive, args.run, "--run ") if args.run else None
+        if args.problem or run_id:
+            p = archive.best(problem=args.problem, run_id=run_id)
+            if p is None:
+                raise UsageError(
+                    "no evaluated program matches"
+                    + (f" --problem {args.problem}" if args.problem else "")
+                    + (f" --run {run_id}" if run_id else "")
+                )
+            return _show(out, p, args.json, args.code)
+        return _best_per_problem(out, archive.best_per_problem(), args.json, args.code)
     if cmd in ("show", "lineage", "diff"):
-        p = archive.get_program(args.program_id)
-        if p is None:
-            raise UsageError(f"{args.program_id}: no such program (ids look like RUN_ID:ITERATION)")
+        p = _program(archive, args.program_id)
         if cmd == "show":
-            return _show(out, p, args.json)
+            return _show(out, p, args.json, args.code)
         if cmd == "lineage":
             chain = archive.lineage(p.program_id)
             if args.json:
@@ -135,53 +139,174 @@ def dispatch(args) -> int:
             t = Table("program", "iteration", "kind", "status", "score", "test", "model")
             for c in chain:
                 t.add_row(
-                    c.program_id,
+                    safe_rich(c.program_id),
                     str(c.iteration),
-                    c.kind,
-                    c.status,
+                    safe_rich(c.kind),
+                    safe_rich(c.status),
                     _f(c.score),
                     _f(c.test_score),
-                    c.model or "",
+                    safe_rich(c.model or ""),
                 )
             out.print(t)
             return 0
-        other = (
-            archive.get_program(args.other)
-            if args.other
-            else (archive.get_program(p.parent_id) if p.parent_id else None)
-        )
+        if args.other:
+            other: ProgramRow | None = _program(archive, args.other)
+        else:
+            other = archive.get_program(p.parent_id) if p.parent_id else None
         if other is None:
-            raise UsageError(f"{args.other or p.program_id}: nothing to compare with")
-        sys.stdout.write(unified_diff(other.code or "", p.code or ""))
+            raise UsageError(f"{p.program_id}: nothing to compare with (it has no parent)")
+        sys.stdout.write(for_stream(unified_diff(other.code or "", p.code or ""), sys.stdout))
         return 0
     if cmd == "plot":
         from evolve.cli.plots import write_run_pictures
 
-        if archive.get_run(args.run_id) is None:
-            raise UsageError(f"{args.run_id}: no such run")
-        for f in write_run_pictures(archive, args.run_id):
-            print(f)
+        for f in write_run_pictures(archive, _run_id(archive, args.run_id)):
+            print(safe_text(f))
         return 0
     raise UsageError(f"unknown archive command {cmd}")
 
 
-def _show(out: Console, p: ProgramRow, as_json: bool) -> int:
+def _program(archive: Archive, text: str) -> ProgramRow:
+    """The program a person named: exact id, RUN_PREFIX:ITERATION or a unique prefix."""
+    from evolve.cli.common import UsageError
+
+    p = archive.resolve_program(text)  # AmbiguousId: exit 2 with a few candidates
+    if p is None:
+        raise UsageError(f"{text}: no such program (ids look like RUN_ID:ITERATION)")
+    return p
+
+
+def _run_id(archive: Archive, text: str, flag: str = "") -> str:
+    from evolve.cli.common import UsageError
+
+    run_id = archive.resolve_run(text)
+    if run_id is None:
+        raise UsageError(f"{flag}{text}: no such run")
+    return run_id
+
+
+def _runs(out: Console, runs: list[dict], as_json: bool, wide: bool) -> int:
+    if as_json:
+        print(json.dumps(runs))
+        return 0
+    rows: list[list[Cell]] = [
+        [
+            safe_rich(r["run_id"]),
+            safe_rich(r["problem"]),
+            safe_rich(r["status"] + (f" ({r['stop_reason']})" if r["stop_reason"] else "")),
+            f"{r['iterations_done']}/{r['iterations_target']}",
+            _f(r["seed_score"]),
+            _f(r["best_score"]),
+            f"{r['cost_usd']:.4f}",
+        ]
+        for r in runs
+    ]
+    columns = [("run", None), ("problem", 7), ("status", 11)]  # 11: "interrupted"
+    columns += [(h, None) for h in ("iters", "seed", "best", "$")]
+    _print_table(out, columns, rows, wide=wide)
+    return 0
+
+
+def _print_table(
+    out: Console,
+    columns: list[tuple[str, int | None]],
+    rows: list[list[Cell]],
+    title: str | None = None,
+    wide: bool = False,
+) -> None:
+    """A table whose ids and numbers are never cut or wrapped.
+
+    columns: (header, fold) where fold is the narrowest a column may be wrapped to,
+    or None for a column shown whole. Rich, short of room, would cut even no-wrap
+    columns (a run id ending in "…" cannot be pasted): when only wrapping the others
+    cannot make the table fit, it is printed wider than the terminal. --wide: nothing
+    wraps at all."""
+
+    def cells(c: Cell) -> int:
+        return c.cell_len if isinstance(c, Text) else cell_len(c)
+
+    natural = [max([cell_len(h)] + [cells(r[i]) for r in rows]) for i, (h, _) in enumerate(columns)]
+
+    def build(squeeze: bool) -> Table:
+        t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for (head, fold), n in zip(columns, natural, strict=True):
+            if fold is None:
+                justify: JustifyMethod = "left" if head in ("run", "program") else "right"
+                t.add_column(head, no_wrap=True, min_width=n, justify=justify)
+            else:  # squeezed: exactly as narrow as allowed, so rich has nothing left to cut
+                t.add_column(head, overflow="fold", width=min(fold, n) if squeeze else None)
+        for r in rows:
+            t.add_row(*r)
+        return t
+
+    t = build(squeeze=False)
+    full = Console(width=1_000_000).measure(t).maximum
+    folded = sum(min(fold, n) for (_, fold), n in zip(columns, natural, strict=True) if fold)
+    room = out.width - (full - sum(n for (_, f), n in zip(columns, natural, strict=True) if f))
+    if wide or full <= out.width:
+        width = max(full, out.width)
+    elif room >= folded:
+        width = out.width  # rich wraps the foldable columns into the room left
+    else:
+        t = build(squeeze=True)
+        width = Console(width=1_000_000).measure(t).maximum
+    if width != out.width:
+        out = Console(width=width, force_terminal=out.is_terminal, no_color=out.no_color)
+    out.print(t)
+
+
+def _best_per_problem(out: Console, best: list[ProgramRow], as_json: bool, code: bool) -> int:
+    """`archive best` without --problem or --run: one program per problem."""
+    from evolve.cli.common import UsageError
+
+    if not best:
+        raise UsageError("no evaluated program in the archive yet")
+    if code:
+        if len(best) > 1:
+            names = ", ".join(p.problem for p in best)
+            raise UsageError(
+                f"--code: the archive holds {len(best)} problems ({names}); name one with --problem"
+            )
+        return _show(out, best[0], False, True)
+    if as_json:  # one object per line (JSON Lines): one line when there is one problem
+        for p in best:
+            print(json.dumps(_public(p)))
+        return 0
+    rows: list[list[Cell]] = [
+        [
+            safe_rich(p.problem),
+            safe_rich(p.program_id),
+            _f(p.score),
+            _f(p.test_score),
+            safe_rich(p.model or ""),
+        ]
+        for p in best
+    ]
+    columns = [("problem", 7), ("program", None), ("score", None), ("held out", None)]
+    _print_table(out, [*columns, ("model", 8)], rows, title="best program per problem")
+    return 0
+
+
+def _show(out: Console, p: ProgramRow, as_json: bool, code_only: bool = False) -> int:
     if as_json:
         print(json.dumps(_public(p)))
         return 0
-    t = Table(show_header=False, title=p.program_id)
+    if code_only:
+        sys.stdout.write(for_stream(p.code or "", sys.stdout))
+        return 0
+    t = Table(show_header=False, title=safe_rich(p.program_id))
     for k in ("problem", "run_id", "iteration", "island", "kind", "status", "model", "parent_id"):
-        t.add_row(k, str(getattr(p, k)))
+        t.add_row(k, safe_rich(getattr(p, k)))
     t.add_row("score (train)", _f(p.score))
     t.add_row("score (held out)", _f(p.test_score))
     for k, v in sorted(p.metrics.items()):
-        t.add_row(k, _f(v))
+        t.add_row(safe_rich(k), safe_rich(_f(v)))
     out.print(t)
     for k, v in p.artifacts.items():
-        out.print(k, style="bold", markup=False)
-        out.print(v.strip()[-2000:], highlight=False, markup=False)
+        out.print(safe_rich(k, style="bold"))
+        out.print(safe_rich(str(v).strip()[-2000:]), highlight=False)
     if p.code:
-        out.print(Syntax(p.code, "python", line_numbers=True))
+        out.print(safe_syntax(p.code, "python", line_numbers=True))
     return 0
 
 

@@ -1,148 +1,69 @@
-"""The SQLite archive: the single source of truth for every run.
+"""The Archive: one SQLite database, the single source of truth for every run.
 
 Every state change is one committed transaction, so a controller killed at
 any instant leaves a database from which `resume` rebuilds everything else
 (population, islands, budgets) without losing or repeating work.
+
+A run has one owner, the controller holding its lock (see lease.py), whose pid and
+host the run's row records. A `running` row whose lock is free shows as `interrupted`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    problem TEXT NOT NULL,
-    problem_dir TEXT NOT NULL,
-    config_json TEXT NOT NULL,
-    status TEXT NOT NULL,          -- running | finished | stopped | failed
-    stop_reason TEXT,
-    iterations_target INTEGER NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS programs (
-    program_id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(run_id),
-    problem TEXT NOT NULL,
-    iteration INTEGER NOT NULL,    -- 0 for the seed
-    island INTEGER NOT NULL,
-    parent_id TEXT,
-    second_parent_id TEXT,
-    kind TEXT NOT NULL,            -- seed | mutation | crossover
-    edit_kind TEXT,                -- diff | block | full | none
-    model TEXT,
-    code TEXT,
-    code_hash TEXT,
-    diff TEXT,
-    status TEXT NOT NULL,          -- pending | ok | invalid_edit | syntax_error | runtime_error | timeout | invalid | duplicate | rejected | sandbox_error
-    score REAL,                    -- train score, higher is better; NULL unless status = ok
-    test_score REAL,               -- held-out score, set when the program became a best
-    scores_json TEXT NOT NULL DEFAULT '{}',   -- per cascade stage / split
-    metrics_json TEXT NOT NULL DEFAULT '{}',
-    test_metrics_json TEXT NOT NULL DEFAULT '{}',
-    artifacts_json TEXT NOT NULL DEFAULT '{}',
-    features_json TEXT NOT NULL DEFAULT '{}',
-    cell TEXT,
-    eval_s REAL,
-    llm_call_id INTEGER,
-    created_at REAL NOT NULL,
-    UNIQUE (run_id, iteration)
-);
-CREATE INDEX IF NOT EXISTS programs_problem_score ON programs(problem, score);
-CREATE INDEX IF NOT EXISTS programs_run_hash ON programs(run_id, code_hash);
-CREATE TABLE IF NOT EXISTS llm_calls (
-    call_id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL,
-    iteration INTEGER NOT NULL,
-    island INTEGER NOT NULL,
-    parent_id TEXT,
-    second_parent_id TEXT,
-    edit_format TEXT NOT NULL,
-    model TEXT NOT NULL,
-    prompt_json TEXT NOT NULL,
-    reply TEXT,
-    error TEXT,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    latency_s REAL NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS llm_calls_run_iter ON llm_calls(run_id, iteration);
-CREATE TABLE IF NOT EXISTS migrations (
-    run_id TEXT NOT NULL,
-    program_id TEXT NOT NULL,
-    to_island INTEGER NOT NULL,
-    at_iteration INTEGER NOT NULL,
-    PRIMARY KEY (run_id, program_id, to_island)
-);
-"""
-
-
-@dataclass
-class ProgramRow:
-    program_id: str
-    run_id: str
-    problem: str
-    iteration: int
-    island: int
-    status: str
-    code: str | None = None
-    parent_id: str | None = None
-    second_parent_id: str | None = None
-    kind: str = "mutation"
-    edit_kind: str | None = None
-    model: str | None = None
-    code_hash: str | None = None
-    diff: str | None = None
-    score: float | None = None
-    test_score: float | None = None
-    scores: dict = field(default_factory=dict)
-    metrics: dict = field(default_factory=dict)
-    test_metrics: dict = field(default_factory=dict)
-    artifacts: dict = field(default_factory=dict)
-    features: dict = field(default_factory=dict)
-    cell: str | None = None
-    eval_s: float | None = None
-    llm_call_id: int | None = None
-    created_at: float = 0.0
-
-
-_JSON_COLS = {
-    "scores": "scores_json",
-    "metrics": "metrics_json",
-    "test_metrics": "test_metrics_json",
-    "artifacts": "artifacts_json",
-    "features": "features_json",
-}
-
-
-def _row_to_program(r: sqlite3.Row) -> ProgramRow:
-    d = dict(r)
-    for attr, col in _JSON_COLS.items():
-        d[attr] = json.loads(d.pop(col) or "{}")
-    return ProgramRow(**d)
+from evolve.archive.faults import (
+    AmbiguousId,
+    ArchiveError,
+    RunBusy,
+    ambiguous,
+    check_runs_dir,
+    describe_fault,
+)
+from evolve.archive.lease import RunLease, is_locked, lock_file, try_lock
+from evolve.archive.rows import ProgramRow, insert_statement, row_to_program
+from evolve.archive.schema import SCHEMA_VERSION, refuse_newer, upgrade, user_version
 
 
 class Archive:
-    """One database for all runs under a runs dir."""
+    """One database for all runs under a runs dir.
 
-    def __init__(self, runs_dir: str | Path):
+    Opening it checks the runs dir and the schema: a newer archive is refused, an
+    older one migrated in one transaction. Faults raise ArchiveError (one line)."""
+
+    def __init__(self, runs_dir: str | Path, create: bool = True):
         self.runs_dir = Path(runs_dir)
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.runs_dir / "archive.db"
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-        self.db.row_factory = sqlite3.Row
+        check_runs_dir(self.runs_dir, self.path, create)
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        except sqlite3.Error as e:
+            raise ArchiveError(describe_fault(self.path, e)) from None
+        try:
+            self.db.row_factory = sqlite3.Row
+            self._open()
+        except sqlite3.Error as e:
+            self.db.close()
+            raise ArchiveError(describe_fault(self.path, e)) from None
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _open(self) -> None:
+        refuse_newer(self.path, user_version(self.db))  # before writing, even the journal mode
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        if user_version(self.db) != SCHEMA_VERSION:
+            with self.tx() as db:
+                upgrade(db, self.path)
 
     def close(self) -> None:
         self.db.close()
@@ -153,18 +74,47 @@ class Archive:
         try:
             yield self.db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # SQLite may have rolled back already (a full disk)
+                try:
+                    self.db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the error that got us here is the one worth reporting
             raise
         self.db.execute("COMMIT")
+
+    # ---- ownership ----------------------------------------------------------
+    def lock_path(self, run_id: str) -> Path:
+        return lock_file(self.runs_dir, run_id)
+
+    def claim(self, run_id: str) -> RunLease:
+        """Own `run_id` until release() or this process's death, or raise RunBusy."""
+        path = self.lock_path(run_id)
+        lease = try_lock(run_id, path)
+        if lease is None:
+            run = self.get_run(run_id) or {}
+            pid, host = run.get("owner_pid"), run.get("owner_host")
+            owner = f"pid {pid} on host {host}" if pid else "another process"
+            raise RunBusy(
+                f"run {run_id} is in progress, owned by {owner} (lock {path});"
+                " stop it first or wait for it to end"
+            )
+        return lease
+
+    def owner_alive(self, run_id: str) -> bool:
+        """Whether a live process holds the run's lock (False: a `running` row is stale)."""
+        return is_locked(self.lock_path(run_id))
 
     # ---- runs -------------------------------------------------------------
     def create_run(
         self, run_id: str, problem: str, problem_dir: str, config: dict, target: int
     ) -> None:
+        """A new run, owned by this process (call claim() first)."""
         now = time.time()
         with self.tx() as db:
             db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs (run_id, problem, problem_dir, config_json, status, stop_reason,"
+                " iterations_target, created_at, updated_at, owner_pid, owner_host)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     problem,
@@ -175,8 +125,36 @@ class Archive:
                     target,
                     now,
                     now,
+                    os.getpid(),
+                    socket.gethostname(),
                 ),
             )
+
+    def take_over(self, run_id: str, target: int, config: dict) -> None:
+        """Mark a run `running` under this process (call claim() first)."""
+        with self.tx() as db:
+            db.execute(
+                "UPDATE runs SET status='running', stop_reason=NULL, updated_at=?,"
+                " iterations_target=?, config_json=?, owner_pid=?, owner_host=? WHERE run_id=?",
+                (
+                    time.time(),
+                    target,
+                    json.dumps(config),
+                    os.getpid(),
+                    socket.gethostname(),
+                    run_id,
+                ),
+            )
+
+    def settle_run(self, run_id: str, status: str, reason: str | None) -> bool:
+        """End a run this process still has `running`; False when it was already ended."""
+        with self.tx() as db:
+            cur = db.execute(
+                "UPDATE runs SET status=?, stop_reason=?, updated_at=? WHERE run_id=?"
+                " AND status='running' AND owner_pid=? AND owner_host=?",
+                (status, reason, time.time(), run_id, os.getpid(), socket.gethostname()),
+            )
+            return cur.rowcount > 0
 
     def get_run(self, run_id: str) -> dict | None:
         r = self.db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
@@ -210,9 +188,10 @@ class Archive:
             )
 
     def list_runs(self) -> list[dict]:
+        """Every run; a `running` run whose owner died shows as `interrupted`."""
         rows = self.db.execute(
             """SELECT r.run_id, r.problem, r.status, r.stop_reason, r.iterations_target,
-                      r.created_at, r.updated_at,
+                      r.created_at, r.updated_at, r.owner_pid, r.owner_host,
                       (SELECT COUNT(*) FROM programs p WHERE p.run_id=r.run_id AND p.iteration>0
                          AND p.status!='pending') AS iterations_done,
                       (SELECT MAX(score) FROM programs p WHERE p.run_id=r.run_id AND p.status='ok') AS best_score,
@@ -220,44 +199,27 @@ class Archive:
                       (SELECT COALESCE(SUM(cost_usd),0) FROM llm_calls c WHERE c.run_id=r.run_id) AS cost_usd
                FROM runs r ORDER BY r.created_at"""
         ).fetchall()
-        return [dict(r) for r in rows]
+        runs = [dict(r) for r in rows]
+        for r in runs:
+            if r["status"] == "running" and not self.owner_alive(r["run_id"]):
+                r["status"] = "interrupted"
+                who = f"pid {r['owner_pid']} on {r['owner_host']}" if r["owner_pid"] else "owner"
+                r["stop_reason"] = f"{who} is gone"
+        return runs
+
+    def resolve_run(self, text: str) -> str | None:
+        """The run id `text` names: itself, or the one run id it is a prefix of."""
+        if self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (text,)).fetchone():
+            return text
+        ids = self._prefixed("runs", "run_id", text)
+        if len(ids) > 1:
+            raise AmbiguousId(ambiguous(text, "run", ids))
+        return ids[0] if ids else None
 
     # ---- programs ---------------------------------------------------------
     def insert_program(self, p: ProgramRow) -> None:
         with self.tx() as db:
-            self._insert_program(db, p)
-
-    def _insert_program(self, db: sqlite3.Connection, p: ProgramRow) -> None:
-        cols = [
-            "program_id",
-            "run_id",
-            "problem",
-            "iteration",
-            "island",
-            "parent_id",
-            "second_parent_id",
-            "kind",
-            "edit_kind",
-            "model",
-            "code",
-            "code_hash",
-            "diff",
-            "status",
-            "score",
-            "test_score",
-            "cell",
-            "eval_s",
-            "llm_call_id",
-            "created_at",
-        ]
-        values = [getattr(p, c) for c in cols]
-        values[-1] = p.created_at or time.time()
-        for attr, col in _JSON_COLS.items():
-            cols.append(col)
-            values.append(json.dumps(getattr(p, attr)))
-        db.execute(
-            f"INSERT INTO programs ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", values
-        )
+            db.execute(*insert_statement(p))
 
     def finish_program(self, p: ProgramRow) -> None:
         """Record an evaluation's outcome in one transaction."""
@@ -288,7 +250,7 @@ class Archive:
     def programs(self, run_id: str, where: str = "", args: tuple = ()) -> list[ProgramRow]:
         sql = "SELECT * FROM programs WHERE run_id=?" + (f" AND {where}" if where else "")
         rows = self.db.execute(sql + " ORDER BY iteration", (run_id, *args)).fetchall()
-        return [_row_to_program(r) for r in rows]
+        return [row_to_program(r) for r in rows]
 
     def iterations(self, run_id: str) -> set[int]:
         return {
@@ -297,14 +259,33 @@ class Archive:
         }
 
     def get_program(self, program_id: str) -> ProgramRow | None:
+        """The program with exactly this id."""
         r = self.db.execute("SELECT * FROM programs WHERE program_id=?", (program_id,)).fetchone()
-        if r is None:
-            r = self.db.execute(
-                "SELECT * FROM programs WHERE program_id LIKE ? ORDER BY program_id LIMIT 2",
-                (program_id + "%",),
-            ).fetchall()
-            r = r[0] if len(r) == 1 else None
-        return _row_to_program(r) if r is not None else None
+        return row_to_program(r) if r is not None else None
+
+    def resolve_program(self, text: str) -> ProgramRow | None:
+        """The program `text` names, as a person types it: the exact id; RUN:ITERATION
+        with RUN a unique prefix of a run id (the iteration is never a prefix: r:1 is
+        not r:12); or a unique prefix of one program id. AmbiguousId otherwise."""
+        exact = self.get_program(text)
+        if exact is not None:
+            return exact
+        m = re.fullmatch(r"(.+):(\d+)", text)
+        if m:
+            run_id = self.resolve_run(m.group(1))
+            return self.get_program(f"{run_id}:{int(m.group(2))}") if run_id else None
+        ids = self._prefixed("programs", "program_id", text)
+        if len(ids) > 1:
+            raise AmbiguousId(ambiguous(text, "program", ids))
+        return self.get_program(ids[0]) if ids else None
+
+    def _prefixed(self, table: str, col: str, prefix: str) -> list[str]:
+        """Up to 6 values of `col` that begin with `prefix` (literally: no wildcards)."""
+        rows = self.db.execute(
+            f"SELECT {col} FROM {table} WHERE substr({col}, 1, ?) = ? ORDER BY {col} LIMIT 6",
+            (len(prefix), prefix),
+        ).fetchall()
+        return [r[0] for r in rows] if prefix else []
 
     def hash_seen(self, run_id: str, code_hash: str) -> str | None:
         r = self.db.execute(
@@ -322,7 +303,17 @@ class Archive:
             sql += " AND run_id=?"
             args.append(run_id)
         r = self.db.execute(sql + " ORDER BY score DESC, created_at LIMIT 1", args).fetchone()
-        return _row_to_program(r) if r else None
+        return row_to_program(r) if r else None
+
+    def best_per_problem(self) -> list[ProgramRow]:
+        """The best evaluated program of each problem, across all its runs."""
+        rows = self.db.execute(
+            """SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY problem
+                                  ORDER BY score DESC, created_at) AS rank_
+                              FROM programs WHERE status='ok' AND score IS NOT NULL)
+               WHERE rank_ = 1 ORDER BY problem"""
+        ).fetchall()
+        return [row_to_program({k: r[k] for k in r.keys() if k != "rank_"}) for r in rows]
 
     def lineage(self, program_id: str) -> list[ProgramRow]:
         chain, seen = [], set()

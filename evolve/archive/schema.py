@@ -1,0 +1,142 @@
+"""The archive's tables, their version, and how an older archive is brought up to date.
+
+The version is `PRAGMA user_version`. Creating or migrating happens inside the caller's
+transaction, which also sets user_version: a crash mid-way leaves the old archive intact.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from evolve.archive.faults import ArchiveError
+
+# The schema's version, kept in `PRAGMA user_version`. 1 is the first released schema
+# (its archives say 0: it predates the versioning); 2 records each run's owner.
+SCHEMA_VERSION = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    problem TEXT NOT NULL,
+    problem_dir TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    status TEXT NOT NULL,          -- running | finished | stopped | failed
+    stop_reason TEXT,
+    iterations_target INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    owner_pid INTEGER,             -- the controller that owns (or last owned) the run
+    owner_host TEXT
+);
+CREATE TABLE IF NOT EXISTS programs (
+    program_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    problem TEXT NOT NULL,
+    iteration INTEGER NOT NULL,    -- 0 for the seed
+    island INTEGER NOT NULL,
+    parent_id TEXT,
+    second_parent_id TEXT,
+    kind TEXT NOT NULL,            -- seed | mutation | crossover
+    edit_kind TEXT,                -- diff | block | full | none
+    model TEXT,
+    code TEXT,
+    code_hash TEXT,
+    diff TEXT,
+    status TEXT NOT NULL,          -- pending | ok | invalid_edit | syntax_error | runtime_error | timeout | invalid | duplicate | rejected | sandbox_error
+    score REAL,                    -- train score, higher is better; NULL unless status = ok
+    test_score REAL,               -- held-out score, set when the program became a best
+    scores_json TEXT NOT NULL DEFAULT '{}',   -- per cascade stage / split
+    metrics_json TEXT NOT NULL DEFAULT '{}',
+    test_metrics_json TEXT NOT NULL DEFAULT '{}',
+    artifacts_json TEXT NOT NULL DEFAULT '{}',
+    features_json TEXT NOT NULL DEFAULT '{}',
+    cell TEXT,
+    eval_s REAL,
+    llm_call_id INTEGER,
+    created_at REAL NOT NULL,
+    UNIQUE (run_id, iteration)
+);
+CREATE INDEX IF NOT EXISTS programs_problem_score ON programs(problem, score);
+CREATE INDEX IF NOT EXISTS programs_run_hash ON programs(run_id, code_hash);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    call_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    iteration INTEGER NOT NULL,
+    island INTEGER NOT NULL,
+    parent_id TEXT,
+    second_parent_id TEXT,
+    edit_format TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_json TEXT NOT NULL,
+    reply TEXT,
+    error TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    latency_s REAL NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS llm_calls_run_iter ON llm_calls(run_id, iteration);
+CREATE TABLE IF NOT EXISTS migrations (
+    run_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    to_island INTEGER NOT NULL,
+    at_iteration INTEGER NOT NULL,
+    PRIMARY KEY (run_id, program_id, to_island)
+);
+"""
+
+# Each step takes an archive from the version before it to its key, inside the one
+# transaction that also sets user_version: a crash mid-way leaves the old archive intact.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: (
+        "ALTER TABLE runs ADD COLUMN owner_pid INTEGER",
+        "ALTER TABLE runs ADD COLUMN owner_host TEXT",
+    ),
+}
+
+
+def statements(script: str) -> list[str]:
+    """The statements of an SQL script (a `;` in a comment does not end one)."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    return out
+
+
+def user_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def refuse_newer(path: Path, version: int) -> None:
+    """A newer evolve's archive may mean anything: refuse it rather than guess."""
+    if version > SCHEMA_VERSION:
+        raise ArchiveError(
+            f"{path}: written by a newer evolve (schema {version};"
+            f" this one reads up to {SCHEMA_VERSION})"
+        )
+
+
+def upgrade(db: sqlite3.Connection, path: Path) -> None:
+    """Create or migrate the schema; call it inside a write transaction.
+
+    It reads the version again: another process may have migrated it meanwhile."""
+    version = user_version(db)
+    refuse_newer(path, version)
+    if version == SCHEMA_VERSION:
+        return
+    fresh = not db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'"
+    ).fetchone()
+    if fresh:
+        for stmt in statements(SCHEMA):
+            db.execute(stmt)
+    else:  # an archive of schema 1 says 0: it predates user_version
+        for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+            for stmt in MIGRATIONS[step]:
+                db.execute(stmt)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
