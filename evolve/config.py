@@ -24,6 +24,7 @@ class RunConfig:
     budget_usd: float | None = None
     time_limit_s: float | None = None
     sandbox: str = "local"
+    require_isolation: bool = False  # refuse a local sandbox that lost any isolation guarantee
     num_islands: int = 3
     migration_interval: int = 20  # finished iterations between ring migrations
     edit_format: str = "block"

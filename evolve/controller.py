@@ -19,6 +19,8 @@ from evolve.edits import apply_reply, normalized_hash
 from evolve.edits.blocks import evolvable_text
 from evolve.evaluation import CandidateEvaluator, Outcome
 from evolve.llm import LLMClient, LLMError
+from evolve.llm.client import FailedAttempt
+from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem import Problem
 from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
@@ -26,6 +28,7 @@ from evolve.run_state import NullObserver, RunObserver, RunStats
 
 ARTIFACT_CHARS = 1500  # per artifact shown in a prompt
 MAX_LLM_FAILURES = 3  # consecutive failed calls (after retries) that end a run
+LONG_LLM_WAIT_S = 5.0  # a retry waiting this long (outage, Retry-After) is also a note
 
 
 class RunAborted(RuntimeError):
@@ -116,6 +119,7 @@ class Controller:
         )
         self.observer.start(self.stats)
         try:
+            self._check_prices()
             await self.ensure_seed()
             self.rebuild()
             await self._loop()
@@ -140,6 +144,14 @@ class Controller:
             best.score if best else None,
             seed.score if seed else None,
         )
+
+    def _check_prices(self) -> None:
+        """A budget counts nothing for a model with no price: refuse before any work (the
+        command line checks this first; a resumed run's --prices file may have changed)."""
+        try:
+            require_prices([m.name for m in self.cfg.models], self.cfg.budget_usd, self.llm.prices)
+        except UnpricedModel as e:
+            raise RunAborted(str(e)) from None
 
     def _done(self) -> int:
         r = self.archive.db.execute(
@@ -261,12 +273,30 @@ class Controller:
                 latency_s,
             )
 
+        def on_retry(attempt: FailedAttempt) -> None:
+            """A failed attempt that will be tried again: one llm_calls row (no reply, its
+            error) and the status line; a long wait is also a note."""
+            record(None, attempt.describe(), 0, 0, 0.0, attempt.latency_s)
+            self.stats.add_llm_fault(attempt.fault, retried=True)
+            self._refresh()
+            if attempt.wait_s >= LONG_LLM_WAIT_S:
+                self.observer.note(
+                    f"LLM {model}: {attempt.error}; waiting {attempt.wait_s:.0f} s"
+                    f"{' (Retry-After)' if attempt.retry_after_s is not None else ''}"
+                    f" before attempt {attempt.attempt + 1}/{attempt.max_attempts}"
+                )
+
         try:
             async with self.llm_sem:
-                reply = await self.llm.complete(messages, model, seed=self.cfg.seed * 100003 + it)
+                reply = await self.llm.complete(
+                    messages, model, seed=self.cfg.seed * 100003 + it, on_retry=on_retry
+                )
         except LLMError as e:
             self.llm_failures += 1
-            record(None, str(e), 0, 0, 0.0, 0.0)
+            record(None, str(e), 0, 0, 0.0, e.latency_s)
+            self.stats.add_llm_fault(e.fault, retried=False)
+            self._refresh()
+            self.observer.note(f"LLM call for iteration {it} failed: {e}")
             raise
         finally:
             self.stats.llm_in_flight -= 1

@@ -24,6 +24,17 @@ class RunStats:
     cost_usd: float = 0.0
     llm_in_flight: int = 0
     eval_in_flight: int = 0
+    llm_retries: int = 0  # failed LLM attempts that were tried again (this session)
+    llm_failed: int = 0  # LLM calls that failed on their last attempt (this session)
+    llm_last_fault: str | None = None  # the latest failed attempt's: "HTTP 500", "timeout", ...
+
+    def add_llm_fault(self, fault: str, retried: bool) -> None:
+        """A failed LLM attempt: retried, or the last of its call."""
+        if retried:
+            self.llm_retries += 1
+        else:
+            self.llm_failed += 1
+        self.llm_last_fault = fault
 
     def add_call(self, prompt_tokens: int, completion_tokens: int, cost_usd: float) -> None:
         self.prompt_tokens += prompt_tokens

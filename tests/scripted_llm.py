@@ -41,11 +41,12 @@ class Reply:
     """One scripted answer; status != 200 sends an OpenAI-style error instead of content."""
 
     content: str = ""  # the completion, or the error message when status != 200
-    status: int = 200  # 429 adds a "Retry-After: 0" header
+    status: int = 200  # 429 adds a "Retry-After: 0" header unless `headers` has its own
     delay_s: float = 0.0  # slept before answering (to trip client timeouts)
     prompt_tokens: int | None = None  # None: estimated as ceil(chars / 4)
     completion_tokens: int | None = None
     drop_connection: bool = False  # close the socket without any response
+    headers: dict[str, str] | None = None  # extra headers on an error reply, e.g. Retry-After
 
     @classmethod
     def from_dict(cls, d: dict) -> Reply:

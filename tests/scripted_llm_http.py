@@ -73,11 +73,16 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
-    def _error(self, status: int, message: str, code: str | None = None, param: str | None = None):
+    def _error(self, status: int, message: str, code: str | None = None, param: str | None = None,
+               headers: dict | None = None):
         fallback = ("server_error" if status >= 500 else "invalid_request_error", None)
         etype, default_code = ERRORS.get(status, fallback)
         error = {"message": message, "type": etype, "param": param, "code": code or default_code}
-        self._send_json(status, {"error": error}, {"Retry-After": "0"} if status == 429 else None)
+        sent = {"Retry-After": "0"} if status == 429 else {}
+        if headers:  # the reply's own headers replace the default (any case)
+            sent = {k: v for k, v in sent.items() if k.lower() not in {h.lower() for h in headers}}
+            sent.update(headers)
+        self._send_json(status, {"error": error}, sent or None)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") != "/v1/models":
@@ -121,7 +126,8 @@ class Handler(BaseHTTPRequestHandler):
             return None
         if reply.status != 200:
             self.llm._count(error=1)
-            return self._error(reply.status, reply.content or f"scripted error {reply.status}")
+            message = reply.content or f"scripted error {reply.status}"
+            return self._error(reply.status, message, headers=getattr(reply, "headers", None))
         self._complete(body, reply)
 
     def _complete(self, body: dict, reply) -> None:

@@ -22,6 +22,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from evolve.cli.safe_text import safe_rich, safe_text
 from evolve.run_state import RunStats
 
 
@@ -33,8 +34,21 @@ def status_line(s: RunStats) -> str:
     tokens = s.prompt_tokens + s.completion_tokens
     return (
         f"best {best}{test}{seed} | valid {valid} | {tokens:,} tokens ${s.cost_usd:.4f}"
-        f" | in flight: {s.llm_in_flight} LLM, {s.eval_in_flight} eval"
+        f" | in flight: {s.llm_in_flight} LLM, {s.eval_in_flight} eval{llm_faults(s)}"
     )
+
+
+def llm_faults(s: RunStats) -> str:
+    """` | LLM: 3 retries, 1 failed call, last HTTP 500`, or nothing while all is well."""
+    if not (s.llm_retries or s.llm_failed):
+        return ""
+    parts = []
+    if s.llm_retries:
+        parts.append(f"{s.llm_retries} {'retry' if s.llm_retries == 1 else 'retries'}")
+    if s.llm_failed:
+        parts.append(f"{s.llm_failed} failed {'call' if s.llm_failed == 1 else 'calls'}")
+    last = f", last {s.llm_last_fault}" if s.llm_last_fault else ""
+    return f" | LLM: {', '.join(parts)}{last}"
 
 
 class RunProgress:
@@ -60,7 +74,7 @@ class RunProgress:
             console=self.console,
         )
         self.task = self.bar.add_task("run", total=stats.target, completed=stats.done)
-        self.status = Text(status_line(stats))
+        self.status = safe_rich(status_line(stats))
         self.live = Live(
             Group(self.bar, self.status),
             console=self.console,
@@ -72,15 +86,18 @@ class RunProgress:
     def update(self, stats: RunStats) -> None:
         if self.bar is not None and self.task is not None:
             self.bar.update(self.task, total=stats.target, completed=stats.done)
-            self.status.plain = status_line(stats)
-        elif time.monotonic() - self.last_plain > 10 and stats.done:
+            self.status.plain = safe_text(status_line(stats))
+        elif time.monotonic() - self.last_plain > 10 and (
+            stats.done or stats.llm_retries or stats.llm_failed
+        ):
             self.last_plain = time.monotonic()
             self.console.print(
-                f"[{stats.done}/{stats.target}] {status_line(stats)}", highlight=False
+                safe_rich(f"[{stats.done}/{stats.target}] {status_line(stats)}"), highlight=False
             )
 
     def note(self, text: str) -> None:
-        self.console.print(text, highlight=False)
+        """A line from the controller; it may quote a candidate, so never markup or escapes."""
+        self.console.print(safe_rich(text), highlight=False)
 
     def stop(self) -> None:
         if self.live is not None:

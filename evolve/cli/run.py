@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,13 +17,14 @@ from evolve.archive import Archive
 from evolve.cli.common import UsageError, new_run_id, runs_dir
 from evolve.cli.parser import build_parser
 from evolve.cli.progress import RunProgress
+from evolve.cli.safe_text import safe_text
 from evolve.config import RunConfig
 from evolve.controller import Controller, RunSummary
 from evolve.data import data_dir_for, ensure
 from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, ModelSpec
 from evolve.llm.local_model import LocalModelError, LocalServer
-from evolve.llm.pricing import PriceTable
+from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import is_local, profile_for_models
 from evolve.problem import Problem, ProblemError, load_problem
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
@@ -63,6 +68,7 @@ def config_from_args(args, problem: Problem) -> RunConfig:
         budget_usd=args.budget_usd,
         time_limit_s=args.time_limit,
         sandbox=args.sandbox,
+        require_isolation=args.require_isolation,
         migration_interval=args.migration_interval,
         crossover_rate=args.crossover_rate,
         llm_timeout_s=args.llm_timeout,
@@ -111,6 +117,7 @@ def config_from_args(args, problem: Problem) -> RunConfig:
         raise UsageError(f"--prices {args.prices}: no such file")
     try:
         cfg = RunConfig(**kw)
+        require_prices([m.name for m in cfg.models], cfg.budget_usd, cfg.prices_file)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
     try:  # the smallest prompt (the seed's EVOLVE-BLOCK and the task) must fit the window
@@ -186,54 +193,98 @@ def cmd_run(args) -> int:
         raise UsageError(str(e)) from None
     cfg = config_from_args(args, problem)
     prepare_local(cfg)
-    print(f"evolve: {model_line(args, problem, cfg)}", file=sys.stderr, flush=True)
+    archive = Archive(runs_dir(args))  # a broken runs dir: one line, before anything else
+    print(safe_text(f"evolve: {model_line(args, problem, cfg)}"), file=sys.stderr, flush=True)
     ensure(list(problem.data), Path(cfg.data_dir) if cfg.data_dir else data_dir_for(problem.root))
-    archive = Archive(runs_dir(args))
     run_id = args.run_id or new_run_id(problem.name)
-    if archive.get_run(run_id) is not None:
-        raise UsageError(
-            f"--run-id {run_id}: a run with this id exists; use `evolve resume {run_id}`"
-        )
-    archive.create_run(run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations)
-    print(run_id, flush=True)
-    return _execute(archive, run_id, cfg, problem, args.no_progress)
+    with _owning(archive, run_id):
+        if archive.get_run(run_id) is not None:
+            raise UsageError(
+                f"--run-id {run_id}: a run with this id exists; use `evolve resume {run_id}`"
+            )
+        archive.create_run(run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations)
+        print(safe_text(run_id), flush=True)
+        return _execute(archive, run_id, cfg, problem, args.no_progress)
 
 
 def cmd_resume(args) -> int:
-    archive = Archive(runs_dir(args))
-    run = archive.get_run(args.run_id)
-    if run is None:
+    where = runs_dir(args)
+    if not where.exists() or (where.is_dir() and not (where / "archive.db").exists()):
+        raise UsageError(f"{args.run_id}: no such run ({where} holds no archive.db)")
+    archive = Archive(where, create=False)
+    run_id = archive.resolve_run(args.run_id)  # the id, or the one run id it begins
+    if run_id is None:
         raise UsageError(f"{args.run_id}: no such run in {archive.path}")
-    cfg = RunConfig.from_json(run["config"])
-    if args.iterations is not None:
-        cfg = cfg.with_(iterations=args.iterations)
+    with _owning(archive, run_id):  # refused while another live controller owns the run
+        run = archive.get_run(run_id)
+        assert run is not None  # runs are never deleted
+        cfg = RunConfig.from_json(run["config"])
+        if args.iterations is not None:
+            cfg = cfg.with_(iterations=args.iterations)
+        try:
+            problem = load_problem(run["problem_dir"])
+        except ProblemError as e:
+            raise UsageError(f"run {run_id}: {e}") from None
+        archive.take_over(run_id, cfg.iterations, cfg.to_json())
+        print(safe_text(run_id), flush=True)
+        return _execute(archive, run_id, cfg, problem, args.no_progress)
+
+
+@contextmanager
+def _owning(archive: Archive, run_id: str) -> Iterator[None]:
+    """Hold the run's lock for the whole block (RunBusy, exit 2, if a live process has it).
+
+    SIGTERM becomes KeyboardInterrupt here, so that `kill` before the run's event loop
+    starts (or after it ends) still leaves the run `stopped`; the loop handles its own."""
+    lease = archive.claim(run_id)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM)
+    if main_thread:
+        signal.signal(signal.SIGTERM, _sigterm)
     try:
-        problem = load_problem(run["problem_dir"])
-    except ProblemError as e:
-        raise UsageError(f"run {args.run_id}: {e}") from None
-    archive.set_run_status(
-        args.run_id, "running", None, target=cfg.iterations, config=cfg.to_json()
-    )
-    print(args.run_id, flush=True)
-    return _execute(archive, args.run_id, cfg, problem, args.no_progress)
+        yield
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        lease.release()
+
+
+def _sigterm(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _settle(archive: Archive, run_id: str, status: str, reason: str) -> None:
+    """Leave the run `status` unless it already ended; best effort (a full disk may refuse:
+    the lock is released all the same, so the run shows as interrupted and resumes)."""
+    try:
+        archive.settle_run(run_id, status, reason)
+    except (sqlite3.Error, OSError):
+        pass
 
 
 def _execute(
     archive: Archive, run_id: str, cfg: RunConfig, problem: Problem, no_progress: bool
 ) -> int:
-    try:  # None unless the run uses the local model; stopped however the run ends
-        server = start_local(cfg)
-    except UsageError as e:
-        archive.set_run_status(run_id, "failed", str(e))
-        raise
-    except KeyboardInterrupt:
-        archive.set_run_status(run_id, "stopped", "interrupted")
-        raise
+    """Run the controller; however this ends (return, error, Ctrl-C) the run's row is left
+    finished, stopped or failed, never `running`."""
     try:
-        return _execute_with(archive, run_id, cfg, problem, no_progress, server)
-    finally:
-        if server is not None:
-            server.stop()
+        server = start_local(cfg)  # None unless the run uses the local model
+        try:
+            code = _execute_with(archive, run_id, cfg, problem, no_progress, server)
+        finally:
+            if server is not None:
+                server.stop()
+    except KeyboardInterrupt:
+        _settle(archive, run_id, "stopped", "interrupted")
+        raise
+    except (UsageError, ValueError) as e:
+        _settle(archive, run_id, "failed", str(e))
+        raise
+    except BaseException as e:
+        _settle(archive, run_id, "failed", f"{type(e).__name__}: {e}")
+        raise
+    _settle(archive, run_id, "failed", "the controller ended without recording an outcome")
+    return code
 
 
 def _execute_with(
@@ -248,7 +299,9 @@ def _execute_with(
         prices = PriceTable.load(cfg.prices_file)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    sandbox = make_sandbox(cfg.sandbox, cfg.parallel, run_id=run_id)
+    sandbox = make_sandbox(
+        cfg.sandbox, cfg.parallel, run_id=run_id, require_isolation=cfg.require_isolation
+    )
     llm_cfg = cfg.llm_config()
     llm = LLMClient(
         replace(llm_cfg, api_base=server.base_url) if server else llm_cfg, prices, seed=cfg.seed
@@ -280,17 +333,22 @@ def _execute_with(
     try:
         summary = asyncio.run(go())
     except KeyboardInterrupt:
-        archive.set_run_status(run_id, "stopped", "interrupted")
-        print(f"interrupted: `evolve resume {run_id}` continues the run", file=sys.stderr)
+        _settle(archive, run_id, "stopped", "interrupted")
+        print(
+            safe_text(f"interrupted: `evolve resume {run_id}` continues the run"), file=sys.stderr
+        )
         return 130
     finally:
         sandbox.close()
     if summary.reason == "interrupted":  # the user wants out: no pictures, just the way back
-        print(f"interrupted: `evolve resume {run_id}` continues the run", file=sys.stderr)
+        print(
+            safe_text(f"interrupted: `evolve resume {run_id}` continues the run"), file=sys.stderr
+        )
         return 130
     _report(archive, summary)
     if summary.status == "failed":
-        print(f"evolve: error: {summary.reason}", file=sys.stderr)
+        # the reason may quote the seed's or the evaluator's last error line
+        print(safe_text(f"evolve: error: {summary.reason}"), file=sys.stderr)
         return 2
     return 0
 
@@ -302,12 +360,14 @@ def _report(archive: Archive, s: RunSummary) -> None:
     best = "-" if s.best_score is None else f"{s.best_score:.6g}"
     reason = f" ({s.reason})" if s.reason else ""
     print(
-        f"run {s.run_id}: {s.status}{reason}; {s.iterations_done} iterations; best {best} (seed {seed})",
+        safe_text(
+            f"run {s.run_id}: {s.status}{reason}; {s.iterations_done} iterations; best {best} (seed {seed})"
+        ),
         file=sys.stderr,
     )
     try:
         paths = write_run_pictures(archive, s.run_id)
         if paths:
-            print("pictures: " + ", ".join(str(p) for p in paths), file=sys.stderr)
+            print(safe_text("pictures: " + ", ".join(str(p) for p in paths)), file=sys.stderr)
     except Exception as e:  # pictures are a convenience; never fail a finished run over them
-        print(f"(no pictures: {e})", file=sys.stderr)
+        print(safe_text(f"(no pictures: {e})"), file=sys.stderr)

@@ -1,21 +1,32 @@
 """The LLM layer: any OpenAI-compatible endpoint through the `openai` SDK.
 
-We retry ourselves (exponential backoff with jitter) instead of relying on
-the SDK's retries so every attempt is visible, bounded and counted.
+Retries are tenacity's (the SDK's own are off, `max_retries=0`): HTTP 429 and
+5xx, timeouts and connection errors are retried up to `max_retries` times with
+exponential backoff and jitter (`backoff_s`, doubling, capped at 30 s), or
+after the server's `Retry-After` on 429 and 503 (seconds or an HTTP date,
+capped at MAX_RETRY_AFTER_S). Every failed attempt is reported to the caller's
+`on_retry` as a FailedAttempt, so the archive and the screen can show it; the
+last one ends in an LLMError.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
+import math
 import os
 import random
+import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 import openai
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionMessageParam
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from evolve.llm.pricing import PriceTable
 
@@ -25,6 +36,10 @@ RETRYABLE = (
     openai.APITimeoutError,
     openai.APIConnectionError,
 )
+RETRY_AFTER_STATUSES = (429, 503)  # where a server's Retry-After is honoured
+MAX_RETRY_AFTER_S = 60.0  # the longest Retry-After honoured (a longer one waits this long)
+MAX_BACKOFF_S = 30.0  # the longest computed backoff, before jitter
+_STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")  # the SDK's, before the server's message
 
 
 @dataclass(frozen=True)
@@ -72,8 +87,41 @@ class LLMReply:
     attempts: int
 
 
+@dataclass(frozen=True)
+class FailedAttempt:
+    """One attempt at a call that failed and will be tried again."""
+
+    model: str
+    attempt: int  # 1-based
+    max_attempts: int
+    fault: str  # short: "HTTP 500", "HTTP 429", "timeout", "connection error"
+    error: str  # one line: the fault and the server's or the transport's message
+    latency_s: float  # how long the attempt took
+    wait_s: float  # the wait before the next attempt
+    retry_after_s: float | None  # what the server asked for (Retry-After), if it did
+
+    def describe(self) -> str:
+        """One line for the archive and the log."""
+        why = " (Retry-After)" if self.retry_after_s is not None else ""
+        wait = f"{self.wait_s:.1f}" if self.wait_s >= 0.1 else f"{self.wait_s:.2f}"
+        return (
+            f"attempt {self.attempt}/{self.max_attempts} failed: {self.error}; "
+            f"retrying in {wait} s{why}"
+        )
+
+
 class LLMError(RuntimeError):
-    """The endpoint failed on every attempt; the message says how."""
+    """The endpoint failed on every attempt, or with an error not worth retrying; the
+    message (one line) says how. `fault` is the last attempt's, as in FailedAttempt."""
+
+    def __init__(
+        self, message: str, fault: str = "error", attempts: int = 1, latency_s: float = 0.0
+    ):
+        super().__init__(message)
+        self.fault, self.attempts, self.latency_s = fault, attempts, latency_s
+
+
+RetryHook = Callable[[FailedAttempt], None]
 
 
 class LLMClient:
@@ -90,50 +138,156 @@ class LLMClient:
         models = self.cfg.models
         return self.rng.choices([m.name for m in models], weights=[m.weight for m in models])[0]
 
-    async def complete(self, messages: list[dict], model: str, seed: int | None = None) -> LLMReply:
-        last: Exception | None = None
-        for attempt in range(self.cfg.max_retries + 1):
-            t0 = time.monotonic()
-            try:
-                extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
-                resp = await self.client.chat.completions.create(
-                    model=model,
-                    messages=cast(list[ChatCompletionMessageParam], messages),  # role/content dicts
-                    temperature=self.cfg.temperature,
-                    max_tokens=self.cfg.max_tokens,
-                    **extra,
+    async def complete(
+        self,
+        messages: list[dict],
+        model: str,
+        seed: int | None = None,
+        on_retry: RetryHook | None = None,
+    ) -> LLMReply:
+        """One chat completion. Each failed attempt that is retried goes to `on_retry`
+        (called before the wait); the last failure raises LLMError."""
+        extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
+        max_attempts = self.cfg.max_retries + 1
+        attempt, t0 = 0, time.monotonic()
+
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            if on_retry is None or exc is None:
+                return
+            wait = state.next_action.sleep if state.next_action is not None else 0.0
+            on_retry(
+                FailedAttempt(
+                    model,
+                    attempt,
+                    max_attempts,
+                    self.fault(exc),
+                    self.describe(exc),
+                    time.monotonic() - t0,
+                    wait,
+                    retry_after_of(exc),
                 )
-            except RETRYABLE as e:
-                last = e
-                if attempt < self.cfg.max_retries:
-                    await asyncio.sleep(self._backoff(attempt))
-                continue
-            except openai.APIStatusError as e:
-                raise LLMError(f"{model}: HTTP {e.status_code}: {_short(e)}") from None
-            except openai.OpenAIError as e:
-                raise LLMError(f"{model}: {_short(e)}") from None
-            latency = time.monotonic() - t0
-            content = ""
-            if resp.choices and resp.choices[0].message and resp.choices[0].message.content:
-                content = resp.choices[0].message.content
-            usage = resp.usage
-            pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-            ct = int(getattr(usage, "completion_tokens", 0) or 0)
-            return LLMReply(
-                model, content, pt, ct, self.prices.cost(model, pt, ct), latency, attempt + 1
             )
-        raise LLMError(
-            f"{model} at {self.base_url or 'api.openai.com'}: failed after "
-            f"{self.cfg.max_retries + 1} attempts: {type(last).__name__}: {_short(last)}"
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type(RETRYABLE),
+            before_sleep=before_sleep,
+            sleep=asyncio.sleep,
+            reraise=True,
         )
+        try:
+            async for try_ in retrying:
+                with try_:
+                    attempt, t0 = attempt + 1, time.monotonic()
+                    resp = await self.client.chat.completions.create(
+                        model=model,
+                        messages=cast(
+                            list[ChatCompletionMessageParam], messages
+                        ),  # role/content dicts
+                        temperature=self.cfg.temperature,
+                        max_tokens=self.cfg.max_tokens,
+                        **extra,
+                    )
+        except RETRYABLE as e:
+            raise LLMError(
+                f"{model} at {self.base_url or 'api.openai.com'}: failed after "
+                f"{attempt} attempts: {type(e).__name__}: {self.describe(e)}",
+                self.fault(e),
+                attempt,
+                time.monotonic() - t0,
+            ) from None
+        except openai.APIStatusError as e:
+            raise LLMError(
+                f"{model}: HTTP {e.status_code}: {_short(e)}",
+                self.fault(e),
+                attempt,
+                time.monotonic() - t0,
+            ) from None
+        except openai.OpenAIError as e:
+            raise LLMError(
+                f"{model}: {_short(e)}", self.fault(e), attempt, time.monotonic() - t0
+            ) from None
+        latency = time.monotonic() - t0
+        content = ""
+        if resp.choices and resp.choices[0].message and resp.choices[0].message.content:
+            content = resp.choices[0].message.content
+        usage = resp.usage
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        return LLMReply(model, content, pt, ct, self.prices.cost(model, pt, ct), latency, attempt)
+
+    def fault(self, e: BaseException) -> str:
+        """What went wrong, in a word or two: HTTP 500, timeout, connection error."""
+        if isinstance(e, openai.APIStatusError):
+            return f"HTTP {e.status_code}"
+        if isinstance(e, openai.APITimeoutError):
+            return "timeout"
+        if isinstance(e, openai.APIConnectionError):
+            return "connection error"
+        return type(e).__name__
+
+    def describe(self, e: BaseException) -> str:
+        """The fault and its one-line detail."""
+        if isinstance(e, openai.APIStatusError):
+            return f"HTTP {e.status_code}: {_STATUS_PREFIX.sub('', _short(e))}"
+        if isinstance(e, openai.APITimeoutError):
+            return f"timeout after {self.cfg.timeout_s:g} s"
+        if isinstance(e, openai.APIConnectionError):
+            cause = e.__cause__ or e.__context__
+            detail = _short(cause) if cause is not None and str(cause) else _short(e)
+            return f"connection error: {detail}"
+        return f"{type(e).__name__}: {_short(e)}"
+
+    def _wait(self, state: RetryCallState) -> float:
+        """The server's Retry-After where it gave one, else backoff with jitter."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        after = retry_after_of(exc)
+        if after is not None:
+            return after
+        return self._backoff(state.attempt_number - 1)
 
     def _backoff(self, attempt: int) -> float:
         base = self.cfg.backoff_s * (2**attempt)
-        return min(30.0, base) * (0.5 + self.rng.random())
+        return min(MAX_BACKOFF_S, base) * (0.5 + self.rng.random())
 
     async def close(self) -> None:
         await self.client.close()
 
 
-def _short(e: Exception | None) -> str:
-    return str(e).splitlines()[0][:300] if e is not None else ""
+def retry_after_of(e: BaseException | None) -> float | None:
+    """The wait a 429 or 503 asks for in its Retry-After (capped at MAX_RETRY_AFTER_S),
+    or None: another error, no header, or a header asking for no wait."""
+    if not isinstance(e, openai.APIStatusError) or e.status_code not in RETRY_AFTER_STATUSES:
+        return None
+    after = parse_retry_after(e.response.headers)
+    return None if after is None or after <= 0 else min(after, MAX_RETRY_AFTER_S)
+
+
+def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms` (OpenAI's), or `Retry-After` in seconds or
+    as an HTTP date (RFC 9110); None when absent or unreadable. Never negative."""
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        return max(0.0, seconds) if math.isfinite(seconds) else MAX_RETRY_AFTER_S
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": the date is UTC, as every HTTP date is
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _short(e: BaseException | None) -> str:
+    return str(e).splitlines()[0][:300] if e is not None and str(e) else ""
