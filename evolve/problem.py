@@ -68,6 +68,7 @@ class Problem:
     llm: LLMDefaults = field(default_factory=LLMDefaults)
     data: tuple[DataFile, ...] = ()
     include: tuple[Path, ...] = ()  # files of other folders the evaluator imports (kit.include)
+    max_code_bytes: int = 64 * 1024  # larger candidates are recorded invalid, never evaluated
 
     @property
     def prompt_dir(self) -> Path:
@@ -171,6 +172,8 @@ def _load_native(root: Path) -> Problem:
         edit_format=_get(evo, "edit_format", str, f"{toml_path} [evolution]"),
         data=_data_files(data.get("data", []), toml_path, list(splits)),
         include=_includes(root, _get(p, "include", list, where, default=[]), where),
+        max_code_bytes=1024
+        * int(_positive(_get(ev, "max_code_kb", int, where_ev, default=64), "max_code_kb", where_ev)),
     )
     _check_evaluator(root)
     return problem
@@ -330,6 +333,8 @@ def _load_openevolve(root: Path) -> Problem:
         population_size=db.get("population_size"),
         iterations=cfg.get("max_iterations"),
         edit_format=None if diff_based is None else ("diff" if diff_based else "full"),
+        # OpenEvolve's cap is in characters; ours in bytes of UTF-8 (the same for ASCII code)
+        max_code_bytes=int(cfg.get("max_code_length") or 10000),
         llm=LLMDefaults(
             models=models,
             api_base=llm.get("api_base"),
