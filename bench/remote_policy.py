@@ -87,9 +87,10 @@ h = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(h)
 provide = h._provide_kit
 def _provide_kit():
-    provide()
+    kit = provide()
     if in_process == "1":
-        sys.modules["evaluators.kit"].REMOTE = False
+        kit.REMOTE = False
+    return kit
 h._provide_kit = _provide_kit
 code = h.main([harness_path, mode, src, dst])
 sys.stdout.flush()

@@ -94,9 +94,11 @@ def _syntax_check(program: str) -> dict | None:
     return None
 
 
-def _provide_kit() -> None:
+def _provide_kit():
     """Make `from evaluators import kit` work in every sandbox: kit.py lies beside this file
     (in the package, and in the image's /opt/evolve), whatever else is installed."""
+    if "evaluators.kit" in sys.modules:
+        return sys.modules["evaluators.kit"]
     here = os.path.dirname(os.path.abspath(__file__))
     package = types.ModuleType("evaluators")
     package.__path__ = [here]
@@ -108,6 +110,7 @@ def _provide_kit() -> None:
     sys.modules["evaluators.kit"] = kit
     spec.loader.exec_module(kit)
     package.kit = kit  # type: ignore[attr-defined]
+    return kit
 
 
 def _load_evaluator(problem_dir: str):
@@ -233,8 +236,17 @@ def run(req: dict) -> dict:
     if program.endswith(".py") and (bad := _syntax_check(program)) is not None:
         _report_loaded(None)
         return bad
-    native = req.get("fmt", "native") == "native"
-    name = "evaluate" if native else (req.get("stage") or "evaluate")
+    if req.get("fmt", "native") != "native":
+        return _run(req, program, req.get("stage") or "evaluate", native=False)
+    kit = _provide_kit()
+    kit.prestart(program)  # the candidate's worker starts while the evaluator imports
+    try:
+        return _run(req, program, "evaluate", native=True)
+    finally:
+        kit.release()
+
+
+def _run(req: dict, program: str, name: str, native: bool) -> dict:
     fn, failure = None, None
     try:
         fn = getattr(_load_evaluator(req["problem_dir"]), name, None)

@@ -32,13 +32,22 @@ SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 IMAGE_ENV = "EVOLVE_SANDBOX_IMAGE"  # use this image instead of the built one
 MIRROR_ENV = "EVOLVE_DEBIAN_MIRROR"
-_AGENT_FILES = (
-    EVALUATORS / "harness.py",
-    EVALUATORS / "kit.py",
-    EVALUATORS / "remote.py",
-    EVALUATORS / "landlock.py",
-    DOCKER_DIR / "agent.py",
+# What the Dockerfiles COPY from evaluators/ (the harness, the kit and the candidate's worker)
+SANDBOX_FILES = tuple(
+    f"{m}.py"
+    for m in (
+        "harness",
+        "kit",
+        "remote",
+        "worker",
+        "codec",
+        "records",
+        "channel",
+        "confinement",
+        "landlock",
+    )
 )
+_AGENT_FILES = (*(EVALUATORS / f for f in SANDBOX_FILES), DOCKER_DIR / "agent.py")
 
 
 class ImageError(RuntimeError):
@@ -182,7 +191,7 @@ def _docker_build(
     with tempfile.TemporaryDirectory(prefix="evolve-context-") as ctx:
         # Only what the Dockerfiles copy: never the caller's whole tree.
         os.mkdir(os.path.join(ctx, "docker"))
-        for name in ("harness.py", "kit.py", "remote.py", "landlock.py"):
+        for name in SANDBOX_FILES:
             shutil.copy(EVALUATORS / name, ctx)
         for name in ("agent.py", "requirements.txt", "Dockerfile", "Dockerfile.layer"):
             shutil.copy(DOCKER_DIR / name, os.path.join(ctx, "docker"))

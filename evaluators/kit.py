@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
-from evaluators import remote
+from evaluators import codec, records, remote
 
 INCLUDE_ENV = "EVOLVE_INCLUDE_DIR"  # set by a sandbox that carries includes to another path
 DATA_ENV = "EVOLVE_DATA_DIR"  # set by the controller; overrides the problem's data/ folder
@@ -45,9 +45,9 @@ _included: dict[str, ModuleType] = {}
 # (bench/remote_policy.py): the candidate then shares the evaluator's process and memory.
 REMOTE = True
 
-Memory = remote.Memory
-CandidateError = remote.CandidateError
-WorkerError = remote.WorkerError
+Memory = records.Memory
+CandidateError = codec.CandidateError
+WorkerError = codec.WorkerError
 
 
 class Invalid(ValueError):
@@ -136,6 +136,17 @@ def load(program_path: str, name: str) -> Any:
     return InProcess(fn)
 
 
+def prestart(program_path: str) -> None:
+    """Start the candidate's worker before the evaluator is imported (the harness does)."""
+    if REMOTE:
+        remote.prestart(program_path)
+
+
+def release() -> None:
+    """End a prestarted worker the evaluator did not use."""
+    remote.release()
+
+
 def problem_dir(evaluator_file: str) -> str:
     return os.path.dirname(os.path.abspath(evaluator_file))
 
@@ -197,11 +208,20 @@ def evaluate(
     """
     t0 = time.perf_counter()
     try:
-        fn = load(program_path, function)
+        # The worker starts and imports the program while `run` loads its data; an import
+        # error surfaces at the first call and is raised here as it is.
+        fn = (
+            remote.Remote(program_path, function, _missing, wait=False)
+            if REMOTE
+            else load(program_path, function)
+        )
     except Invalid as e:
         return invalid(str(e), **e.metrics)
     try:
-        got = run(fn, split)
+        try:
+            got = run(fn, split)
+        except remote.LoadFailed as e:
+            raise e.error from None
     except Invalid as e:
         result = invalid(str(e), **e.metrics)
     else:

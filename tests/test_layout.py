@@ -136,3 +136,26 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert find_cycle(edges) == ["evolve.cli", "evolve.cli.run", "evolve.cli"]
     assert loop_violations(edges, names) == ["evolve.controller -> evolve.cli.progress",
                                              "evolve.llm.client -> rich.console"]
+
+
+def test_the_image_carries_every_module_the_harness_needs():
+    """The harness, the kit and the worker run in the container from /opt/evolve: every
+    evaluators module they import (transitively) is in SANDBOX_FILES, which both Dockerfiles
+    copy. A module missing there fails only inside Docker."""
+    from evaluators.image import DOCKER_DIR, SANDBOX_FILES
+
+    edges, _ = import_graph(ROOT, "evaluators")
+    needed, todo = set(), ["evaluators.harness", "evaluators.kit", "evaluators.worker"]
+    while todo:
+        m = todo.pop()
+        if m not in needed:
+            needed.add(m)
+            todo.extend(edges[m])
+    carried = {f"evaluators.{f.removesuffix('.py')}" for f in SANDBOX_FILES}
+    assert needed <= carried, sorted(needed - carried)
+    for dockerfile in ("Dockerfile", "Dockerfile.layer"):
+        copy = next(
+            line for line in (DOCKER_DIR / dockerfile).read_text().splitlines()
+            if line.startswith("COPY") and "agent.py" in line
+        )
+        assert set(copy.split()[1:-1]) == {*SANDBOX_FILES, "docker/agent.py"}, dockerfile

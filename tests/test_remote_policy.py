@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import itertools
+import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluators import kit, landlock, remote
+from evaluators import codec, kit, landlock, remote
 from evaluators.local import LocalSandbox
 from evaluators.sandbox import INVALID, OK, RUNTIME_ERROR, EvalRequest, EvalResult, Limits
 from evolve.evaluation import CandidateEvaluator
@@ -338,6 +339,33 @@ def test_the_parents_memory_and_environment_are_refused(tmp_path):
         kit.evaluate_and_score(binpack, _write(tmp_path, code), "quick")
 
 
+def test_a_worker_forked_by_the_harness_keeps_nothing_of_it(sandbox):
+    """The harness forks the worker before it imports the evaluator (remote.prestart): the
+    worker holds its two pipes and the standard streams, no other descriptor (the result and
+    status files are the harness's), a filtered environment, no evaluator module."""
+    code = _program(
+        BINPACK,
+        "import json, os, sys\n"
+        "def _open(fd):\n"
+        "    try:\n"
+        "        os.fstat(fd)\n"
+        "        return True\n"
+        "    except OSError:\n"
+        "        return False\n"
+        "print('SEEN', json.dumps({'fds': [fd for fd in range(256) if _open(fd)],"
+        " 'env': sorted(os.environ), 'evaluator': 'evaluator' in sys.modules,"
+        " 'numpy': 'numpy' in sys.modules}))\n"
+        "def priority(item, bins):\n" + FIRST_FIT,
+    )
+    [res] = _in_sandbox(sandbox, (BINPACK, code, "quick"))
+    assert res.status == OK, res.artifacts
+    line = next(x for x in res.artifacts["stdout"].splitlines() if x.startswith("SEEN "))
+    seen = json.loads(line[5:])
+    assert seen["fds"] == [0, 1, 2, 3, 4]
+    assert not any(k.startswith("EVOLVE") for k in seen["env"]), seen["env"]
+    assert seen["evaluator"] is False and seen["numpy"] is True
+
+
 def test_in_docker_the_worker_is_confined_too(request):
     """Docker's default seccomp profile lets the Landlock calls through: no isolation note,
     and the mounted problem (/problem) and kit (/opt/evolve) cannot be opened."""
@@ -471,14 +499,14 @@ def test_values_keep_their_types(echo):
     assert arr.dtype == np.int16 and arr.tolist() == [[0, 1, 2], [3, 4, 5]] and arr.flags.writeable
     assert type(obj).__name__ == "object" and repr(obj).startswith("<object object at")
     # not numeric: a stand-in
-    assert type(strs).__name__ == "ndarray" and isinstance(strs, remote.Foreign)
-    assert isinstance(big, remote.Foreign) and np.isnan(nan)
+    assert type(strs).__name__ == "ndarray" and isinstance(strs, codec.Foreign)
+    assert isinstance(big, codec.Foreign) and np.isnan(nan)
     state = spot.sim.State()
     for name in state.fields:
         setattr(state, name, 0.5)
     state.memory = kit.Memory()
     back = echo("echo", state)  # a record comes back as a stand-in with the worker's repr
-    assert isinstance(back, remote.Foreign) and repr(back) == repr(state)
+    assert isinstance(back, codec.Foreign) and repr(back) == repr(state)
 
 
 def test_exceptions_keep_their_names_and_bases(echo):
@@ -503,8 +531,8 @@ def test_memory_is_kept_per_object(echo):
 
 
 def test_untrusted_replies_are_checked():
-    ok = remote.encode({"seq": 1}, np.arange(3, dtype=np.float64))
-    assert remote.decode(ok)["ok"].tolist() == [0.0, 1.0, 2.0]
+    ok = codec.encode({"seq": 1}, np.arange(3, dtype=np.float64))
+    assert codec.decode(ok)["ok"].tolist() == [0.0, 1.0, 2.0]
     for frame in (
         b"B\x00\x00\x10\x00{}",
         b"X{}",
@@ -516,10 +544,10 @@ def test_untrusted_replies_are_checked():
         b'J{"ok": ' + b"[" * 100 + b"]" * 100 + b"}",
     ):
         with pytest.raises((ValueError, TypeError, RecursionError)):
-            remote.decode(frame)
+            codec.decode(frame)
     head = b'{"ok": {"a": ["<f8", [4], 0, 32]}}'  # claims 4 floats, carries 3
     with pytest.raises(ValueError):
-        remote.decode(b"B" + len(head).to_bytes(4, "little") + head + bytes(24))
+        codec.decode(b"B" + len(head).to_bytes(4, "little") + head + bytes(24))
 
 
 def test_the_note_when_the_worker_is_not_confined(tmp_path):
