@@ -16,17 +16,16 @@ from dataclasses import dataclass
 from evolve.archive import Archive, ProgramRow
 from evolve.config import RunConfig
 from evolve.edits import apply_reply, normalized_hash
-from evolve.edits.blocks import evolvable_text
-from evolve.evaluation import CandidateEvaluator, Outcome
+from evolve.evaluation import INVALID, CandidateEvaluator, Outcome, too_large
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.client import FailedAttempt
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem import Problem
-from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
+from evolve.prompts import PromptBuilder
+from evolve.proposal import NoParent, Proposer
 from evolve.run_state import NullObserver, RunObserver, RunStats
 
-ARTIFACT_CHARS = 1500  # per artifact shown in a prompt
 MAX_LLM_FAILURES = 3  # consecutive failed calls (after retries) that end a run
 LONG_LLM_WAIT_S = 5.0  # a retry waiting this long (outage, Retry-After) is also a note
 
@@ -70,6 +69,15 @@ class Controller:
         self.prompts = prompts or PromptBuilder(problem)
         self.features = Features(problem.seed_code, problem.feature_dims, problem.feature_bins)
         self.pop = Population(cfg.num_islands, SelectionPolicy(), cfg.seed)
+        self.proposer = Proposer(
+            archive,
+            self.pop,
+            self.prompts,
+            self._program,
+            cfg.edit_format,
+            cfg.crossover_rate,
+            self.observer.note,
+        )
         self.eval_sem = asyncio.Semaphore(cfg.parallel)
         self.llm_sem = asyncio.Semaphore(cfg.llm_parallel)
         self.in_flight_hashes: dict[str, str] = {}
@@ -86,7 +94,7 @@ class Controller:
         self.observer.note("evaluating the seed program")
         out = await asyncio.to_thread(self.evaluator.evaluate, self.problem.seed_code)
         row = self._row(0, 0, self.problem.seed_code, None, None, "seed", None, None, "")
-        self._apply_outcome(row, out)
+        await self._apply_outcome(row, out)
         self.archive.insert_program(row)
         if row.status != "ok":
             detail = (
@@ -199,6 +207,7 @@ class Controller:
                 if not tasks:
                     break
                 done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                fatal: BaseException | None = None  # the first; every task's is retrieved
                 for t in done:
                     iteration = iteration_of.pop(t, None)
                     exc = t.exception()
@@ -207,9 +216,11 @@ class Controller:
                     if isinstance(exc, LLMError) and iteration is not None:
                         retry.append(iteration)
                         if self.llm_failures >= MAX_LLM_FAILURES or self.llm_successes == 0:
-                            raise RunAborted(f"LLM endpoint unreachable: {exc}")
+                            fatal = fatal or RunAborted(f"LLM endpoint unreachable: {exc}")
                     else:
-                        raise exc
+                        fatal = fatal or exc
+                if fatal is not None:
+                    raise fatal
                 self._maybe_migrate()
         finally:
             for t in tasks:
@@ -220,28 +231,12 @@ class Controller:
     # ---- one iteration -----------------------------------------------------
     async def _iteration(self, it: int) -> None:
         island = it % self.cfg.num_islands
-        parent_m = self.pop.select_parent(island)
-        if parent_m is None:  # the seed is in every run's population
-            raise RunAborted("no program to evolve: the population is empty")
-        parent = self._program(parent_m.program_id)
-        second = None
-        fmt = self.cfg.edit_format
-        if self.cfg.crossover_rate > 0 and self.pop.rng.random() < self.cfg.crossover_rate:
-            sm = self.pop.select_second_parent(parent.program_id)
-            if sm is not None:
-                second = self._program(sm.program_id)
-                fmt = "crossover"
-        ctx = PromptContext(
-            parent=self._shown(parent, full=True),
-            edit_format=fmt,
-            inspirations=[
-                self._shown(self._program(m.program_id))
-                for m in self.pop.inspirations(island, parent.program_id)
-            ],
-            attempts=self.pop.attempts(parent.program_id),
-            second=self._shown(second, full=True) if second else None,
-        )
-        messages = self.prompts.build(ctx)
+        try:
+            proposal = self.proposer.propose(island)
+        except NoParent as e:
+            raise RunAborted(str(e)) from None
+        parent, second, fmt = proposal.parent, proposal.second, proposal.edit_format
+        messages = proposal.messages
         model = self.llm.pick_model()
         self.stats.llm_in_flight += 1
         self._refresh()
@@ -329,23 +324,31 @@ class Controller:
         asked = "block" if call["edit_format"] == "crossover" else call["edit_format"]
         edit = apply_reply(_code(parent), call["reply"], asked)
         kind = "crossover" if call["edit_format"] == "crossover" else "mutation"
+        # over the size cap: invalid, unevaluated, and not stored twice (the reply has it)
+        too_big = too_large(self.problem, edit.code) if edit.ok and edit.code else None
         row = self._row(
             call["iteration"],
             call["island"],
-            edit.code,
+            None if too_big else edit.code,
             parent.program_id,
             call["second_parent_id"],
             kind,
             edit.kind,
             call["model"],
-            edit.diff,
+            None if too_big else edit.diff,
         )
         row.llm_call_id = call["call_id"]
         if not edit.ok or edit.code is None:
             row.status, row.code = "invalid_edit", None
             row.artifacts = {"error": f"the reply could not be applied: {edit.error}"}
             return self._finish_now(row)
-        row.code_hash = normalized_hash(edit.code)
+        if too_big:
+            row.status, row.artifacts = INVALID, {"error": too_big}
+            self.observer.note(
+                f"iteration {row.iteration} recorded invalid, unevaluated: {too_big}"
+            )
+            return self._finish_now(row)
+        assert row.code_hash is not None  # _row hashes the code it is given
         dup = self.archive.hash_seen(self.run_id, row.code_hash) or self.in_flight_hashes.get(
             row.code_hash
         )
@@ -376,7 +379,7 @@ class Controller:
                     out = await asyncio.to_thread(self.evaluator.evaluate, _code(row))
                 finally:
                     self.stats.eval_in_flight -= 1
-            self._apply_outcome(row, out)
+            await self._apply_outcome(row, out)
             self.archive.finish_program(row)
         finally:
             self.in_flight_hashes.pop(row.code_hash or "", None)
@@ -410,14 +413,14 @@ class Controller:
             edit_kind=edit_kind,
             model=model,
             diff=diff,
-            code_hash=normalized_hash(code) if code else None,
+            code_hash=normalized_hash(code) if code is not None else None,
         )
 
-    def _apply_outcome(self, row: ProgramRow, out: Outcome) -> None:
+    async def _apply_outcome(self, row: ProgramRow, out: Outcome) -> None:
         row.status, row.score, row.scores = out.status, out.score, out.scores
         row.metrics, row.artifacts, row.eval_s = out.metrics, out.artifacts, out.eval_s
-        if row.status == "ok":
-            row.features = self.features.values(_code(row), row.metrics)
+        if row.status == "ok":  # off the loop: a big program's features take a while
+            row.features = await asyncio.to_thread(self.features.values, _code(row), row.metrics)
             row.cell = self.features.cell(row.features)
 
     async def _rescore_test(self, row: ProgramRow) -> None:
@@ -450,17 +453,6 @@ class Controller:
         for pid, island in self.pop.migration_plan():
             self.archive.add_migration(self.run_id, pid, island, done)
             self.pop.migrate(pid, island)
-
-    def _shown(self, p: ProgramRow, full: bool = False) -> ShownProgram:
-        arts = {
-            k: (v if len(v) <= ARTIFACT_CHARS else "..." + v[-ARTIFACT_CHARS:])
-            for k, v in p.artifacts.items()
-            if isinstance(v, str) and v.strip()
-        }
-        code = _code(p) if full else evolvable_text(_code(p))
-        return ShownProgram(
-            code=code, score=p.score, metrics=p.metrics, artifacts=arts if full else {}
-        )
 
     def _count(self, p: ProgramRow) -> None:
         if p.iteration == 0:

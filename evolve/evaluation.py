@@ -2,7 +2,8 @@
 
 Cheap stages screen candidates before the expensive one; a candidate that
 misses a stage's threshold is `rejected` and, like every failure, gets no
-score, so it can never outrank a program that really ran.
+score, so it can never outrank a program that really ran. A candidate over the
+problem's size cap is `invalid` before any sandbox sees it.
 """
 
 from __future__ import annotations
@@ -11,11 +12,27 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluators.sandbox import OK, EvalRequest, EvalResult, Limits, Sandbox
+from evaluators.sandbox import INVALID, OK, EvalRequest, EvalResult, Limits, Sandbox
 from evolve.data import data_dir_for, ensure
 from evolve.problem import Problem
 
 REJECTED = "rejected"
+
+
+def too_large(problem: Problem, code: str) -> str | None:
+    """Why `code` is over the problem's size cap, or None when it is not.
+
+    A huge candidate costs a sandbox run and an archive row, and as a parent a prompt
+    that no model's window holds; the cap keeps every candidate bounded."""
+    size = len(code.encode("utf-8", "surrogatepass"))
+    if size <= problem.max_code_bytes:
+        return None
+    setting = (
+        "max_code_length in config.yaml"
+        if problem.fmt == "openevolve"
+        else "[evaluation] max_code_kb"
+    )
+    return f"code is {size:,} bytes; this problem allows at most {problem.max_code_bytes:,} ({setting})"
 
 
 @dataclass
@@ -72,6 +89,9 @@ class CandidateEvaluator:
         return self.sandbox.evaluate(self.request(code, split, function))
 
     def evaluate(self, code: str) -> Outcome:
+        reason = too_large(self.problem, code)
+        if reason is not None:
+            return Outcome(status=INVALID, score=None, artifacts={"error": reason})
         t0 = time.monotonic()
         out = Outcome(status=OK, score=None)
         for i, stage in enumerate(self.problem.cascade):

@@ -3,6 +3,11 @@
 Derived state only: everything here is rebuilt from archive rows on resume,
 so nothing in memory is ever the only copy of what a run learned. Work per
 selection is bounded by the grid size, not by the archive's size.
+
+A program can be skipped (its prompt cannot be packed into the model's window,
+recorded as the row's skip_reason): it still counts for the best score, but it
+is never an elite, so never a parent, a crossover partner, an inspiration or a
+migrant.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from difflib import SequenceMatcher
 
 from evolve.archive import ProgramRow
 from evolve.edits.blocks import evolvable_text
+
+DIVERSITY_CHARS = 16 * 1024  # seed and program together; longer pairs are compared by line
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,7 @@ class Member:
 @dataclass
 class Island:
     elites: dict[str, Member] = field(default_factory=dict)  # cell -> best member
+    placed: set[str] = field(default_factory=set)  # every program offered to it (refills)
 
     def best(self) -> Member | None:
         return max(self.elites.values(), key=lambda m: (m.score, -m.iteration), default=None)
@@ -63,6 +71,7 @@ class Features:
 
     def __init__(self, seed_code: str, dims: tuple[str, ...], bins: int):
         self.seed_text = evolvable_text(seed_code)
+        self.seed_lines = self.seed_text.splitlines()
         self.seed_len = max(1, len(self.seed_text))
         self.dims = dims or ("code_length", "diversity")
         self.bins = max(1, bins)
@@ -74,12 +83,21 @@ class Features:
             if d == "code_length":
                 out[d] = float(len(text))
             elif d == "diversity":
-                sm = SequenceMatcher(None, self.seed_text, text, autojunk=False)
-                out[d] = 1.0 - sm.ratio()
+                out[d] = self.diversity(text)
             else:
                 v = metrics.get(d)
                 out[d] = float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
         return out
+
+    def diversity(self, text: str) -> float:
+        """1 - similarity to the seed's evolvable text: by character, or, past DIVERSITY_CHARS,
+        by line (character matching is quadratic on repetitive code: minutes for one big
+        candidate, where lines take milliseconds)."""
+        if len(self.seed_text) + len(text) <= DIVERSITY_CHARS:
+            sm = SequenceMatcher(None, self.seed_text, text, autojunk=False)
+        else:
+            sm = SequenceMatcher(None, self.seed_lines, text.splitlines(), autojunk=False)
+        return 1.0 - sm.ratio()
 
     def cell(self, values: dict[str, float]) -> str:
         idx = []
@@ -102,6 +120,7 @@ class Population:
         self.rng = random.Random(seed)
         self.children: dict[str, list[Attempt]] = defaultdict(list)
         self.members: dict[str, Member] = {}
+        self.skipped: set[str] = set()  # never selected again (see skip)
         self._best: Member | None = None  # members are never removed, so a running max is exact
 
     # ---- building ----------------------------------------------------------
@@ -120,10 +139,36 @@ class Population:
             -self._best.iteration,
         ):
             self._best = m
+        if p.skip_reason:  # skipped before (a resumed run): never offered again
+            self.skipped.add(m.program_id)
         return self._place(m, p.island if island is None else island)
 
+    def skip(self, program_id: str) -> None:
+        """Never select program_id again; the best of the rest offered to its cell takes
+        its place there (as if it had never come), so a cell never holds a dead elite."""
+        self.skipped.add(program_id)
+        m = self.members.get(program_id)
+        if m is None:
+            return
+        for isl in self.islands:
+            cur = isl.elites.get(m.cell)
+            if cur is None or cur.program_id != program_id:
+                continue
+            rest = [
+                self.members[pid]
+                for pid in isl.placed
+                if pid not in self.skipped and self.members[pid].cell == m.cell
+            ]
+            if rest:
+                isl.elites[m.cell] = max(rest, key=lambda r: (r.score, -r.iteration))
+            else:
+                del isl.elites[m.cell]
+
     def _place(self, m: Member, island: int) -> bool:
+        if m.program_id in self.skipped:
+            return False
         isl = self.islands[island % len(self.islands)]
+        isl.placed.add(m.program_id)
         cur = isl.elites.get(m.cell)
         if cur is None or m.score > cur.score:
             isl.elites[m.cell] = m
@@ -149,13 +194,24 @@ class Population:
 
     # ---- selection ---------------------------------------------------------
     def best(self) -> Member | None:
+        """The best program so far, skipped or not (a skipped one is still a result)."""
         return self._best
 
+    def selectable_best(self) -> Member | None:
+        """The best program that may still be a parent."""
+        if self._best is None or self._best.program_id not in self.skipped:
+            return self._best
+        return max(
+            (m for m in self.members.values() if m.program_id not in self.skipped),
+            key=lambda m: (m.score, -m.iteration),
+            default=None,
+        )
+
     def select_parent(self, island: int) -> Member | None:
+        """None only when no program may be a parent (none evaluated, or all skipped)."""
         elites = list(self.islands[island % len(self.islands)].elites.values())
         if not elites:
-            b = self.best()
-            return b
+            return self.selectable_best()
         r = self.rng.random()
         if r < self.policy.best:
             return max(elites, key=lambda m: (m.score, -m.iteration))

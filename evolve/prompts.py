@@ -26,6 +26,7 @@ ARTIFACT_STEPS = (
     600,
     200,
 )  # characters each artifact is cut to, in turn, when a prompt is too long
+CACHED_CHARS = 64 * 1024  # longer texts are not kept in the token-count cache
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ class PromptBuilder:
     (one by one), then recent attempts (oldest first), then the evaluator
     feedback is shortened and dropped, then a crossover's second parent, then
     the code outside the parent's EVOLVE-BLOCKs, then the domain notes. The
-    EVOLVE-BLOCK itself is never cut; if even that does not fit, PromptTooLong.
+    EVOLVE-BLOCK itself is never cut; if even that does not fit, PromptTooLong (a run
+    then skips that parent for good: evolve/proposal.py). An inspiration never causes
+    it: they are the first to go.
     """
 
     def __init__(
@@ -134,7 +137,10 @@ class PromptBuilder:
         return messages_tokens(messages, self._count)
 
     def _count(self, text: str) -> int:
-        """count_tokens, remembered: packing re-counts the unchanged system prompt at every step."""
+        """count_tokens, remembered: packing re-counts the unchanged system prompt at every step.
+        Texts over CACHED_CHARS are counted afresh: a huge parent would pin megabytes here."""
+        if len(text) > CACHED_CHARS:
+            return self.count_tokens(text)
         n = self._counted.get(text)
         if n is None:
             if len(self._counted) > 256:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from evolve.edits.blocks import evolvable_text
@@ -17,15 +19,30 @@ BLOCK = evolvable_text(SEED).strip()
 
 
 def _ctx(fmt: str = "block", second: bool = False) -> PromptContext:
-    arts = {"error": "Traceback (most recent call last):\n" + "  File 'x.py', line 3, in f\n" * 60 + "ValueError: bad"}
-    insp = [ShownProgram(f"def priority(item, bins):\n    return -(bins - item) * {i}.5 + {i}\n" * 8, -4.0 + i)
-            for i in range(3)]
-    atts = [Attempt(i, "invalid_edit", None, f"the reply could not be applied: try {i} " + "x" * 80)
-            for i in range(5)]
+    arts = {
+        "error": "Traceback (most recent call last):\n"
+        + "  File 'x.py', line 3, in f\n" * 60
+        + "ValueError: bad"
+    }
+    insp = [
+        ShownProgram(
+            f"def priority(item, bins):\n    return -(bins - item) * {i}.5 + {i}\n" * 8, -4.0 + i
+        )
+        for i in range(3)
+    ]
+    atts = [
+        Attempt(i, "invalid_edit", None, f"the reply could not be applied: try {i} " + "x" * 80)
+        for i in range(5)
+    ]
     parent = ShownProgram(SEED, -4.2, {"excess_pct": 4.2, "bins": 1234}, arts)
     sec = ShownProgram(SEED.replace("First fit", "Second parent"), -4.1) if second else None
-    return PromptContext(parent=parent, edit_format="crossover" if second else fmt, inspirations=insp,
-                         attempts=atts, second=sec)
+    return PromptContext(
+        parent=parent,
+        edit_format="crossover" if second else fmt,
+        inspirations=insp,
+        attempts=atts,
+        second=sec,
+    )
 
 
 def _full_tokens(ctx: PromptContext) -> int:
@@ -83,7 +100,11 @@ def test_drop_order_inspirations_attempts_feedback_then_fixed_code():
             if what not in order:
                 order.append(what)
     assert order[:2] == ["an inspiration", "an attempt"]
-    assert order.index("the feedback") < order.index("the fixed code") < order.index("the domain notes")
+    assert (
+        order.index("the feedback")
+        < order.index("the fixed code")
+        < order.index("the domain notes")
+    )
     assert order.index("an attempt") < order.index("feedback beyond 600 chars")
 
 
@@ -107,7 +128,12 @@ def test_tiny_window_shows_only_the_block_and_then_refuses():
     b = PromptBuilder(PROBLEM, budget)
     msgs = b.build(ctx)
     user = msgs[1]["content"]
-    assert BLOCK in user and "Program 1" not in user and "attempt 0" not in user and "ValueError" not in user
+    assert (
+        BLOCK in user
+        and "Program 1" not in user
+        and "attempt 0" not in user
+        and "ValueError" not in user
+    )
     assert "fixed lines not shown" in user and "import numpy as np" in user
     assert "FunSearch reached" not in msgs[0]["content"], "the domain notes go last"
     assert b.tokens(msgs) <= budget.prompt_tokens
@@ -165,4 +191,20 @@ def test_elide_fixed_keeps_imports_markers_and_block():
     out = elide_fixed(SEED)
     assert "import numpy as np" in out and "EVOLVE-BLOCK-START" in out and "EVOLVE-BLOCK-END" in out
     assert BLOCK in out and "Fixed API" not in out
-    assert elide_fixed("def f():\n    return 1\n") == "def f():\n    return 1\n"  # no markers: all evolvable
+    assert (
+        elide_fixed("def f():\n    return 1\n") == "def f():\n    return 1\n"
+    )  # no markers: all evolvable
+
+
+def test_a_huge_inspiration_is_dropped_never_refused():
+    """A program too big for any prompt wedges nothing as an inspiration: it is left out."""
+    pad = "    # a remark that pads this policy far past what a prompt can hold\n" * 4000
+    huge = ShownProgram(f"def priority(item, bins):\n{pad}    return -(bins - item)\n", -1.0)
+    ctx = _ctx()
+    ctx = replace(ctx, inspirations=[huge, *ctx.inspirations])
+    budget = TokenBudget.for_model(4096, 512)
+    b = PromptBuilder(PROBLEM, budget)
+    msgs = b.build(ctx)
+    assert "pads this policy" not in msgs[1]["content"] and BLOCK in msgs[1]["content"]
+    assert b.tokens(msgs) <= budget.prompt_tokens
+    assert b.last_dropped.count("an inspiration") == 4

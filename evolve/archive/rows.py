@@ -37,6 +37,7 @@ class ProgramRow:
     cell: str | None = None
     eval_s: float | None = None
     llm_call_id: int | None = None
+    skip_reason: str | None = None  # set: never picked as a parent again (see population.py)
     created_at: float = 0.0
 
 
@@ -69,6 +70,7 @@ PLAIN_COLS = (
     "cell",
     "eval_s",
     "llm_call_id",
+    "skip_reason",
     "created_at",
 )
 

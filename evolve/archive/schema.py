@@ -12,8 +12,9 @@ from pathlib import Path
 from evolve.archive.faults import ArchiveError
 
 # The schema's version, kept in `PRAGMA user_version`. 1 is the first released schema
-# (its archives say 0: it predates the versioning); 2 records each run's owner.
-SCHEMA_VERSION = 2
+# (its archives say 0: it predates the versioning); 2 records each run's owner; 3 why a
+# program is no longer picked as a parent (programs.skip_reason).
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -54,6 +55,7 @@ CREATE TABLE IF NOT EXISTS programs (
     cell TEXT,
     eval_s REAL,
     llm_call_id INTEGER,
+    skip_reason TEXT,              -- why it is never picked as a parent (its prompt cannot fit)
     created_at REAL NOT NULL,
     UNIQUE (run_id, iteration)
 );
@@ -94,6 +96,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE runs ADD COLUMN owner_pid INTEGER",
         "ALTER TABLE runs ADD COLUMN owner_host TEXT",
     ),
+    3: ("ALTER TABLE programs ADD COLUMN skip_reason TEXT",),
 }
 
 

@@ -240,6 +240,11 @@ class Archive:
                 ),
             )
 
+    def skip_parent(self, program_id: str, reason: str) -> None:
+        """Record why a program is no longer picked as a parent (a resume reads it back)."""
+        with self.tx() as db:
+            db.execute("UPDATE programs SET skip_reason=? WHERE program_id=?", (reason, program_id))
+
     def set_test_result(self, program_id: str, score: float | None, metrics: dict) -> None:
         with self.tx() as db:
             db.execute(

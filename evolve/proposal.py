@@ -1,0 +1,115 @@
+"""What one iteration asks the model: a parent (a crossover's second parent too) and the
+prompt, packed into the model's window.
+
+A parent whose prompt cannot be packed even down to its EVOLVE-BLOCK is skipped for
+good instead of wedging the run: the reason is stored with the program
+(programs.skip_reason), so a resumed run never picks it again, and another parent is
+picked. Only when no program at all can be a parent does the run end (NoParent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evolve.archive import Archive, ProgramRow
+from evolve.edits.blocks import evolvable_text
+from evolve.llm.context_budget import PromptTooLong
+from evolve.population import Population
+from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
+
+ARTIFACT_CHARS = 1500  # per artifact shown in a prompt
+
+
+class NoParent(RuntimeError):
+    """No program may be a parent: none was evaluated, or every one's prompt is too long."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    parent: ProgramRow
+    second: ProgramRow | None  # a crossover's partner
+    edit_format: str  # the run's, or "crossover"
+    messages: list[dict]
+
+
+class Proposer:
+    """Picks parents from the population and packs their prompt; skips unpackable ones.
+
+    `program` reads a program the population names from the archive; `note` tells the
+    screen (RunObserver.note)."""
+
+    def __init__(
+        self,
+        archive: Archive,
+        pop: Population,
+        prompts: PromptBuilder,
+        program: Callable[[str], ProgramRow],
+        edit_format: str,
+        crossover_rate: float,
+        note: Callable[[str], None],
+    ):
+        self.archive, self.pop, self.prompts, self.program = archive, pop, prompts, program
+        self.edit_format, self.crossover_rate, self.note = edit_format, crossover_rate, note
+        self.last_skip: str | None = None  # "PROGRAM: reason" of this session's latest skip
+
+    def propose(self, island: int) -> Proposal:
+        while True:
+            chosen = self.pop.select_parent(island)
+            if chosen is None:
+                raise NoParent(self._why_none())
+            parent = self.program(chosen.program_id)
+            second, fmt = None, self.edit_format
+            if self.crossover_rate > 0 and self.pop.rng.random() < self.crossover_rate:
+                partner = self.pop.select_second_parent(parent.program_id)
+                if partner is not None:
+                    second, fmt = self.program(partner.program_id), "crossover"
+            ctx = PromptContext(
+                parent=shown(parent, full=True),
+                edit_format=fmt,
+                inspirations=[
+                    shown(self.program(m.program_id))
+                    for m in self.pop.inspirations(island, parent.program_id)
+                ],
+                attempts=self.pop.attempts(parent.program_id),
+                second=shown(second, full=True) if second else None,
+            )
+            try:
+                return Proposal(parent, second, fmt, self.prompts.build(ctx))
+            except PromptTooLong as e:
+                # Packing drops the second parent and the inspirations before it gives up:
+                # what does not fit is the parent itself.
+                self.skip(parent, str(e))
+
+    def skip(self, parent: ProgramRow, reason: str) -> None:
+        self.archive.skip_parent(parent.program_id, reason)
+        self.pop.skip(parent.program_id)
+        self.last_skip = f"{parent.program_id}: {reason}"
+        score = "-" if parent.score is None else f"{parent.score:.6g}"
+        self.note(
+            f"program {parent.program_id} (score {score}) is skipped as a parent from now on:"
+            f" {reason}"
+        )
+
+    def _why_none(self) -> str:
+        if not self.pop.members:  # the seed is in every run's population
+            return "no program to evolve: the population is empty"
+        last = f" (last: {self.last_skip})" if self.last_skip else ""
+        return (
+            f"no program can be a parent: every program that scored ({len(self.pop.members)})"
+            f" has a prompt too long for the model's context window{last}"
+        )
+
+
+def shown(p: ProgramRow, full: bool = False) -> ShownProgram:
+    """A program as a prompt shows it: a parent whole with its feedback, an inspiration
+    as its EVOLVE-BLOCKs only."""
+    arts = {
+        k: (v if len(v) <= ARTIFACT_CHARS else "..." + v[-ARTIFACT_CHARS:])
+        for k, v in p.artifacts.items()
+        if isinstance(v, str) and v.strip()
+    }
+    if p.code is None:
+        raise ValueError(f"program {p.program_id} has no code")
+    code = p.code if full else evolvable_text(p.code)
+    return ShownProgram(code=code, score=p.score, metrics=p.metrics, artifacts=arts if full else {})
