@@ -22,6 +22,7 @@ import json
 import math
 import os
 import sys
+import tomllib
 import traceback
 import types
 
@@ -239,11 +240,38 @@ def run(req: dict) -> dict:
     if req.get("fmt", "native") != "native":
         return _run(req, program, req.get("stage") or "evaluate", native=False)
     kit = _provide_kit()
-    kit.prestart(program)  # the candidate's worker starts while the evaluator imports
+    if _uses_worker(req["problem_dir"]):
+        kit.prestart(program)  # the candidate's worker starts while the evaluator imports
     try:
         return _run(req, program, "evaluate", native=True)
     finally:
         kit.release()
+
+
+def _uses_worker(problem_dir: str) -> bool:
+    """Whether the evaluator runs the candidate in the kit's worker: its folder's modules or its
+    includes call kit.evaluate or kit.load. Read, not imported; a problem that reaches the kit
+    some other way only starts its worker later."""
+    paths = [os.path.join(problem_dir, n) for n in os.listdir(problem_dir) if n.endswith(".py")]
+    try:
+        with open(os.path.join(problem_dir, "problem.toml"), "rb") as f:
+            includes = tomllib.load(f).get("problem", {}).get("include", [])
+    except (OSError, ValueError):
+        includes = []
+    carried = os.environ.get("EVOLVE_INCLUDE_DIR")
+    for rel in includes if isinstance(includes, list) else []:
+        if isinstance(rel, str):
+            base = os.path.join(carried, os.path.basename(rel)) if carried else None
+            paths.append(base or os.path.normpath(os.path.join(problem_dir, rel)))
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if "kit.evaluate(" in text or "kit.load(" in text:
+            return True
+    return False
 
 
 def _run(req: dict, program: str, name: str, native: bool) -> dict:

@@ -21,7 +21,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 
 from evaluators.sandbox import Limits
@@ -181,17 +181,17 @@ def kill_all(
     pgid: int | None,
     uid: int | None,
     token: str | None,
-    skip: int | None = None,
+    skip: Collection[int | None] = (),
     timeout_s: float = 5.0,
 ) -> int:
     """SIGKILL the process group and every process of the uid (or token) until
-    none is left, reaping zombies we adopted; `skip` is the harness itself,
-    which Popen reaps. Returns how many others were still running; raises
+    none is left, reaping zombies we adopted; `skip`: the harness itself, which
+    Popen reaps, and the namespace's init, which the caller ends. Returns how many others were still running; raises
     TimeoutError if some survive."""
     killed: set[int] = set()
     end = time.monotonic() + timeout_s
     while True:
-        found = [(pid, zombie) for pid, zombie in _find(uid, token) if pid != skip]
+        found = [(pid, zombie) for pid, zombie in _find(uid, token) if pid not in skip]
         if pgid is not None and pgid > 1:  # after the first scan, so the count is honest
             try:
                 os.killpg(pgid, signal.SIGKILL)

@@ -55,6 +55,7 @@ from evaluators.seccomp_filter import filter_fd
 
 HERE = str(Path(__file__).resolve().parent)
 HARNESS = os.path.join(HERE, "harness.py")
+MAX_UNLOCK_PASSES = 64  # folder levels a candidate can lock, one per pass
 KILL_WAIT_S = 5.0  # for bubblewrap to exit once its namespace was killed
 OFF = "turned off (no namespaces, seccomp or cgroups: rlimits and uids only)"
 START_WAIT_S = 10.0  # for bubblewrap to say which process is its namespace's init
@@ -107,27 +108,36 @@ def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
 
 
 def _rmtree(path: str) -> None:
-    """Remove a temp dir even after the candidate chmod-ed parts of it (non-root).
+    """Remove a temp dir even after the candidate chmod-ed parts of it (non-root): each pass
+    unlocks the folders the walk can now see, until nothing is left or nothing changes."""
+    for _ in range(MAX_UNLOCK_PASSES):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        unlocked = False
+        for root, dirs, _ in os.walk(path):
+            for d in (root, *(os.path.join(root, x) for x in dirs)):
+                unlocked |= _unlock(d)
+        if not unlocked:
+            return
 
-    Never through a link: a directory is made searchable by a descriptor opened
-    with O_NOFOLLOW, so a symlink swapped in cannot redirect the chmod.
-    """
-    shutil.rmtree(path, ignore_errors=True)
-    if not os.path.lexists(path):
-        return
-    for root, dirs, _ in os.walk(path):
-        for d in [root, *(os.path.join(root, x) for x in dirs)]:
-            try:
-                fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                os.fchmod(fd, 0o700)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-    shutil.rmtree(path, ignore_errors=True)
+
+def _unlock(path: str) -> bool:
+    """chmod 0700 the folder at `path` if it is less, never through a link: it is opened with
+    O_PATH | O_NOFOLLOW (no read permission needed) and changed through that descriptor."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_mode & 0o700 == 0o700:
+            return False
+        os.chmod(f"/proc/self/fd/{fd}", 0o700)  # the very folder the descriptor names
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _memfd(name: str, text: str) -> int:
@@ -208,7 +218,7 @@ class LocalSandbox:
             except (ProcessLookupError, PermissionError):
                 pass
             try:
-                kill_all(pid, uid, token, skip=pid)
+                kill_all(pid, uid, token, skip={pid})
             except TimeoutError:
                 pass
 
@@ -341,7 +351,10 @@ class LocalSandbox:
                 closed = self._closed
             if closed:  # close() ran while this evaluation was starting: stop it at once
                 os.killpg(proc.pid, signal.SIGKILL)
-            init = _namespace_init(info_f, proc) if self.isolation.bwrap else None
+            init, init_pid = (_namespace_init(info_f, proc) if self.isolation.bwrap else None) or (
+                None,
+                None,
+            )
             if init is not None:
                 stack.callback(os.close, init)
             try:
@@ -353,11 +366,16 @@ class LocalSandbox:
                         pass
                     _wait_exit(proc, KILL_WAIT_S)
             finally:
-                try:  # at the deadline, and always after; the harness is not reaped
-                    strays = kill_all(proc.pid, uid, token, skip=proc.pid)  # yet: its pgid is safe
+                try:  # at the deadline, and always after; the harness is not reaped yet: its
+                    # pgid is safe. The namespace's init is ours to end, not a stray.
+                    strays = kill_all(proc.pid, uid, token, skip={proc.pid, init_pid})
                 finally:
                     proc.wait()
                     if init is not None:
+                        try:
+                            signal.pidfd_send_signal(init, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
                         _reap(init)
                     with self._lock:
                         self._live.pop(proc.pid, None)
@@ -386,8 +404,8 @@ class LocalSandbox:
         raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
 
 
-def _namespace_init(info_f, proc: subprocess.Popen) -> int | None:
-    """A pidfd of the namespace's init, from what bubblewrap writes to --info-fd at start.
+def _namespace_init(info_f, proc: subprocess.Popen) -> tuple[int, int] | None:
+    """(a pidfd, the pid) of the namespace's init, from what bubblewrap writes to --info-fd.
 
     A pidfd names that very process: killing and reaping it can never hit a
     recycled pid.
@@ -404,7 +422,7 @@ def _namespace_init(info_f, proc: subprocess.Popen) -> int | None:
             time.sleep(0.001)
             continue
         try:
-            return os.pidfd_open(pid) if type(pid) is int and pid > 1 else None
+            return (os.pidfd_open(pid), pid) if type(pid) is int and pid > 1 else None
         except OSError:
             return None
     return None

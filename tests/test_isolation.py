@@ -184,7 +184,10 @@ def test_processes_and_signals_stay_inside(sandbox) -> None:
     """))
     info = seen(res)
     assert max(info["pids"]) < 20  # its own PID namespace: the host's processes are not there
-    assert info["kill1"] != "sent" and info["prlimit"] != "set" and info["renice"] != "set"
+    if os.geteuid() == 0:  # the candidate's uid is not its namespace init's
+        assert info["kill1"] != "sent" and info["prlimit"] != "set" and info["renice"] != "set"
+    else:  # a user namespace: the init shares the candidate's uid, and is its evaluation's own
+        assert res.status == OK  # the kernel ignores SIGKILL sent to an init from inside
     assert run(sandbox, "def solve():\n    return 0.5\n").score == 0.5
 
 
