@@ -23,7 +23,7 @@ class RunConfig:
     seed: int = 0
     budget_usd: float | None = None
     time_limit_s: float | None = None
-    sandbox: str = "local"
+    sandbox: str = "auto"  # docker if its engine and image are there, else local
     require_isolation: bool = False  # refuse a local sandbox that lost any isolation guarantee
     num_islands: int = 3
     migration_interval: int = 20  # finished iterations between ring migrations
@@ -58,6 +58,8 @@ class RunConfig:
             (self.budget_usd is None or self.budget_usd > 0, "--budget-usd must be > 0"),
             (self.time_limit_s is None or self.time_limit_s > 0, "--time-limit must be > 0"),
             (self.llm_timeout_s > 0, "--llm-timeout must be > 0"),
+            (0.0 <= self.temperature <= 2.0, "--temperature must be within [0, 2]"),
+            (self.max_tokens >= 1, "--max-tokens must be >= 1"),
             (self.llm_retries >= 0, "--llm-retries must be >= 0"),
             (bool(self.models), "--model: at least one model is needed"),
             (

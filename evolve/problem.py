@@ -7,15 +7,21 @@ sandboxes never branch on where a problem came from.
 from __future__ import annotations
 
 import ast
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
+from pydantic import BaseModel
 
 from evolve.data import DataFile
-from evolve.edits.blocks import find_blocks
+from evolve.edits.blocks import END, START, find_blocks
+from evolve.settings import OpenEvolveConfig, ProblemToml, SettingsError, validate
+from evolve.settings.errors import Style
+from evolve.settings.native import DataEntry
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ProblemError(ValueError):
@@ -77,132 +83,98 @@ class Problem:
 
 
 def load_problem(path: str | Path) -> Problem:
-    root = Path(path).resolve()
+    """The folder's Problem, or ProblemError: one line naming the file (as `path` spells
+    it), the key and what was expected."""
+    shown = Path(path)
+    root = shown.resolve()
     if not root.is_dir():
         raise ProblemError(f"{path}: no such problem folder")
     if (root / "problem.toml").is_file():
-        return _load_native(root)
+        return _load_native(root, shown)
     if (root / "initial_program.py").is_file() and (root / "evaluator.py").is_file():
-        return _load_openevolve(root)
+        return _load_openevolve(root, shown)
     raise ProblemError(
         f"{path}: not a problem folder (expected problem.toml, or initial_program.py "
         "+ evaluator.py in OpenEvolve format)"
     )
 
 
-def _get(table: dict, key: str, typ, where: str, default=None, required: bool = False):
-    if key not in table:
-        if required:
-            raise ProblemError(f"{where}: missing required field '{key}'")
-        return default
-    value = table[key]
-    if typ is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
-        raise ProblemError(f"{where}: field '{key}' must be {typ.__name__}, got {value!r}")
-    return value
-
-
-def _load_native(root: Path) -> Problem:
-    toml_path = root / "problem.toml"
+def _load_native(root: Path, shown: Path) -> Problem:
+    toml_path = shown / "problem.toml"
     try:
-        data = tomllib.loads(toml_path.read_text())
+        data = tomllib.loads((root / "problem.toml").read_text())
     except tomllib.TOMLDecodeError as e:
         raise ProblemError(f"{toml_path}: invalid TOML: {e}") from None
-    p = data.get("problem")
-    if not isinstance(p, dict):
-        raise ProblemError(f"{toml_path}: missing [problem] table")
-    where = f"{toml_path} [problem]"
-    name = _get(p, "name", str, where, required=True)
-    entry = _get(p, "entry", str, where, required=True)
-    direction = _get(p, "direction", str, where, default="maximize")
-    if direction not in ("maximize", "minimize"):
-        raise ProblemError(f"{where}: field 'direction' must be 'maximize' or 'minimize'")
-    ev = data.get("evaluation", {})
-    where_ev = f"{toml_path} [evaluation]"
-    splits = tuple(_get(ev, "splits", list, where_ev, default=["train"]))
-    train = _get(ev, "train_split", str, where_ev, default="train")
-    test = _get(ev, "test_split", str, where_ev, default=None)
-    for s in (train, test):
+    cfg: ProblemToml = _validated(ProblemToml, data, toml_path, "toml")
+    p, ev, evo = cfg.problem, cfg.evaluation, cfg.evolution
+    splits = tuple(ev.splits)
+    for key, s in (("train_split", ev.train_split), ("test_split", ev.test_split)):
         if s is not None and s not in splits:
-            raise ProblemError(f"{where_ev}: split '{s}' is not listed in 'splits' {list(splits)}")
+            raise ProblemError(
+                f"{toml_path}: [evaluation] {key}: split '{s}' is not listed in 'splits' {list(splits)}"
+            )
     stages = []
-    for i, st in enumerate(_get(ev, "cascade", list, where_ev, default=[])):
-        w = f"{toml_path} [[evaluation.cascade]] #{i + 1}"
-        split = _get(st, "split", str, w, required=True)
-        if split not in splits:
-            raise ProblemError(f"{w}: split '{split}' is not listed in 'splits'")
-        stages.append(Stage(split=split, threshold=_get(st, "threshold", float, w)))
-    stages.append(Stage(split=train))
-    feats = data.get("features", {})
-    evo = data.get("evolution", {})
+    for i, st in enumerate(ev.cascade):
+        if st.split not in splits:
+            raise ProblemError(
+                f"{toml_path}: [[evaluation.cascade]] #{i + 1} split: split '{st.split}' "
+                f"is not listed in 'splits' {list(splits)}"
+            )
+        stages.append(Stage(split=st.split, threshold=st.threshold))
+    stages.append(Stage(split=ev.train_split))
     problem = Problem(
-        name=name,
-        description=_get(p, "description", str, where, default=""),
+        name=p.name,
+        description=p.description,
         root=root,
         fmt="native",
-        entry=entry,
-        seed_code=_read_seed(root, entry, where),
-        metric=_get(p, "metric", str, where, default="score"),
-        direction=direction,
-        domain_notes=_get(p, "domain_notes", str, where, default=""),
-        timeout_s=_positive(
-            _get(ev, "timeout_s", float, where_ev, default=60.0), "timeout_s", where_ev
-        ),
-        memory_mb=int(
-            _positive(_get(ev, "memory_mb", int, where_ev, default=2048), "memory_mb", where_ev)
-        ),
+        entry=p.entry,
+        seed_code=_read_seed(root, p.entry, f"{toml_path}: [problem] entry", shown),
+        metric=p.metric,
+        direction=p.direction,
+        domain_notes=p.domain_notes,
+        timeout_s=ev.timeout_s,
+        memory_mb=ev.memory_mb,
         splits=splits,
-        train_split=train,
-        test_split=test,
+        train_split=ev.train_split,
+        test_split=ev.test_split,
         cascade=tuple(stages),
-        feature_dims=tuple(
-            _get(
-                feats,
-                "dimensions",
-                list,
-                f"{toml_path} [features]",
-                default=["code_length", "diversity"],
-            )
-        ),
-        feature_bins=int(_get(feats, "bins", int, f"{toml_path} [features]", default=8)),
-        num_islands=_get(evo, "num_islands", int, f"{toml_path} [evolution]"),
-        population_size=_get(evo, "population_size", int, f"{toml_path} [evolution]"),
-        iterations=_get(evo, "iterations", int, f"{toml_path} [evolution]"),
-        edit_format=_get(evo, "edit_format", str, f"{toml_path} [evolution]"),
-        data=_data_files(data.get("data", []), toml_path, list(splits)),
-        include=_includes(root, _get(p, "include", list, where, default=[]), where),
-        max_code_bytes=1024
-        * int(_positive(_get(ev, "max_code_kb", int, where_ev, default=64), "max_code_kb", where_ev)),
+        feature_dims=tuple(cfg.features.dimensions),
+        feature_bins=cfg.features.bins,
+        num_islands=evo.num_islands,
+        population_size=evo.population_size,
+        iterations=evo.iterations,
+        edit_format=evo.edit_format,
+        data=_data_files(cfg.data, toml_path, list(splits)),
+        include=_includes(root, p.include, f"{toml_path} [problem]"),
+        max_code_bytes=1024 * ev.max_code_kb,
     )
-    _check_evaluator(root)
+    _check_evaluator(root, shown)
     return problem
 
 
-def _data_files(entries, toml_path: Path, known_splits: list[str]) -> tuple[DataFile, ...]:
+def _validated(schema: type[M], data: object, file: Path, style: Style) -> M:
+    try:
+        return validate(schema, data, str(file), style)
+    except SettingsError as e:
+        raise ProblemError(str(e)) from None
+
+
+def _data_files(
+    entries: list[DataEntry], toml_path: Path, known: list[str]
+) -> tuple[DataFile, ...]:
     """[[data]] entries; `splits` restricts which splits' evaluations can see a file."""
-    if not isinstance(entries, list):
-        raise ProblemError(f"{toml_path}: 'data' must be an array of tables ([[data]])")
     out = []
     for i, d in enumerate(entries):
-        w = f"{toml_path} [[data]] #{i + 1}"
-        path = _get(d, "path", str, w, required=True)
-        if path.startswith("/") or ".." in Path(path).parts:
-            raise ProblemError(f"{w}: 'path' must be relative to the data directory, got {path!r}")
-        splits = _get(d, "splits", list, w, default=[])
-        if not all(isinstance(x, str) and x in known_splits for x in splits):
+        w = f"{toml_path}: [[data]] #{i + 1}"
+        if d.path.startswith("/") or ".." in Path(d.path).parts:
+            raise ProblemError(f"{w} path: must be relative to the data directory, got {d.path!r}")
+        unknown = [s for s in d.splits if s not in known]
+        if unknown:
             raise ProblemError(
-                f"{w}: 'splits' must list splits of [evaluation] splits "
-                f"({', '.join(known_splits)}), got {splits!r}"
+                f"{w} splits: '{unknown[0]}' is not a split of [evaluation] splits "
+                f"({', '.join(known)})"
             )
-        out.append(
-            DataFile(
-                path=path,
-                url=_get(d, "url", str, w),
-                sha256=_get(d, "sha256", str, w),
-                splits=tuple(splits),
-            )
-        )
+        out.append(DataFile(path=d.path, url=d.url, sha256=d.sha256, splits=tuple(d.splits)))
     return tuple(out)
 
 
@@ -223,35 +195,42 @@ def _includes(root: Path, entries: list, where: str) -> tuple[Path, ...]:
     return tuple(paths)
 
 
-def _positive(value, key: str, where: str):
-    if value is not None and (not math.isfinite(value) or value <= 0):
-        raise ProblemError(f"{where}: field '{key}' must be > 0, got {value}")
-    return value
+def require_blocks(problem: Problem) -> None:
+    """ProblemError unless the seed marks what may change. Without markers every edit
+    format but a whole-file rewrite fails on every candidate, and a rewrite may change
+    the API the evaluator calls: `evolve check` and `evolve run` refuse such a seed."""
+    if not find_blocks(problem.seed_code):
+        raise ProblemError(
+            f"{problem.root / problem.entry}: no {START} ... {END} markers; "
+            "mark the code the model may change"
+        )
 
 
-def _read_seed(root: Path, entry: str, where: str) -> str:
-    seed = root / entry
+def _read_seed(root: Path, entry: str, where: str, shown: Path) -> str:
+    seed, seed_shown = root / entry, shown / entry
     if not seed.is_file():
-        raise ProblemError(f"{where}: entry '{entry}' does not exist in {root}")
+        raise ProblemError(f"{where}: '{entry}' does not exist in {shown}")
     code = seed.read_text()
     try:
         find_blocks(code)
     except ValueError as e:
-        raise ProblemError(f"{seed}: {e}") from None
+        raise ProblemError(f"{seed_shown}: {e}") from None
     try:
         ast.parse(code)
     except SyntaxError as e:
-        raise ProblemError(f"{seed}:{e.lineno}: the seed program does not parse: {e.msg}") from None
+        raise ProblemError(
+            f"{seed_shown}:{e.lineno}: the seed program does not parse: {e.msg}"
+        ) from None
     return code
 
 
-def _check_evaluator(root: Path) -> None:
+def _check_evaluator(root: Path, shown: Path) -> None:
     """Parse evaluator.py without importing it: the controller runs no problem code."""
-    path = root / "evaluator.py"
-    if not path.is_file():
-        raise ProblemError(f"{root}: missing evaluator.py")
+    path = shown / "evaluator.py"
+    if not (root / "evaluator.py").is_file():
+        raise ProblemError(f"{shown}: missing evaluator.py")
     try:
-        tree = ast.parse(path.read_text())
+        tree = ast.parse((root / "evaluator.py").read_text())
     except SyntaxError as e:
         raise ProblemError(f"{path}:{e.lineno}: does not parse: {e.msg}") from None
     bound = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -266,56 +245,54 @@ def _check_evaluator(root: Path) -> None:
         raise ProblemError(f"{path}: no top-level function 'evaluate'")
 
 
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """PyYAML's error in one line: where, and what it found."""
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or str(e)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return where + " ".join(str(problem).split())
+
+
 def openevolve_stage_functions(root: Path) -> list[str]:
     tree = ast.parse((root / "evaluator.py").read_text())
     funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     return [f"evaluate_stage{i}" for i in (1, 2, 3) if f"evaluate_stage{i}" in funcs]
 
 
-def _load_openevolve(root: Path) -> Problem:
-    cfg_path = root / "config.yaml"
-    cfg: dict = {}
-    if cfg_path.is_file():
+def _load_openevolve(root: Path, shown: Path) -> Problem:
+    cfg_path = shown / "config.yaml"
+    raw: object = {}
+    if (root / "config.yaml").is_file():
         try:
-            cfg = yaml.safe_load(cfg_path.read_text()) or {}
+            raw = yaml.safe_load((root / "config.yaml").read_text()) or {}
         except yaml.YAMLError as e:
-            raise ProblemError(f"{cfg_path}: invalid YAML: {e}") from None
-        if not isinstance(cfg, dict):
-            raise ProblemError(f"{cfg_path}: expected a mapping at the top level")
-    ev = cfg.get("evaluator") or {}
-    db = cfg.get("database") or {}
-    llm = cfg.get("llm") or {}
-    where = str(cfg_path)
-    _check_evaluator(root)
+            raise ProblemError(f"{cfg_path}: invalid YAML: {_yaml_problem(e)}") from None
+    cfg: OpenEvolveConfig = _validated(OpenEvolveConfig, raw, cfg_path, "yaml")
+    ev, db, llm = cfg.evaluator, cfg.database, cfg.llm
+    _check_evaluator(root, shown)
     stages: list[Stage] = []
-    thresholds = list(ev.get("cascade_thresholds") or [0.5, 0.75, 0.9])
-    if ev.get("cascade_evaluation", True):
+    thresholds = ev.cascade_thresholds if ev.cascade_thresholds is not None else [0.5, 0.75, 0.9]
+    if ev.cascade_evaluation:
         for i, fn in enumerate(openevolve_stage_functions(root)):
-            thr = float(thresholds[i]) if i < len(thresholds) else None
+            thr = thresholds[i] if i < len(thresholds) else None
             stages.append(Stage(split="train", function=fn, threshold=thr))
     if not stages:
         stages.append(Stage(split="train", function="evaluate"))
     else:
         # The last stage's threshold gates nothing after it.
         stages[-1] = Stage(split="train", function=stages[-1].function)
-    models = tuple(
-        (str(m["name"]), float(m.get("weight", 1.0)))
-        for m in (llm.get("models") or [])
-        if isinstance(m, dict) and "name" in m
-    )
-    diff_based = cfg.get("diff_based_evolution")
-    system_msg = (cfg.get("prompt") or {}).get("system_message") or ""
+    diff_based = cfg.diff_based_evolution
     return Problem(
         name=root.name,
         description=f"OpenEvolve-format problem {root.name}",
         root=root,
         fmt="openevolve",
         entry="initial_program.py",
-        seed_code=_read_seed(root, "initial_program.py", where),
+        seed_code=_read_seed(root, "initial_program.py", str(shown), shown),
         metric="combined_score",
         direction="maximize",
-        domain_notes=system_msg,
-        timeout_s=_positive(float(ev.get("timeout", 60)), "evaluator.timeout", where),
+        domain_notes=cfg.prompt.system_message or "",
+        timeout_s=ev.timeout if ev.timeout is not None else 60.0,
         memory_mb=2048,
         splits=("train",),
         train_split="train",
@@ -323,22 +300,20 @@ def _load_openevolve(root: Path) -> Problem:
         cascade=tuple(stages),
         # OpenEvolve calls code length "complexity".
         feature_dims=tuple(
-            "code_length" if d == "complexity" else str(d)
-            for d in (db.get("feature_dimensions") or ("code_length", "diversity"))
+            "code_length" if d == "complexity" else d
+            for d in (db.feature_dimensions or ("code_length", "diversity"))
         ),
-        feature_bins=int(db.get("feature_bins") or 8)
-        if not isinstance(db.get("feature_bins"), dict)
-        else 8,
-        num_islands=db.get("num_islands"),
-        population_size=db.get("population_size"),
-        iterations=cfg.get("max_iterations"),
+        feature_bins=db.feature_bins if isinstance(db.feature_bins, int) else 8,
+        num_islands=db.num_islands,
+        population_size=db.population_size,
+        iterations=cfg.max_iterations,
         edit_format=None if diff_based is None else ("diff" if diff_based else "full"),
         # OpenEvolve's cap is in characters; ours in bytes of UTF-8 (the same for ASCII code)
-        max_code_bytes=int(cfg.get("max_code_length") or 10000),
+        max_code_bytes=cfg.max_code_length or 10000,
         llm=LLMDefaults(
-            models=models,
-            api_base=llm.get("api_base"),
-            temperature=llm.get("temperature"),
-            max_tokens=llm.get("max_tokens"),
+            models=llm.model_list(),
+            api_base=llm.api_base,
+            temperature=llm.temperature,
+            max_tokens=llm.max_tokens,
         ),
     )

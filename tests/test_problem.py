@@ -29,7 +29,12 @@ def test_openevolve_folder_loads_config():
     assert p.edit_format == "full"
 
 
-def _native(tmp_path: Path, toml: str, seed: str = "x = 1\n", evaluator: str = "def evaluate(p, s):\n    return {}\n"):
+def _native(
+    tmp_path: Path,
+    toml: str,
+    seed: str = "x = 1\n",
+    evaluator: str = "def evaluate(p, s):\n    return {}\n",
+):
     (tmp_path / "problem.toml").write_text(toml)
     (tmp_path / "seed.py").write_text(seed)
     (tmp_path / "evaluator.py").write_text(evaluator)
@@ -39,12 +44,21 @@ def _native(tmp_path: Path, toml: str, seed: str = "x = 1\n", evaluator: str = "
 @pytest.mark.parametrize(
     "toml, fragment",
     [
-        ('[problem]\nentry = "seed.py"\n', "missing required field 'name'"),
-        ('[problem]\nname = "x"\nentry = "nope.py"\n', "entry 'nope.py' does not exist"),
-        ('[problem]\nname = "x"\nentry = "seed.py"\ndirection = "up"\n', "'direction' must be"),
-        ('[problem]\nname = "x"\nentry = "seed.py"\n[evaluation]\ntimeout_s = -1\n', "'timeout_s' must be > 0"),
-        ('[problem]\nname = "x"\nentry = "seed.py"\n[evaluation]\ntest_split = "hold"\n', "split 'hold' is not listed"),
-        ('[problem]\nname = 3\nentry = "seed.py"\n', "field 'name' must be str"),
+        ('[problem]\nentry = "seed.py"\n', "[problem] missing required key 'name'"),
+        ('[problem]\nname = "x"\nentry = "nope.py"\n', "[problem] entry: 'nope.py' does not exist"),
+        (
+            '[problem]\nname = "x"\nentry = "seed.py"\ndirection = "up"\n',
+            "[problem] direction: expected one of",
+        ),
+        (
+            '[problem]\nname = "x"\nentry = "seed.py"\n[evaluation]\ntimeout_s = -1\n',
+            "[evaluation] timeout_s: expected a number > 0, got -1",
+        ),
+        (
+            '[problem]\nname = "x"\nentry = "seed.py"\n[evaluation]\ntest_split = "hold"\n',
+            "split 'hold' is not listed",
+        ),
+        ('[problem]\nname = 3\nentry = "seed.py"\n', "[problem] name: expected a string, got 3"),
         ("[problem\n", "invalid TOML"),
     ],
 )
@@ -58,10 +72,14 @@ def test_bad_problem_toml_names_the_field(tmp_path, toml, fragment):
 
 
 def test_unbalanced_markers_and_missing_evaluate(tmp_path):
-    _native(tmp_path, '[problem]\nname = "x"\nentry = "seed.py"\n', seed="# EVOLVE-BLOCK-START\nx = 1\n")
+    _native(
+        tmp_path, '[problem]\nname = "x"\nentry = "seed.py"\n', seed="# EVOLVE-BLOCK-START\nx = 1\n"
+    )
     with pytest.raises(ProblemError, match="seed.py"):
         load_problem(tmp_path)
-    _native(tmp_path, '[problem]\nname = "x"\nentry = "seed.py"\n', evaluator="def other():\n    pass\n")
+    _native(
+        tmp_path, '[problem]\nname = "x"\nentry = "seed.py"\n', evaluator="def other():\n    pass\n"
+    )
     with pytest.raises(ProblemError, match="no top-level function 'evaluate'"):
         load_problem(tmp_path)
 
@@ -71,3 +89,15 @@ def test_not_a_problem_folder(tmp_path):
         load_problem(tmp_path)
     with pytest.raises(ProblemError, match="no such problem folder"):
         load_problem(tmp_path / "missing")
+
+
+def test_every_shipped_problem_loads_and_marks_its_blocks():
+    """The schemas accept every problem folder in the repository as it is."""
+    from evolve.problem import require_blocks
+
+    folders = [p.parent for p in ROOT.glob("problems/*/problem.toml")]
+    folders += [p.parent for p in ROOT.glob("tests/fixtures/**/problem.toml")]
+    folders += [p.parent for p in ROOT.glob("tests/fixtures/**/initial_program.py")]
+    assert len(folders) >= 7
+    for folder in folders:
+        require_blocks(load_problem(folder))

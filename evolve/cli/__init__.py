@@ -189,11 +189,12 @@ def _print_eval(out: dict) -> None:
 
 def cmd_check(args) -> int:
     from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import ProblemError, load_problem
+    from evolve.problem import ProblemError, load_problem, require_blocks
     from evolve.sandboxes import make_sandbox
 
     try:
         problem = load_problem(args.problem_dir)
+        require_blocks(problem)  # a seed without EVOLVE-BLOCK markers fails every candidate
     except ProblemError as e:
         raise UsageError(str(e)) from None
     print(safe_text(f"{problem.name} ({problem.fmt}): {problem.description}"))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import math
+from collections.abc import Callable
+from typing import NoReturn
 
 from evolve import __version__
 from evolve.cli.archive import add_parser as add_archive_parser
@@ -10,116 +14,111 @@ from evolve.cli.archive import add_parser as add_archive_parser
 SANDBOXES = ("auto", "local", "docker")  # evolve.sandboxes.CHOICES, without importing it here
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
-    return v
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag reported as one line (usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(message.split())
+        if line.startswith("unrecognized arguments:"):
+            line += self._did_you_mean(line.split(":", 1)[1].split())
+        self.exit(2, f"{self.prog}: error: {line} (see `{self.prog} --help`)\n")
+
+    def _did_you_mean(self, words: list[str]) -> str:
+        """The known flag closest to the first unknown one (`--temprature`), if any."""
+        flag = next((w.split("=")[0] for w in words if w.startswith("--")), None)
+        known = {o for p in _parsers(self) for a in p._actions for o in a.option_strings}
+        close = difflib.get_close_matches(flag, sorted(known), n=1, cutoff=0.75) if flag else []
+        return f"; did you mean {close[0]}?" if close else ""
 
 
-def _positive_float(text: str) -> float:
+def _parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """`p` and every subcommand's parser under it."""
+    out = [p]
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _parsers(sub)
+    return out
+
+
+def _integer(minimum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer, at least `minimum`."""
+    want = "an integer" if minimum is None else f"an integer >= {minimum}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text}")
+        return value
+
+    return parse
+
+
+def _number(
+    low: float | None = None, high: float | None = None, *, above: float | None = None
+) -> Callable[[str], float]:
+    """An argparse type: a finite number within [low, high], or greater than `above`."""
+    if above is not None:
+        want = f"a number > {above:g}"
+    elif low is not None and high is not None:
+        want = f"a number within [{low:g}, {high:g}]"
+    else:
+        want = "a number"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        ok = math.isfinite(value)
+        ok = ok and (above is None or value > above)
+        ok = ok and (low is None or value >= low) and (high is None or value <= high)
+        if not ok:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text}")
+        return value
+
+    return parse
+
+
+def _model(text: str) -> str:
+    """`NAME[:WEIGHT]`: a weight must be a positive number. A name may carry a tag after a
+    colon (Ollama's `qwen2.5-coder:7b`): a tag with a digit, or `latest`, is kept in the
+    name; anything else after the last colon is read as a mistyped weight."""
+    if text.startswith("local:") or text == "local":
+        return text
+    name, sep, tail = text.rpartition(":")
+    if not text or (sep and not name) or (sep and not tail):
+        raise argparse.ArgumentTypeError(f"expected NAME or NAME:WEIGHT, got {text!r}")
+    if not sep:
+        return text
     try:
-        v = float(text)
+        weight: float | None = float(tail)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
-    return v
+        weight = None
+    if weight is None and (any(c.isdigit() for c in tail) or tail == "latest"):
+        return text  # a model tag
+    if weight is None or not (math.isfinite(weight) and weight > 0):
+        hint = "" if weight is not None else f" (a name with a colon takes one too: {text}:1)"
+        raise argparse.ArgumentTypeError(f"{text}: weight {tail!r} must be a positive number{hint}")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="evolve", description="Evolve systems policies with an LLM and a sandboxed simulator."
     )
     ap.add_argument("--version", action="version", version=f"evolve {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="start an evolution run on a problem folder")
-    run.add_argument("problem_dir", metavar="PROBLEM_DIR")
-    run.add_argument(
-        "--iterations", type=_positive_int, help="total iterations (default: problem's, else 50)"
-    )
-    run.add_argument(
-        "--model",
-        action="append",
-        metavar="NAME[:WEIGHT]",
-        help="model to sample from; repeat for an ensemble with weights",
-    )
-    run.add_argument(
-        "--api-base", metavar="URL", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
-    )
-    run.add_argument(
-        "--parallel", type=_positive_int, default=2, help="evaluations in flight (default 2)"
-    )
-    run.add_argument(
-        "--llm-parallel", type=_positive_int, default=4, help="LLM requests in flight (default 4)"
-    )
-    run.add_argument("--seed", type=int, default=0, help="seed for parent selection and sampling")
-    run.add_argument(
-        "--run-id", metavar="ID", help="name of the run (default: problem-date-random)"
-    )
-    run.add_argument(
-        "--budget-usd",
-        type=_positive_float,
-        metavar="X",
-        help="stop once LLM spend reaches X dollars",
-    )
-    run.add_argument(
-        "--time-limit",
-        type=_positive_float,
-        metavar="SEC",
-        help="stop dispatching after SEC seconds",
-    )
-    run.add_argument(
-        "--sandbox",
-        choices=SANDBOXES,
-        default="auto",
-        help="where candidates run (default auto: docker if its engine and image are there, else local)",
-    )
-    _require_isolation(run)
-    run.add_argument(
-        "--islands", type=_positive_int, help="number of islands (default: problem's, else 3)"
-    )
-    run.add_argument(
-        "--migration-interval", type=_positive_int, default=20, help="iterations between migrations"
-    )
-    run.add_argument(
-        "--edit-format", choices=["diff", "block", "full"], help="what the model is asked for"
-    )
-    run.add_argument("--crossover-rate", type=float, default=0.1, help="share of crossover prompts")
-    run.add_argument("--temperature", type=float, help="sampling temperature (default 0.8)")
-    run.add_argument("--max-tokens", type=_positive_int, help="max tokens per reply (default 4096)")
-    run.add_argument(
-        "--llm-timeout", type=_positive_float, default=120.0, help="per-request timeout, seconds"
-    )
-    run.add_argument(
-        "--llm-retries", type=_positive_int, default=4, help="retries on 429/5xx/timeouts"
-    )
-    run.add_argument(
-        "--llm-backoff",
-        type=_positive_float,
-        default=1.0,
-        metavar="SEC",
-        help="first retry delay; doubles per retry, with jitter (default 1)",
-    )
-    run.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="JSON/TOML price table: model -> {input, output} $/1M tokens",
-    )
-    run.add_argument(
-        "--runs-dir", metavar="DIR", help="archive location (default ./runs or $EVOLVE_RUNS_DIR)"
-    )
-    run.add_argument(
-        "--no-progress", action="store_true", help="plain log lines instead of the live display"
-    )
+    _run_flags(run)
 
     res = sub.add_parser("resume", help="continue a stopped or killed run")
     res.add_argument("run_id", metavar="RUN_ID")
-    res.add_argument("--iterations", type=_positive_int, help="new total number of iterations")
+    res.add_argument("--iterations", type=_integer(0), help="new total number of iterations")
     res.add_argument("--runs-dir", metavar="DIR")
     res.add_argument("--no-progress", action="store_true")
 
@@ -181,9 +180,112 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _require_isolation(p: argparse.ArgumentParser) -> None:
+def _run_flags(run: argparse.ArgumentParser) -> None:
+    """`evolve run`'s flags. Each defaults to None, "not given": evolve.cli.run merges a given
+    flag over the problem's settings, the model's profile and RunConfig's defaults (the
+    defaults in the help texts), so a flag given with its default value still wins."""
+    run.add_argument("problem_dir", metavar="PROBLEM_DIR")
+    run.add_argument(
+        "--iterations", type=_integer(0), help="total iterations (default: problem's, else 50)"
+    )
+    run.add_argument(
+        "--model",
+        action="append",
+        type=_model,
+        metavar="NAME[:WEIGHT]",
+        help="model to sample from; repeat for an ensemble with weights",
+    )
+    run.add_argument(
+        "--api-base", metavar="URL", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
+    )
+    run.add_argument("--parallel", type=_integer(1), help="evaluations in flight (default 2)")
+    run.add_argument(
+        "--llm-parallel",
+        type=_integer(1),
+        help="LLM requests in flight (default: the model's profile, else 4)",
+    )
+    run.add_argument(
+        "--seed", type=_integer(), help="seed for parent selection and sampling (default 0)"
+    )
+    run.add_argument(
+        "--run-id", metavar="ID", help="name of the run (default: problem-date-random)"
+    )
+    run.add_argument(
+        "--budget-usd",
+        type=_number(above=0),
+        metavar="X",
+        help="stop once LLM spend reaches X dollars",
+    )
+    run.add_argument(
+        "--time-limit",
+        type=_number(above=0),
+        metavar="SEC",
+        help="stop dispatching after SEC seconds",
+    )
+    run.add_argument(
+        "--sandbox",
+        choices=SANDBOXES,
+        help="where candidates run (default auto: docker if its engine and image are there, else local)",
+    )
+    _require_isolation(run, default=None)
+    run.add_argument(
+        "--islands", type=_integer(1), help="number of islands (default: problem's, else 3)"
+    )
+    run.add_argument(
+        "--migration-interval",
+        type=_integer(1),
+        help="iterations between migrations (default 20)",
+    )
+    run.add_argument(
+        "--edit-format", choices=["diff", "block", "full"], help="what the model is asked for"
+    )
+    run.add_argument(
+        "--crossover-rate",
+        type=_number(0, 1),
+        help="share of crossover prompts, within [0, 1] (default 0.1)",
+    )
+    run.add_argument(
+        "--temperature",
+        type=_number(0, 2),
+        help="sampling temperature, within [0, 2] (default: problem's, else the model's, else 0.8)",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=_integer(1),
+        help="max tokens per reply (default: problem's, else the model's, else 4096)",
+    )
+    run.add_argument(
+        "--llm-timeout",
+        type=_number(above=0),
+        metavar="SEC",
+        help="per-request timeout (default: the model's profile, else 120)",
+    )
+    run.add_argument(
+        "--llm-retries", type=_integer(0), help="retries on 429/5xx/timeouts (default 4)"
+    )
+    run.add_argument(
+        "--llm-backoff",
+        type=_number(above=0),
+        metavar="SEC",
+        help="first retry delay; doubles per retry, with jitter (default 1)",
+    )
+    run.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="JSON/TOML price table: model -> {input, output} $/1M tokens",
+    )
+    run.add_argument(
+        "--runs-dir", metavar="DIR", help="archive location (default ./runs or $EVOLVE_RUNS_DIR)"
+    )
+    run.add_argument(
+        "--no-progress", action="store_true", help="plain log lines instead of the live display"
+    )
+
+
+def _require_isolation(p: argparse.ArgumentParser, default: bool | None = False) -> None:
     p.add_argument(
         "--require-isolation",
         action="store_true",
+        default=default,
         help="refuse to run if the local sandbox lost any isolation guarantee here (default: warn)",
     )

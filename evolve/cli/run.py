@@ -15,7 +15,6 @@ from pathlib import Path
 
 from evolve.archive import Archive
 from evolve.cli.common import UsageError, new_run_id, runs_dir
-from evolve.cli.parser import build_parser
 from evolve.cli.progress import RunProgress
 from evolve.cli.safe_text import safe_text
 from evolve.config import RunConfig
@@ -25,99 +24,64 @@ from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, ModelSpec
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
-from evolve.llm.profiles import is_local, profile_for_models
-from evolve.problem import Problem, ProblemError, load_problem
+from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
+from evolve.problem import Problem, ProblemError, load_problem, require_blocks
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
 from evolve.sandboxes import make_sandbox
+from evolve.settings import check_url
 
-# Used when neither a flag nor the model's profile sets them.
-_FALLBACKS = {"llm_parallel": 4, "llm_timeout": 120.0}
-
-
-def _flag_given(args, name: str) -> bool:
-    """Whether `evolve run` was given the flag: its value differs from the parser's default
-    (a flag whose default is a number cannot be told from its absence when equal to it)."""
-    value = getattr(args, name, None)
-    return value is not None and value != getattr(
-        build_parser().parse_args(["run", "."]), name, None
-    )
+# `evolve run`'s flags (argparse dests, each None unless given) and the RunConfig fields
+# they set: the same name, but for these
+_FLAGS = (
+    "iterations api_base parallel llm_parallel seed budget_usd time_limit sandbox "
+    "require_isolation islands migration_interval edit_format crossover_rate temperature "
+    "max_tokens llm_timeout llm_retries llm_backoff prices context_window"
+).split()
+_FIELD_OF = {
+    "time_limit": "time_limit_s",
+    "islands": "num_islands",
+    "llm_timeout": "llm_timeout_s",
+    "llm_backoff": "llm_backoff_s",
+    "prices": "prices_file",
+}
 
 
 def config_from_args(args, problem: Problem) -> RunConfig:
-    """Flags win over the problem folder's defaults, which win over ours."""
+    """The run's settings, merged once: a flag given (even one equal to its default) >
+    the problem folder's settings > the model's profile > RunConfig's defaults.
+
+    Everything that can be checked before the seed is evaluated is checked here: the
+    seed's EVOLVE-BLOCK markers, the endpoint URL, the price table, the prompt's fit."""
     try:
-        models = tuple(ModelSpec.parse(m) for m in args.model) if args.model else None
-    except ValueError as e:
+        require_blocks(problem)
+    except ProblemError as e:
         raise UsageError(str(e)) from None
-    if models is None and problem.llm.models:
-        models = tuple(ModelSpec(n, w) for n, w in problem.llm.models)
-    if models is None:
-        models, _ = default_models(args, problem)
-    names = [m.name for m in (models or RunConfig.models)]
-    if any(is_local(n) for n in names) and (len(names) > 1 or args.api_base):
+    given = {a: getattr(args, a, None) for a in _FLAGS}
+    flags = {_FIELD_OF.get(a, a): v for a, v in given.items() if v is not None}
+    models = _models(args, problem)
+    names = [m.name for m in models]
+    local = any(is_local(n) for n in names)
+    if local and (len(names) > 1 or args.api_base):
         raise UsageError(
             f"--model {', '.join(names)}: a local model is served by evolve itself; "
             "it cannot be combined with other models or --api-base"
         )
+    if not local:
+        _check_endpoint(args.api_base, problem)
     prof = profile_for_models(names)
-    kw = dict(
-        problem_dir=str(problem.root),
-        parallel=args.parallel,
-        llm_parallel=args.llm_parallel,
-        seed=args.seed,
-        budget_usd=args.budget_usd,
-        time_limit_s=args.time_limit,
-        sandbox=args.sandbox,
-        require_isolation=args.require_isolation,
-        migration_interval=args.migration_interval,
-        crossover_rate=args.crossover_rate,
-        llm_timeout_s=args.llm_timeout,
-        llm_retries=args.llm_retries,
-        llm_backoff_s=args.llm_backoff,
-        prices_file=args.prices,
-        prompt_style=prof.prompt_style,
-        num_inspirations=prof.num_inspirations,
-        max_attempts=prof.max_attempts,
-    )
-    for key, arg, advice in (
-        ("llm_parallel", "llm_parallel", prof.llm_parallel),
-        ("llm_timeout_s", "llm_timeout", prof.llm_timeout_s),
-    ):
-        if not _flag_given(args, arg):
-            kw[key] = (
-                advice if advice is not None else (getattr(args, arg, None) or _FALLBACKS[arg])
-            )
-    # A problem's max_tokens may not crowd the prompt out of a small window.
-    problem_max_tokens = problem.llm.max_tokens
-    if problem_max_tokens is not None and problem_max_tokens > prof.context_window // 2:
-        problem_max_tokens = prof.max_tokens
-    # flag, then the problem folder, then the model's profile
-    pick = {
-        "iterations": (args.iterations, problem.iterations, None),
-        "models": (models, None, None),
-        "api_base": (args.api_base, problem.llm.api_base, None),
-        "num_islands": (args.islands, problem.num_islands, None),
-        "edit_format": (args.edit_format, problem.edit_format, prof.edit_format),
-        "temperature": (args.temperature, problem.llm.temperature, prof.temperature),
-        "max_tokens": (args.max_tokens, problem_max_tokens, prof.max_tokens),
-        "context_window": (getattr(args, "context_window", None), None, prof.context_window),
-    }
-    for key, (flag, from_problem, from_profile) in pick.items():
-        value = next((v for v in (flag, from_problem, from_profile) if v is not None), None)
-        if value is not None:
-            kw[key] = value
-    if (
-        kw.get("context_window")
-        and not any(is_local(n) for n in names)
-        and getattr(args, "context_window", None) is None
-    ):
+    kw: dict = {"problem_dir": str(problem.root)}
+    for layer in (_from_profile(prof), _from_problem(problem, prof), flags):  # lowest first
+        kw.update(layer)
+    kw["models"] = models
+    if "context_window" not in flags and not local:
         # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
-        kw["context_window"] = max(kw["context_window"], 2 * kw.get("max_tokens", prof.max_tokens))
+        kw["context_window"] = max(kw["context_window"], 2 * kw["max_tokens"])
     if args.prices and not Path(args.prices).is_file():
         raise UsageError(f"--prices {args.prices}: no such file")
     try:
         cfg = RunConfig(**kw)
-        require_prices([m.name for m in cfg.models], cfg.budget_usd, cfg.prices_file)
+        prices = PriceTable.load(cfg.prices_file)  # a bad file: one line, before anything runs
+        require_prices([m.name for m in cfg.models], cfg.budget_usd, prices)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
     try:  # the smallest prompt (the seed's EVOLVE-BLOCK and the task) must fit the window
@@ -127,6 +91,64 @@ def config_from_args(args, problem: Problem) -> RunConfig:
     except PromptTooLong as e:
         raise UsageError(f"--model {', '.join(names)}: {e}") from None
     return cfg
+
+
+def _models(args, problem: Problem) -> tuple[ModelSpec, ...]:
+    """--model, else the problem's models, else the default (see default_models)."""
+    if args.model:
+        try:
+            return tuple(ModelSpec.parse(m) for m in args.model)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    if problem.llm.models:
+        return tuple(ModelSpec(n, w) for n, w in problem.llm.models)
+    return default_models(args, problem)[0] or RunConfig.models
+
+
+def _from_profile(prof: ModelProfile) -> dict:
+    """What the model's profile advises; a profile without advice leaves RunConfig's default."""
+    out = {
+        "edit_format": prof.edit_format,
+        "temperature": prof.temperature,
+        "max_tokens": prof.max_tokens,
+        "context_window": prof.context_window,
+        "prompt_style": prof.prompt_style,
+        "num_inspirations": prof.num_inspirations,
+        "max_attempts": prof.max_attempts,
+        "llm_parallel": prof.llm_parallel,
+        "llm_timeout_s": prof.llm_timeout_s,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _from_problem(problem: Problem, prof: ModelProfile) -> dict:
+    """problem.toml's [evolution] and config.yaml's settings, where the folder sets them."""
+    max_tokens = problem.llm.max_tokens
+    if max_tokens is not None and max_tokens > prof.context_window // 2:
+        max_tokens = None  # may not crowd the prompt out of a small window: the profile's wins
+    out = {
+        "iterations": problem.iterations,
+        "num_islands": problem.num_islands,
+        "edit_format": problem.edit_format,
+        "api_base": problem.llm.api_base,
+        "temperature": problem.llm.temperature,
+        "max_tokens": max_tokens,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _check_endpoint(api_base: str | None, problem: Problem) -> None:
+    """The endpoint the run will call must be an http(s) URL: one line now, not a connection
+    error per request. config.yaml's llm.api_base was checked when the problem loaded."""
+    if api_base is not None:
+        source, url = "--api-base", api_base
+    elif problem.llm.api_base is None and os.environ.get("OPENAI_BASE_URL") is not None:
+        source, url = "$OPENAI_BASE_URL", os.environ["OPENAI_BASE_URL"]
+    else:
+        return
+    wrong = check_url(url)
+    if wrong:
+        raise UsageError(f"{source} {url!r}: {wrong}")
 
 
 def default_models(args, problem: Problem) -> tuple[tuple[ModelSpec, ...] | None, str]:

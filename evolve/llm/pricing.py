@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evolve.llm.profiles import is_local
+from evolve.settings import PriceFile, validate
 
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),
@@ -89,17 +90,16 @@ def require_prices(
 
 
 def _read_prices(path: Path) -> dict[str, tuple[float, float]]:
-    """A JSON or TOML mapping: model -> {input: $/1M, output: $/1M}."""
+    """A JSON or TOML (by the .toml suffix) mapping: model -> {input: $/1M, output: $/1M};
+    ValueError with one line naming the file and the entry otherwise."""
+    kind = "TOML" if path.suffix == ".toml" else "JSON"
     try:
         text = path.read_text()
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: cannot read price table: {e}") from None
-    out = {}
-    for model, entry in data.items():
-        if not isinstance(entry, dict) or not {"input", "output"} <= entry.keys():
-            raise ValueError(
-                f"{path}: entry '{model}' must have 'input' and 'output' prices per 1M tokens"
-            )
-        out[model] = (float(entry["input"]), float(entry["output"]))
-    return out
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read price table: {e.strerror or e}") from None
+    try:
+        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+    except ValueError as e:  # JSONDecodeError and TOMLDecodeError are ValueErrors
+        raise ValueError(f"{path}: not a {kind} price table: {e}") from None
+    table = validate(PriceFile, data, str(path), "prices")
+    return {model: (p.input, p.output) for model, p in table.root.items()}

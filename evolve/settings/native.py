@@ -1,0 +1,69 @@
+"""The schema of a native problem's problem.toml.
+
+Types and ranges only; what needs the folder (the entry file exists, a split named by a
+stage is listed in `splits`) is checked by evolve.problem after this.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from evolve.settings.errors import Section
+
+PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class ProblemTable(Section):
+    name: str
+    entry: str
+    description: str = ""
+    metric: str = "score"
+    direction: Literal["maximize", "minimize"] = "maximize"
+    domain_notes: str = ""
+    include: list[str] = []  # files of other folders the evaluator imports (kit.include)
+
+
+class CascadeStage(Section):
+    split: str
+    threshold: FiniteFloat | None = None
+
+
+class EvaluationTable(Section):
+    timeout_s: PositiveFloat = 60.0
+    memory_mb: PositiveInt = 2048
+    splits: Annotated[list[str], Field(min_length=1)] = ["train"]
+    train_split: str = "train"
+    test_split: str | None = None
+    cascade: list[CascadeStage] = []
+    max_code_kb: PositiveInt = 64  # larger candidates are recorded invalid, never evaluated
+
+
+class FeaturesTable(Section):
+    dimensions: list[str] = ["code_length", "diversity"]
+    bins: PositiveInt = 8
+
+
+class EvolutionTable(Section):
+    num_islands: PositiveInt | None = None
+    population_size: PositiveInt | None = None
+    iterations: Annotated[int, Field(ge=0)] | None = None
+    edit_format: Literal["diff", "block", "full"] | None = None
+
+
+class DataEntry(Section):
+    path: str
+    url: str | None = None
+    sha256: str | None = None
+    splits: list[str] = []  # the splits whose evaluations may read the file (none listed: all)
+
+
+class ProblemToml(Section):
+    problem: ProblemTable
+    evaluation: EvaluationTable = EvaluationTable()
+    features: FeaturesTable = FeaturesTable()
+    evolution: EvolutionTable = EvolutionTable()
+    data: list[DataEntry] = []
