@@ -177,6 +177,9 @@ def test_an_unpackable_best_parent_is_skipped_recorded_and_stays_skipped_on_resu
     assert not any("pads this policy" in q for q in requests)
     best = archive_json(runs, "best", "--problem", "toy")
     assert best["program_id"] == big_id  # still the run's best result
+    assert best["skip_reason"].startswith("the prompt needs about ")
+    shown = evolve("archive", "show", big_id, "--runs-dir", runs)
+    assert "not a parent" in shown.stdout and "the prompt needs about" in shown.stdout
 
 
 def _controller_run(tmp_path: Path, srv: ScriptedLLM, problem_dir: Path, **cfg) -> tuple:
@@ -273,10 +276,10 @@ def test_a_seed_over_the_size_cap_fails_check_and_run_naming_the_setting(tmp_pat
     with ScriptedLLM.from_list([], then=edit(1)) as srv:
         r = evolve(*run_args(srv.base_url, runs, problem=root))
         asked = len(srv.requests)
-    assert r.returncode == 2 and asked == 0
-    assert f"seed program failed (invalid): {reason}" in r.stderr.strip().splitlines()[-1]
-    run_id = r.stdout.splitlines()[0].strip()
-    assert run_row(runs, run_id)["status"] == "failed"
+    assert r.returncode == 2 and asked == 0  # refused before a run exists
+    [line] = r.stderr.strip().splitlines()
+    assert str(root / "seed.py") in line and reason in line
+    assert not (runs / "archive.db").exists()
 
 
 def _row(it: int, score: float, cell: str = "0", skip: str | None = None) -> ProgramRow:

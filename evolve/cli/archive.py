@@ -92,6 +92,7 @@ def _public(p: ProgramRow, code: bool = True) -> dict:
         "edit_kind": p.edit_kind,
         "model": p.model,
         "status": p.status,
+        "skip_reason": p.skip_reason,
         "score": p.score,
         "test_score": p.test_score,
         "scores": p.scores,
@@ -299,6 +300,8 @@ def _show(out: Console, p: ProgramRow, as_json: bool, code_only: bool = False) -
         t.add_row(k, safe_rich(getattr(p, k)))
     t.add_row("score (train)", _f(p.score))
     t.add_row("score (held out)", _f(p.test_score))
+    if p.skip_reason:
+        t.add_row("not a parent", safe_rich(p.skip_reason))
     for k, v in sorted(p.metrics.items()):
         t.add_row(safe_rich(k), safe_rich(_f(v)))
     out.print(t)

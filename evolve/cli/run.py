@@ -20,7 +20,7 @@ from evolve.cli.safe_text import safe_text
 from evolve.config import RunConfig
 from evolve.controller import Controller, RunSummary
 from evolve.data import data_dir_for, ensure
-from evolve.evaluation import CandidateEvaluator
+from evolve.evaluation import CandidateEvaluator, too_large
 from evolve.llm import LLMClient, ModelSpec
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
@@ -56,6 +56,9 @@ def config_from_args(args, problem: Problem) -> RunConfig:
         require_blocks(problem)
     except ProblemError as e:
         raise UsageError(str(e)) from None
+    too_big = too_large(problem, problem.seed_code)
+    if too_big:
+        raise UsageError(f"{problem.root / problem.entry}: {too_big}")
     given = {a: getattr(args, a, None) for a in _FLAGS}
     flags = {_FIELD_OF.get(a, a): v for a, v in given.items() if v is not None}
     models = _models(args, problem)
