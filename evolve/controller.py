@@ -26,7 +26,9 @@ from evolve.prompts import PromptBuilder
 from evolve.proposal import NoParent, Proposer
 from evolve.run_state import NullObserver, RunObserver, RunStats
 
-MAX_LLM_FAILURES = 3  # consecutive failed calls (after retries) that end a run
+# An endpoint that answered this session and then answers nothing for this long ends the run
+# (failed, resumable); shorter outages are ridden out, their iterations asked again.
+MAX_LLM_OUTAGE_S = 300.0
 LONG_LLM_WAIT_S = 5.0  # a retry waiting this long (outage, Retry-After) is also a note
 
 
@@ -83,8 +85,8 @@ class Controller:
         self.in_flight_hashes: dict[str, str] = {}
         self.stats = RunStats(target=cfg.iterations)
         self.last_migration = -1  # `done` at the last ring migration
-        self.llm_failures = 0
         self.llm_successes = 0
+        self.llm_ok_at = time.monotonic()  # the last answer (or the start)
         self.started = time.monotonic()
 
     # ---- setup -------------------------------------------------------------
@@ -215,7 +217,8 @@ class Controller:
                         continue
                     if isinstance(exc, LLMError) and iteration is not None:
                         retry.append(iteration)
-                        if self.llm_failures >= MAX_LLM_FAILURES or self.llm_successes == 0:
+                        down_s = time.monotonic() - self.llm_ok_at
+                        if self.llm_successes == 0 or down_s >= MAX_LLM_OUTAGE_S:
                             fatal = fatal or RunAborted(f"LLM endpoint unreachable: {exc}")
                     else:
                         fatal = fatal or exc
@@ -287,7 +290,6 @@ class Controller:
                     messages, model, seed=self.cfg.seed * 100003 + it, on_retry=on_retry
                 )
         except LLMError as e:
-            self.llm_failures += 1
             record(None, str(e), 0, 0, 0.0, e.latency_s)
             self.stats.add_llm_fault(e.fault, retried=False)
             self._refresh()
@@ -295,7 +297,7 @@ class Controller:
             raise
         finally:
             self.stats.llm_in_flight -= 1
-        self.llm_failures = 0
+        self.llm_ok_at = time.monotonic()
         self.llm_successes += 1
         call_id = record(
             reply.content,

@@ -62,6 +62,7 @@ class RunProgress:
         self.task: TaskID | None = None
         self.status = Text()
         self.last_plain = 0.0
+        self.faults_shown = (0, 0)  # (retries, failed calls) in the last plain line
 
     def start(self, stats: RunStats) -> None:
         if not self.enabled:
@@ -87,10 +88,10 @@ class RunProgress:
         if self.bar is not None and self.task is not None:
             self.bar.update(self.task, total=stats.target, completed=stats.done)
             self.status.plain = safe_text(status_line(stats))
-        elif time.monotonic() - self.last_plain > 10 and (
-            stats.done or stats.llm_retries or stats.llm_failed
-        ):
-            self.last_plain = time.monotonic()
+        elif (faults := (stats.llm_retries, stats.llm_failed)) != self.faults_shown or (
+            time.monotonic() - self.last_plain > 10 and stats.done
+        ):  # every new LLM fault at once (a log shows each), progress every 10 s
+            self.last_plain, self.faults_shown = time.monotonic(), faults
             self.console.print(
                 safe_rich(f"[{stats.done}/{stats.target}] {status_line(stats)}"), highlight=False
             )

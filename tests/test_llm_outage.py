@@ -1,0 +1,27 @@
+"""How long an LLM outage a run rides out: failed iterations are asked again until the
+endpoint has answered nothing for MAX_LLM_OUTAGE_S; then the run ends, resumable."""
+
+from __future__ import annotations
+
+from evolve import controller
+from tests.scripted_llm import Reply, ScriptedLLM
+from tests.test_llm_faults import GOOD, Run, _failed
+
+
+def test_several_failed_calls_in_a_row_do_not_end_the_run(tmp_path):
+    down = [Reply("down", status=502)] * 8  # four calls of two attempts each
+    with ScriptedLLM.from_list([GOOD[0], *down], then=GOOD[1]) as srv:
+        run = Run(tmp_path, srv.base_url, iterations=3, llm_retries=1)
+        summary = run.go()
+    assert summary.status == "finished" and summary.iterations_done == 3, summary
+    assert run.ctl.stats.llm_failed == 4 and len(_failed(run.calls())) == 8
+
+
+def test_an_outage_longer_than_the_window_ends_the_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(controller, "MAX_LLM_OUTAGE_S", 0.5)
+    with ScriptedLLM.from_list([GOOD[0]], then=Reply("down", status=502)) as srv:
+        run = Run(tmp_path, srv.base_url, iterations=5, llm_retries=1, llm_backoff_s=0.3)
+        summary = run.go()
+    assert summary.status == "failed" and "LLM endpoint unreachable" in (summary.reason or "")
+    assert summary.iterations_done == 1
+    assert run.archive.get_run("r")["status"] == "failed"  # resumable, never left "running"
