@@ -190,25 +190,17 @@ class LLMClient:
                         max_tokens=self.cfg.max_tokens,
                         **extra,
                     )
-        except RETRYABLE as e:
-            raise LLMError(
-                f"{model} at {self.base_url or 'api.openai.com'}: failed after "
-                f"{attempt} attempts: {type(e).__name__}: {self.describe(e)}",
-                self.fault(e),
-                attempt,
-                time.monotonic() - t0,
-            ) from None
-        except openai.APIStatusError as e:
-            raise LLMError(
-                f"{model}: HTTP {e.status_code}: {_short(e)}",
-                self.fault(e),
-                attempt,
-                time.monotonic() - t0,
-            ) from None
         except openai.OpenAIError as e:
-            raise LLMError(
-                f"{model}: {_short(e)}", self.fault(e), attempt, time.monotonic() - t0
-            ) from None
+            if isinstance(e, RETRYABLE):
+                what = (
+                    f"{model} at {self.base_url or 'api.openai.com'}: failed after "
+                    f"{attempt} attempts: {type(e).__name__}: {self.describe(e)}"
+                )
+            elif isinstance(e, openai.APIStatusError):
+                what = f"{model}: HTTP {e.status_code}: {_short(e)}"
+            else:
+                what = f"{model}: {_short(e)}"
+            raise LLMError(what, self.fault(e), attempt, time.monotonic() - t0) from None
         latency = time.monotonic() - t0
         content = ""
         if resp.choices and resp.choices[0].message and resp.choices[0].message.content:
