@@ -9,6 +9,8 @@ import sqlite3
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -115,9 +117,9 @@ def test_resume_of_a_live_run_is_refused_and_a_dead_owners_run_is_taken_over(tmp
     assert run["owner_pid"] == second.pid
 
 
-def test_a_finished_run_resumes_with_more_iterations_and_leaves_no_lock_behind(tmp_path):
-    problem = toy_problem(tmp_path / "toy", timeout_s=20)
-    runs = tmp_path / "runs"
+@contextmanager
+def _finished_run(tmp_path: Path, runs: Path, run_id: str, iterations: int) -> Iterator[None]:
+    """A run of the toy problem that finished; the scripted server still answers inside."""
     gate = Gate()
     gate.open.set()
     with ScriptedLLM(gate) as srv:
@@ -128,12 +130,18 @@ def test_a_finished_run_resumes_with_more_iterations_and_leaves_no_lock_behind(t
                 "--sandbox",
                 "local",
                 "--run-id",
-                "x",
-                problem=problem,
-                iterations=2,
+                run_id,
+                problem=toy_problem(tmp_path / "toy", timeout_s=20),
+                iterations=iterations,
             )
         )
         assert r.returncode == 0, r.stderr
+        yield
+
+
+def test_a_finished_run_resumes_with_more_iterations_and_leaves_no_lock_behind(tmp_path):
+    runs = tmp_path / "runs"
+    with _finished_run(tmp_path, runs, "x", iterations=2):
         r = evolve("resume", "x", "--iterations", "3", "--runs-dir", runs, "--no-progress")
         assert r.returncode == 0, r.stderr
     run = _status(runs, "x")
@@ -188,24 +196,9 @@ def test_an_error_after_the_run_row_exists_never_leaves_it_running(
 
 
 def test_archive_runs_json_reports_the_owner(tmp_path):
-    problem = toy_problem(tmp_path / "toy", timeout_s=20)
     runs = tmp_path / "runs"
-    gate = Gate()
-    gate.open.set()
-    with ScriptedLLM(gate) as srv:
-        r = evolve(
-            *run_args(
-                srv.base_url,
-                runs,
-                "--sandbox",
-                "local",
-                "--run-id",
-                "j",
-                problem=problem,
-                iterations=1,
-            )
-        )
-        assert r.returncode == 0, r.stderr
+    with _finished_run(tmp_path, runs, "j", iterations=1):
+        pass
     run = _status(runs, "j")
     assert run["status"] == "finished"
     assert run["owner_host"] == socket.gethostname() and isinstance(run["owner_pid"], int)
