@@ -34,10 +34,12 @@ that misbehaved (its deadline passed, something survived, the wipe failed, the
 agent's state drifted, it died) is destroyed and replaced, and a launch the
 agent refuses (its container is not clean) is retried in a fresh container,
 so no candidate is charged for another's sabotage. Containers carry the label
-`evolve=<run id>` and their owner process: close() removes them, a dead
-owner's leftovers are removed when the next sandbox starts, and if the
-controller is killed outright the agent sees its stdin close and stops the
-container, which the engine then removes.
+`evolve=<run id>` and their owner process (host, pid, start time, boot id:
+leftovers.owner_id): close() removes them; if the controller is killed
+outright the agent sees its stdin close, kills a running evaluation at once and
+stops the container, which the engine then removes; whatever a dead owner left
+(containers, its host folder) is removed when the next sandbox starts, or by
+the next `evolve` command (leftovers.sweep).
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ import base64
 import binascii
 import json
 import os
-import select
 import shutil
 import socket
 import tempfile
@@ -57,7 +58,10 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from evaluators import leftovers
+from evaluators.agent_link import Box
 from evaluators.image import find_image, wanted_image
+from evaluators.leftovers import owner_alive, owner_id
 from evaluators.local_result import (
     MISSING,
     RESULT_MAX_BYTES,
@@ -74,43 +78,24 @@ AGENT_UID, RUN_UID, SCORE_UID = 10000, 10001, 10002
 AGENT_CAPS = ["SETUID", "SETGID", "SETPCAP", "KILL"]
 PROBLEM, DATA, IN, INCLUDE = "/problem", "/data", "/in", "/include"
 LABEL = "evolve"  # its value is the run id
-OWNER_LABEL = "evolve.owner"  # host:pid:start-time of the controller process
-HOST_PREFIX = "evolve-docker-"
+OWNER_LABEL = "evolve.owner"  # host:pid:start:boot of the controller (leftovers.owner_id)
 GRACE_S = 10.0  # beyond the agent's own deadline, before the host gives up on the container
 START_TIMEOUT_S = 60.0
 AGENT_MB = 128  # the agent (python + numpy) and slack, on top of the evaluation's memory
 SCRATCH_MB, TMP_MB, SCORE_MB, INODES = 256, 64, 64, 16384
 LAUNCH_TRIES = 3  # a launch refused by a container in doubt goes to a fresh one
-ANSWER_MAX_BYTES = 2 * RESULT_MAX_BYTES + 2**20  # base64 result, output tails, the rest
 _THREADS_1 = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _reaped = False
 _reap_lock = threading.Lock()
 
 
-def _start_time(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return ""
+def reap_containers(client=None) -> int:
+    """Remove the containers of evolve processes that died; how many. Their agents stop by
+    themselves once the controller's stream closes; this is for whatever did not."""
+    if client is None:
+        import docker
 
-
-def owner_id(pid: int | None = None) -> str:
-    pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
-
-
-def owner_alive(owner: str) -> bool:
-    """Whether the process that created a container still runs (True when unknowable)."""
-    host, _, rest = owner.partition(":")
-    pid, _, start = rest.partition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
-    return bool(start) and _start_time(int(pid)) == start
-
-
-def reap_leftovers(client, tmp_root: str | None = None) -> int:
-    """Remove the containers and host folders of evolve processes that died; how many containers."""
+        client = docker.from_env(timeout=10)
     n = 0
     for c in client.api.containers(all=True, filters={"label": LABEL}):
         owner = (c.get("Labels") or {}).get(OWNER_LABEL)
@@ -120,13 +105,14 @@ def reap_leftovers(client, tmp_root: str | None = None) -> int:
                 n += 1
             except Exception:
                 pass  # removed meanwhile (auto-remove)
-    root = tmp_root or tempfile.gettempdir()
-    for name in os.listdir(root):
-        if name.startswith(HOST_PREFIX):
-            pid, _, start = name[len(HOST_PREFIX) :].partition("-")
-            start = start.split("-")[0]
-            if pid.isdigit() and not owner_alive(f"{socket.gethostname()}:{pid}:{start}"):
-                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+    return n
+
+
+def reap_leftovers(client, tmp_root: str | None = None) -> int:
+    """Remove the containers and temp folders of evolve processes that died; how many
+    containers."""
+    n = reap_containers(client)
+    leftovers.sweep(tmp_root)
     return n
 
 
@@ -170,90 +156,6 @@ class _Refused(Exception):
     """The agent would not launch: its container is not clean (not the candidate's doing)."""
 
 
-class _Box:
-    """One warm container and the attached stream to its agent."""
-
-    def __init__(self, key: tuple, cid: str, sock, in_dir: str) -> None:
-        self.key, self.cid, self.in_dir = key, cid, in_dir
-        self._io = sock  # keeps the HTTP response (and so the socket) alive
-        self.sock = getattr(sock, "_sock", sock)
-        self.sock.settimeout(None)
-        self._buf = bytearray()  # the engine's frames, not yet split
-        self._out = bytearray()  # stdout payload, not yet split into lines
-        self._scanned = 0  # no newline in _out before this offset
-        self.err = b""  # the agent's stderr, last 8 KiB
-        self.broken = False
-        self.timed_out = False
-
-    def _pump(self, deadline: float) -> bool:
-        """Read what is there into stdout/stderr; False at EOF or the deadline."""
-        left = deadline - time.monotonic()
-        if left <= 0:
-            self.timed_out = True
-            return False
-        try:  # a socket closed by close() on another thread: fileno() -1, ValueError
-            ready, _, _ = select.select([self.sock], [], [], left)
-            if not ready:
-                return True
-            chunk = self.sock.recv(1 << 20)
-        except (OSError, ValueError):
-            chunk = b""
-        if not chunk:
-            return False
-        self._buf += chunk
-        start = 0
-        while len(self._buf) - start >= 8:  # the engine's frames: stream, 0, 0, 0, size (4 bytes)
-            size = int.from_bytes(self._buf[start + 4 : start + 8], "big")
-            if len(self._buf) - start < 8 + size:
-                break
-            stream, payload = self._buf[start], self._buf[start + 8 : start + 8 + size]
-            start += 8 + size
-            if stream == 2:
-                self.err = (self.err + bytes(payload))[-8192:]
-            else:
-                self._out += payload
-        del self._buf[:start]
-        return True
-
-    def read(self, timeout_s: float) -> dict | None:
-        """The agent's next answer; None when it died, garbled, or missed the deadline."""
-        deadline = time.monotonic() + timeout_s
-        while (end := self._out.find(b"\n", self._scanned)) < 0:
-            self._scanned = len(self._out)
-            if self._scanned > ANSWER_MAX_BYTES or not self._pump(deadline):
-                self.broken = True
-                return None
-        line = bytes(self._out[:end])
-        del self._out[: end + 1]
-        self._scanned = 0
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            self.broken = True
-            return None
-        return answer
-
-    def call(self, msg: dict, timeout_s: float) -> dict | None:
-        try:
-            self.sock.sendall(json.dumps(msg).encode() + b"\n")
-        except OSError:
-            self.broken = True
-            return None
-        return self.read(timeout_s)
-
-    def stale(self) -> bool:
-        """An idle agent says nothing: anything readable means it died or misbehaved."""
-        if self.broken:
-            return True
-        try:
-            ready, _, _ = select.select([self.sock], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(ready)
-
-
 class DockerSandbox:
     """Runs candidates in a pool of up to `max_parallel` warm containers of the sandbox image."""
 
@@ -283,8 +185,8 @@ class DockerSandbox:
         self.owner = owner_id()
         self._slots = threading.BoundedSemaphore(self.max_parallel)
         self._lock = threading.Lock()
-        self._idle: list[_Box] = []
-        self._boxes: set[_Box] = set()
+        self._idle: list[Box] = []
+        self._boxes: set[Box] = set()
         self._creating = 0  # decided to create, not yet in _boxes
         self._closed = False
         global _reaped
@@ -292,8 +194,7 @@ class DockerSandbox:
             if not _reaped:
                 reap_leftovers(self.client, tmp_root)
                 _reaped = True
-        pid, start = os.getpid(), _start_time(os.getpid())
-        self._host_root = tempfile.mkdtemp(prefix=f"{HOST_PREFIX}{pid}-{start}-", dir=tmp_root)
+        self._host_root = leftovers.make_dir("docker", tmp_root)  # named after its owner
         os.chmod(self._host_root, 0o755)
         self._empty = os.path.join(self._host_root, "empty")  # what hidden data files show
         with open(self._empty, "w"):
@@ -393,7 +294,7 @@ class DockerSandbox:
                 self._checkin(box)
 
     def _launch(
-        self, boxes: list[_Box], req: EvalRequest, mode: str, payload: dict, files: dict[str, str]
+        self, boxes: list[Box], req: EvalRequest, mode: str, payload: dict, files: dict[str, str]
     ) -> ProcRun:
         """One harness process in a clean container: boxes[0], or a fresh one in its place
         if that one is in doubt (a run that left it unclean, a launch it refused)."""
@@ -408,7 +309,7 @@ class DockerSandbox:
         raise RuntimeError(f"{LAUNCH_TRIES} sandbox containers in a row were not clean")
 
     def _launch_in(
-        self, box: _Box, limits: Limits, mode: str, payload: dict, files: dict[str, str]
+        self, box: Box, limits: Limits, mode: str, payload: dict, files: dict[str, str]
     ) -> ProcRun:
         """One harness process in the box's container; the agent cleans up after it."""
         for old in os.listdir(box.in_dir):
@@ -459,7 +360,7 @@ class DockerSandbox:
             read_preamble(preamble.encode()) if isinstance(preamble, str) else None,
         )
 
-    def _death_note(self, box: _Box) -> str:
+    def _death_note(self, box: Box) -> str:
         try:
             state = self.client.api.inspect_container(box.cid)["State"]
         except Exception:
@@ -481,7 +382,7 @@ class DockerSandbox:
             lim.max_file_mb,
         )
 
-    def _checkout(self, req: EvalRequest) -> _Box:
+    def _checkout(self, req: EvalRequest) -> Box:
         key = self._key(req)
         while True:
             victim = None
@@ -508,19 +409,19 @@ class DockerSandbox:
                 return box
             self._drop(box)
 
-    def _checkin(self, box: _Box) -> None:
+    def _checkin(self, box: Box) -> None:
         with self._lock:
             if not box.broken and not self._closed and box in self._boxes:
                 self._idle.append(box)
                 return
         self._drop(box)
 
-    def _drop(self, box: _Box) -> None:
+    def _drop(self, box: Box) -> None:
         with self._lock:
             self._boxes.discard(box)
         self._destroy(box)
 
-    def _destroy(self, box: _Box) -> None:
+    def _destroy(self, box: Box) -> None:
         try:  # wakes an evaluation waiting on this box (close() during a run) with EOF
             box.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -535,7 +436,7 @@ class DockerSandbox:
             pass  # already gone (auto-remove) or being removed
         shutil.rmtree(box.in_dir, ignore_errors=True)
 
-    def _create(self, key: tuple) -> _Box:
+    def _create(self, key: tuple) -> Box:
         from docker.types import LogConfig, Mount
 
         problem_dir, data_dir, includes, hidden, memory_mb, max_procs, max_file_mb = key
@@ -612,7 +513,7 @@ class DockerSandbox:
             sock = api.attach_socket(
                 cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
-            box = _Box(key, cid, sock, in_dir)
+            box = Box(key, cid, sock, in_dir)
             with self._lock:
                 if self._closed:
                     raise RuntimeError("the sandbox is closed")

@@ -168,6 +168,8 @@ def command(
     its own request.
     """
     assert iso.bwrap is not None
+    # --die-with-parent: PR_SET_PDEATHSIG, which fires when the forking *thread* exits; the
+    # sandbox forks from the evaluation's thread, which waits until the process is reaped
     argv = [iso.bwrap, *_namespaces(), "--die-with-parent", "--new-session"]
     argv += ["--info-fd", str(info_fd), "--tmpfs", "/"]  # info: the namespace init's host pid
     # the private writable places first: a problem may itself lie under /tmp

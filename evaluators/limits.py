@@ -1,30 +1,29 @@
-"""Process confinement for LocalSandbox: rlimits, per-slot uids, privilege drop, reaping.
+"""Per-slot uids for LocalSandbox, and finding and killing what an evaluation started.
 
 Why a dedicated uid per concurrent slot: RLIMIT_NPROC counts the tasks of a
 *real uid*, and a uid is the one handle that finds everything an evaluation
 started (a daemon that calls setsid leaves the process group, never its uid).
-As root the child drops to that uid completely, keeping only
-CAP_DAC_READ_SEARCH as an ambient capability so it can still read and exec the
-interpreter under /root (mode 0700) but cannot write outside its own files,
-signal other users' processes or regain root. Without root the limits are
-best-effort: processes are found by a per-evaluation token in their environment.
+As root the child drops to that uid completely (exec_chain.py does it, keeping
+only CAP_DAC_READ_SEARCH as an ambient capability so it can still read and
+exec the interpreter under /root (mode 0700) but cannot write outside its own
+files, signal other users' processes or regain root). Without root the limits
+are best-effort: processes are found by a per-evaluation token in their
+environment. Processes are looked up with psutil.
 """
 
 from __future__ import annotations
 
 import ctypes
 import fcntl
-import math
 import os
-import resource
 import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
-from evaluators.sandbox import Limits
+import psutil
 
 UID_BASE = 61000  # slot i runs candidates as uid/gid UID_BASE + i, its score() as + UID_SLOTS
 UID_SLOTS = 512
@@ -33,38 +32,9 @@ OWNED_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 TOKEN_VAR = "EVOLVE_SANDBOX_TOKEN"
 HOST_PREFIX = "evolve-host-"  # host-side dirs: stdout/stderr captures and out/RESULT.json
 
-_PR_SET_KEEPCAPS = 8
-_PR_CAPBSET_DROP = 24
 _PR_SET_CHILD_SUBREAPER = 36
-_PR_SET_NO_NEW_PRIVS = 38
-_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE = 47, 2
-_CAP_DAC_READ_SEARCH = 2
-_CAP_VERSION_3 = 0x20080522
 
-_libc = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: preexec must not dlopen
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-_CAP_LAST = int(_read("/proc/sys/kernel/cap_last_cap") or b"40")
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _prctl(option: int, arg2: int = 0, arg3: int = 0) -> None:
@@ -83,97 +53,36 @@ def set_subreaper() -> None:
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
-def _drop_to(uid: int) -> None:
-    """Become uid/gid `uid` with no capability but ambient CAP_DAC_READ_SEARCH."""
-    for cap in range(_CAP_LAST + 1):
-        if cap != _CAP_DAC_READ_SEARCH:
-            _prctl(_PR_CAPBSET_DROP, cap)
-    _prctl(_PR_SET_KEEPCAPS, 1)  # keep the permitted set across setresuid
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    bit = 1 << _CAP_DAC_READ_SEARCH
-    data = (_CapData * 2)()
-    data[0].effective = data[0].permitted = data[0].inheritable = bit
-    if _libc.capset(ctypes.byref(_CapHeader(_CAP_VERSION_3, 0)), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset")
-    _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _CAP_DAC_READ_SEARCH)
-
-
-def _lower(res: int, soft: int, hard: int | None = None) -> None:
-    """Set a limit, never above the hard limit we inherited (the unprivileged case)."""
-    hard = soft if hard is None else hard
-    cur = resource.getrlimit(res)[1]
-    if cur != resource.RLIM_INFINITY:
-        soft, hard = min(soft, cur), min(hard, cur)
-    resource.setrlimit(res, (soft, hard))
-
-
-def make_preexec(
-    limits: Limits, uid: int | None, nproc: int, cgroup_procs: tuple[str, ...] = ()
-) -> Callable[[], None]:
-    """The function the child runs between fork and exec (after setsid): join the
-    slot's cgroups, set the limits, drop to `uid` (None: stay, bubblewrap drops)."""
-    mem = limits.memory_mb * 2**20
-    cpu = math.ceil(limits.timeout_s) + 1
-    fsize = limits.max_file_mb * 2**20
-
-    def preexec() -> None:
-        for path in cgroup_procs:
-            with open(path, "w") as f:
-                f.write("0")  # this process; its children follow
-        _lower(resource.RLIMIT_AS, mem)
-        _lower(resource.RLIMIT_CPU, cpu, cpu + 1)  # SIGXCPU at the soft limit, SIGKILL at hard
-        _lower(resource.RLIMIT_FSIZE, fsize)
-        _lower(resource.RLIMIT_CORE, 0)
-        _lower(resource.RLIMIT_NPROC, nproc)
-        if uid is not None:
-            _drop_to(uid)
-        _prctl(_PR_SET_NO_NEW_PRIVS, 1)
-
-    return preexec
-
-
-def _status_fields(pid: str) -> tuple[int, bool] | None:
-    """(real uid, is zombie) of a process, None if it is gone."""
-    raw = _read(f"/proc/{pid}/status")
-    if raw is None:
-        return None
-    uid, zombie = -1, False
-    for line in raw.split(b"\n"):
-        if line.startswith(b"State:"):
-            zombie = b"Z" in line.split()[1]
-        elif line.startswith(b"Uid:"):
-            uid = int(line.split()[1])
-            break
-    return uid, zombie
-
-
 def tasks_of_uid(uid: int) -> int:
     """Threads of all processes of a real uid: what RLIMIT_NPROC counts."""
     n = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        raw = _read(f"/proc/{pid}/status") or b""
-        if f"\nUid:\t{uid}\t".encode() in raw:
-            n += next(
-                (int(ln.split()[1]) for ln in raw.split(b"\n") if ln.startswith(b"Threads:")), 1
-            )
+    for pid in psutil.pids():  # not process_iter(): its shared cache is not thread-safe
+        try:
+            p = psutil.Process(pid)
+            with p.oneshot():
+                if p.uids().real == uid:
+                    n += p.num_threads()
+        except psutil.Error:
+            pass
     return n
 
 
 def _find(uid: int | None, token: str | None) -> list[tuple[int, bool]]:
     """Processes of the evaluation: by real uid (root) or by env token; (pid, zombie)."""
     me, found = os.getpid(), []
-    needle = f"{TOKEN_VAR}={token}\0".encode() if token else b""
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
+    for pid in psutil.pids():
+        if pid == me:
             continue
-        if uid is not None:
-            fields = _status_fields(name)
-            if fields and fields[0] == uid:
-                found.append((int(name), fields[1]))
-        elif needle and needle in (_read(f"/proc/{name}/environ") or b""):
-            found.append((int(name), False))
+        try:
+            p = psutil.Process(pid)
+            if uid is not None:
+                with p.oneshot():
+                    if p.uids().real == uid:
+                        found.append((pid, p.status() == psutil.STATUS_ZOMBIE))
+            elif token and p.environ().get(TOKEN_VAR) == token:
+                found.append((pid, False))
+        except psutil.Error:  # gone, or not ours to read
+            pass
     return found
 
 
@@ -185,9 +94,9 @@ def kill_all(
     timeout_s: float = 5.0,
 ) -> int:
     """SIGKILL the process group and every process of the uid (or token) until
-    none is left, reaping zombies we adopted; `skip`: the harness itself, which
-    Popen reaps, and the namespace's init, which the caller ends. Returns how many others were still running; raises
-    TimeoutError if some survive."""
+    none is left, reaping zombies we adopted; `skip`: what the caller reaps itself
+    (the process Popen started, the harness under a watchdog, the namespace's init).
+    Returns how many others were still running; raises TimeoutError if some survive."""
     killed: set[int] = set()
     end = time.monotonic() + timeout_s
     while True:

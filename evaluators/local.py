@@ -5,7 +5,11 @@ native problem with a trusted score(), the harness in `score` mode in a second
 clean process that never imports the candidate. Each process gets a fresh
 scratch dir, an allowlisted environment, rlimits, its own session and (as root)
 its own uid; at the deadline, and always afterwards, everything it started is
-killed. See limits.py for the confinement and local_result.py for the checks.
+killed. If the controller dies, the evaluation dies with it: bubblewrap's
+namespace goes with --die-with-parent, and without bubblewrap a watchdog kills
+the process group (exec_chain.py). See exec_chain.py for how a process is
+confined, limits.py for finding and killing what it started, and
+local_result.py for the checks.
 """
 
 from __future__ import annotations
@@ -13,8 +17,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,14 +28,14 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from evaluators import cgroups, isolation
+from evaluators import cgroups, exec_chain, isolation
 from evaluators.isolation import SCRATCH, Isolation
+from evaluators.leftovers import make_dir, remove_tree
 from evaluators.limits import (
     OWNED_TMP_DIRS,
     TOKEN_VAR,
     is_root,
     kill_all,
-    make_preexec,
     remove_owned,
     score_uid,
     set_subreaper,
@@ -50,15 +52,13 @@ from evaluators.local_result import (
     tail,
     to_result,
 )
+from evaluators.reaping import KILL_WAIT_S, children, namespace_init, reap, wait_exit
 from evaluators.sandbox import INVALID, OK, SANDBOX_ERROR, STATUS_FD_ENV, EvalRequest, EvalResult
 from evaluators.seccomp_filter import filter_fd
 
 HERE = str(Path(__file__).resolve().parent)
 HARNESS = os.path.join(HERE, "harness.py")
-MAX_UNLOCK_PASSES = 64  # folder levels a candidate can lock, one per pass
-KILL_WAIT_S = 5.0  # for bubblewrap to exit once its namespace was killed
 OFF = "turned off (no namespaces, seccomp or cgroups: rlimits and uids only)"
-START_WAIT_S = 10.0  # for bubblewrap to say which process is its namespace's init
 _THREADS_1 = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -81,63 +81,6 @@ def sandbox_env(req: EvalRequest, scratch: str, token: str) -> dict[str, str]:
     if req.data_dir:
         env["EVOLVE_DATA_DIR"] = req.data_dir
     return env
-
-
-def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
-    """Wait until the harness exits, without reaping it; False at the deadline.
-
-    Not reaping keeps its pid (= the process group id) from being reused
-    before we kill the group. A pidfd wakes us at exit; Popen.wait(timeout)
-    would poll with sleeps of up to 50 ms.
-    """
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        end = time.monotonic() + timeout_s
-        while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
-            if time.monotonic() > end:
-                return False
-            time.sleep(0.005)
-        return True
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(max(0.0, timeout_s) * 1000))
-    finally:
-        os.close(fd)
-
-
-def _rmtree(path: str) -> None:
-    """Remove a temp dir even after the candidate chmod-ed parts of it (non-root): each pass
-    unlocks the folders the walk can now see, until nothing is left or nothing changes."""
-    for _ in range(MAX_UNLOCK_PASSES):
-        shutil.rmtree(path, ignore_errors=True)
-        if not os.path.lexists(path):
-            return
-        unlocked = False
-        for root, dirs, _ in os.walk(path):
-            for d in (root, *(os.path.join(root, x) for x in dirs)):
-                unlocked |= _unlock(d)
-        if not unlocked:
-            return
-
-
-def _unlock(path: str) -> bool:
-    """chmod 0700 the folder at `path` if it is less, never through a link: it is opened with
-    O_PATH | O_NOFOLLOW (no read permission needed) and changed through that descriptor."""
-    try:
-        fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        if os.fstat(fd).st_mode & 0o700 == 0o700:
-            return False
-        os.chmod(f"/proc/self/fd/{fd}", 0o700)  # the very folder the descriptor names
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def _memfd(name: str, text: str) -> int:
@@ -309,11 +252,12 @@ class LocalSandbox:
                     info_f.fileno(),
                     *([seccomp] if seccomp is not None else []),
                 ]
-                cwd, home, drop = "/", SCRATCH, None
+                cwd, home = "/", SCRATCH
                 groups = cgroups.slot_groups(uid, limits.memory_mb, limits.max_procs) if uid else ()
+                confine = exec_chain.no_new_privs()  # bubblewrap drops to the uid itself
             else:
-                scratch = tempfile.mkdtemp(prefix="evolve-scratch-", dir=self._tmp_root)
-                stack.callback(_rmtree, scratch)
+                scratch = make_dir("scratch", self._tmp_root)  # named after us: see leftovers.py
+                stack.callback(remove_tree, scratch)
                 for name, text in inputs.items():
                     Path(scratch, name).write_text(text, encoding="utf-8")
                 if uid is not None:
@@ -321,7 +265,9 @@ class LocalSandbox:
                     # what the slot uid leaves in the shared temp folders goes too
                     tmp_dirs = (*OWNED_TMP_DIRS, self._tmp_root or tempfile.gettempdir())
                     stack.callback(remove_owned, uid, tmp_dirs)
-                argv, cwd, home, drop, groups = [], scratch, scratch, uid, ()
+                argv, cwd, home, groups = [], scratch, scratch, ()
+                # nothing else kills the evaluation if we die: the watchdog does (exec_chain.py)
+                confine = [*exec_chain.watchdog(limits.timeout_s), *exec_chain.drop_to(uid)]
             argv += [
                 sys.executable,
                 "-s",
@@ -330,13 +276,15 @@ class LocalSandbox:
                 f"{home}/{src}",
                 f"fd:{result_f.fileno()}",
             ]
-            nproc = (
-                limits.max_procs
-                if uid is not None
-                else tasks_of_uid(os.getuid()) + limits.max_procs
-            )
+            nproc = limits.max_procs  # the slot uid's own tasks (root)
+            if uid is None:  # ours, with what already runs, and the fallback's watchdog
+                nproc += tasks_of_uid(os.getuid()) + (0 if self.isolation.bwrap else 1)
+            # No preexec_fn (not safe while other threads run): the exec chain confines it.
+            # Its parent-death signals (bwrap's --die-with-parent, setpriv's --pdeathsig) fire
+            # when this *thread* exits: it stays here until the process is reaped.
+            chain = [*exec_chain.join_cgroups(groups), *exec_chain.rlimits(limits, nproc), *confine]
             proc = subprocess.Popen(
-                argv,
+                [*chain, *argv],
                 cwd=cwd,
                 env={**sandbox_env(req, home, token), **env_extra},
                 stdin=subprocess.DEVNULL,
@@ -344,31 +292,32 @@ class LocalSandbox:
                 stderr=err_f,
                 pass_fds=keep,
                 start_new_session=True,
-                preexec_fn=make_preexec(limits, drop, nproc, groups),
             )
             with self._lock:
                 self._live[proc.pid] = (uid, token)
                 closed = self._closed
             if closed:  # close() ran while this evaluation was starting: stop it at once
                 os.killpg(proc.pid, signal.SIGKILL)
-            init, init_pid = (_namespace_init(info_f, proc) if self.isolation.bwrap else None) or (
+            init, init_pid = (namespace_init(info_f, proc) if self.isolation.bwrap else None) or (
                 None,
                 None,
             )
             if init is not None:
                 stack.callback(os.close, init)
             try:
-                finished = _wait_exit(proc, limits.timeout_s)
+                finished = wait_exit(proc, limits.timeout_s)
                 if not finished and init is not None:
                     try:  # the kernel kills everything in the namespace with its init
                         signal.pidfd_send_signal(init, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                    _wait_exit(proc, KILL_WAIT_S)
+                    wait_exit(proc, KILL_WAIT_S)
             finally:
                 try:  # at the deadline, and always after; the harness is not reaped yet: its
-                    # pgid is safe. The namespace's init is ours to end, not a stray.
-                    strays = kill_all(proc.pid, uid, token, skip={proc.pid, init_pid})
+                    # pgid is safe. The namespace's init, and the harness under the
+                    # watchdog, are ours to end, not strays.
+                    skip = {proc.pid, init_pid, *children(proc.pid)}
+                    strays = kill_all(proc.pid, uid, token, skip=skip)
                 finally:
                     proc.wait()
                     if init is not None:
@@ -376,7 +325,7 @@ class LocalSandbox:
                             signal.pidfd_send_signal(init, signal.SIGKILL)
                         except ProcessLookupError:
                             pass
-                        _reap(init)
+                        reap(init)
                     with self._lock:
                         self._live.pop(proc.pid, None)
                     if groups:
@@ -389,8 +338,12 @@ class LocalSandbox:
                 strays = max(strays, n if type(n) is int and 0 < n < 1 << 20 else 0)
             status_f.seek(0)
             preamble = read_preamble(status_f.read(PREAMBLE_MAX_BYTES)) if mode == "run" else None
+            why = _chain_error(err_f) if data is None and proc.returncode > 0 else None
+            if why and not why.startswith("bwrap:") and (mode == "score" or preamble is None):
+                # a tool of the exec chain failed: nothing of the candidate ever ran
+                raise RuntimeError(f"the sandbox could not start the harness: {why}")
             if self.isolation.bwrap and proc.returncode == 1 and data is None:
-                note = (note + "; " if note else "") + _bwrap_error(err_f)
+                note = (note + "; " if note else "") + (why or "the sandbox could not start")
             return ProcRun(
                 data,
                 proc.returncode,
@@ -404,48 +357,12 @@ class LocalSandbox:
         raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
 
 
-def _namespace_init(info_f, proc: subprocess.Popen) -> tuple[int, int] | None:
-    """(a pidfd, the pid) of the namespace's init, from what bubblewrap writes to --info-fd.
-
-    A pidfd names that very process: killing and reaping it can never hit a
-    recycled pid.
-    """
-    end = time.monotonic() + START_WAIT_S
-    while time.monotonic() < end:
-        info_f.seek(0)
-        raw = info_f.read(4096)
-        try:
-            pid = json.loads(raw)["child-pid"]
-        except (ValueError, KeyError, TypeError):
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return None  # bubblewrap failed at once (left unreaped: _wait_exit sees it)
-            time.sleep(0.001)
-            continue
-        try:
-            return (os.pidfd_open(pid), pid) if type(pid) is int and pid > 1 else None
-        except OSError:
-            return None
-    return None
-
-
-def _reap(init: int) -> None:
-    """Reap the namespace's init once it exits: bubblewrap left it to us (we are a subreaper)."""
-    end = time.monotonic() + KILL_WAIT_S
-    while time.monotonic() < end:
-        try:
-            if os.waitid(os.P_PIDFD, init, os.WEXITED | os.WNOHANG) is not None:
-                return
-        except ChildProcessError:
-            return  # reaped by bubblewrap after all
-        time.sleep(0.001)
-
-
-def _bwrap_error(err_f) -> str:
-    """bubblewrap's own complaint (it exits 1 and says `bwrap: ...`), if that is what happened."""
+def _chain_error(err_f) -> str | None:
+    """The last complaint of bubblewrap or a tool of the exec chain (`setpriv: ...`), if any."""
     err_f.seek(0)
     lines = [
         ln
         for ln in err_f.read(65536).decode("utf-8", "replace").splitlines()
-        if ln.startswith("bwrap:")
+        if ln.startswith(("bwrap:", *(f"{t}:" for t in exec_chain.TOOLS)))
     ]
-    return lines[-1] if lines else "the sandbox could not start"
+    return lines[-1] if lines else None

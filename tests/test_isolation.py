@@ -391,6 +391,7 @@ def test_unprivileged_user(request) -> None:
     """The same guarantees for a user without root: bubblewrap in a user namespace."""
     if not Path("/usr/bin/python3").exists() or shutil.which("setpriv") is None:
         pytest.skip("no system python3 or setpriv")
+    import psutil
     import pyseccomp
 
     base = Path(tempfile.mkdtemp(prefix="evolve-user-"))  # pytest's tmp_path is root-only
@@ -400,6 +401,8 @@ def test_unprivileged_user(request) -> None:
     shutil.copytree(REPO / "evaluators", home / "evaluators", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(DIRECT, home / "direct")
     shutil.copy(pyseccomp.__file__, home / "pyseccomp.py")  # one module: no other dependency
+    shutil.copytree(Path(psutil.__file__).parent, home / "psutil",  # its C part is abi3
+                    ignore=shutil.ignore_patterns("__pycache__"))
     canary = home / "user-secret"  # the user's own file, readable by the user outside the sandbox
     canary.write_text("user-canary")
     for p in [home, *home.rglob("*")]:

@@ -39,9 +39,11 @@ the answer not clean (the host then replaces the container), and a launch
 refuses to start on a container that is not clean.
 
 Its stdin/stdout (the host's channel) are closed in every child. The host
-re-checks everything it answers. When the host goes away, stdin reaches EOF and
-the agent exits, which stops the container (and removes it: the host creates
-it with auto-remove).
+re-checks everything it answers. When the host goes away (its controller
+killed outright), stdin reaches EOF: a running evaluation is killed at once, as
+at its deadline (which the agent enforces itself, whoever is left), and the
+agent exits, which stops the container (and removes it: the host creates it
+with auto-remove).
 
 stdlib only, like harness.py, which lies next to it in the image.
 """
@@ -58,6 +60,7 @@ import select
 import shutil
 import signal
 import sys
+import termios
 import time
 import traceback
 
@@ -448,12 +451,24 @@ def _child(req: dict, src: str, fds: dict[int, int]) -> None:
         os._exit(code)
 
 
+def _host_gone() -> bool:
+    """Whether the host's stream (our stdin) reached its end: readable, nothing to read."""
+    n = bytearray(4)
+    try:
+        fcntl.ioctl(0, termios.FIONREAD, n)
+    except OSError:
+        return True
+    return int.from_bytes(n, sys.byteorder) == 0
+
+
 def _wait(pid: int, timeout_s: float, status_r: int | None) -> tuple[int | None, bool, bytes]:
     """Wait for the harness, reaping orphans meanwhile and reading its status pipe;
-    (wait status, timed out, what came over the pipe, at most PREAMBLE_MAX_BYTES + 1)."""
+    (wait status, timed out, what came over the pipe, at most PREAMBLE_MAX_BYTES + 1).
+    A host that went away (its controller died) ends the wait as the deadline would."""
     fd = os.pidfd_open(pid)
     end = time.monotonic() + timeout_s
     preamble = bytearray()
+    watch_host = True
     try:
         while True:
             for p, status in _reap():
@@ -463,7 +478,11 @@ def _wait(pid: int, timeout_s: float, status_r: int | None) -> tuple[int | None,
             if left <= 0:
                 return None, True, bytes(preamble)
             watch = [fd] if status_r is None else [fd, status_r]
-            ready, _, _ = select.select(watch, [], [], min(left, 0.5))
+            ready, _, _ = select.select(watch + ([0] if watch_host else []), [], [], min(left, 0.5))
+            if 0 in ready:
+                if _host_gone():
+                    return None, True, bytes(preamble)
+                watch_host = False  # the host never writes during a launch; read it later
             if status_r is not None and status_r in ready:
                 chunk = os.read(status_r, PREAMBLE_MAX_BYTES + 1 - len(preamble))
                 preamble += chunk

@@ -22,6 +22,7 @@ from evolve.cli.safe_text import safe_rich, safe_text
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _sweep()
     try:
         if args.command == "run":
             from evolve.cli.run import cmd_run
@@ -75,6 +76,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _sweep() -> None:
+    """Remove what dead evolve processes left in the temp folder (evaluators/leftovers.py);
+    never a reason for a command to fail."""
+    try:
+        from evaluators.leftovers import sweep
+
+        sweep()
+    except Exception:
+        pass
 
 
 def _fail(args, message: str) -> int:
