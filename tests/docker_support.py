@@ -47,8 +47,14 @@ def docker_image() -> str:
 
 
 def processes(client, cid: str) -> list[list[str]]:
-    """The processes of a container, seen by the engine (not by anything inside)."""
-    return client.api.top(cid, ps_args="-eo pid,user,args")["Processes"] or []
+    """The processes of a container, seen by the engine (not by anything inside); none for a
+    container that stopped or went since it was listed (a pool replaces dead ones lazily)."""
+    import docker.errors
+
+    try:
+        return client.api.top(cid, ps_args="-eo pid,user,args")["Processes"] or []
+    except docker.errors.APIError:  # NotFound, or 409: not running
+        return []
 
 
 def assert_pool_clean(sandbox) -> None:
