@@ -7,7 +7,6 @@ import ast
 import importlib.util
 import itertools
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -249,11 +248,10 @@ def test_score_rejects_tampered_outputs(tmp_path):
         assert r["valid"] is False and fragment in r["artifacts"]["error"], (fragment, r)
 
 
-def test_train_evaluation_is_fast():
-    t0 = time.process_time()
+def test_train_evaluation_of_the_seed():
+    # its CPU budget (10 s of one core) is measured by bench/eval_budget.py, not asserted here
     r = run(PROBLEM / "seed.py", "train")
     assert r["metrics"]["balancedness"] > 0.6
-    assert time.process_time() - t0 < 10.0  # the budget: 10 s of one core
 
 
 # ---------------------------------------------------------------- validity, through `evolve eval`
@@ -365,7 +363,7 @@ def test_faking_the_clock_gains_at_most_the_bounded_runtime_term(tmp_path, hones
                                '    time.sleep(0.05)\n    layers, experts = np.shape(weight)\n')
     honest = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude="import time\n"), "train")
     assert honest["metrics"]["runtime_ms"] > 45 and honest["metrics"]["slow_penalty"] > 3
-    fake = "import sys\nimport time\nsys.modules['__main__']._CLOCK = lambda: 0.0\n"
+    fake = "import sys\nimport time\nsys.modules['evaluators.worker']._CLOCK = lambda: 0.0\n"
     cheat = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude=fake), "train")
     assert cheat["metrics"]["runtime_ms"] == 0.0
     bal = cheat["metrics"]["balancedness"]

@@ -10,7 +10,6 @@ import itertools
 import json
 import random
 import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -249,11 +248,10 @@ def test_score_rejects_tampered_outputs(tmp_path):
         assert r["valid"] is False and fragment in r["artifacts"]["error"], (fragment, r)
 
 
-def test_train_evaluation_is_fast():
-    t0 = time.process_time()
+def test_train_evaluation_of_the_seed():
+    # its CPU budget (10 s of one core) is measured by bench/eval_budget.py, not asserted here
     out = ev.evaluate(str(PROBLEM / "seed.py"), "train")
     assert ev.score(out["outputs"], "train")["score"] == -416.0
-    assert time.process_time() - t0 < 10.0
 
 
 # ---------------------------------------------------------------- validity, through `evolve eval`

@@ -155,28 +155,31 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume(tmp_path):
     env = {"EVOLVE_DATA_DIR": str(data), "EVOLVE_LOCAL_ISOLATION": "off"}
     slow_loop = 'def f(x):\n    import time\n    time.sleep(120)\n    return x'
     replies = [Reply(f"```python\n# EVOLVE-BLOCK-START\n{slow_loop}\n# EVOLVE-BLOCK-END\n```")]
-    with ScriptedLLM.from_list(replies, then=responder()) as srv:
+    with ScriptedLLM(responder()) as srv:
         runs = tmp_path / "runs"
+        db = runs / "archive.db"
         for sig, run_id in ((signal.SIGINT, "int"), (signal.SIGTERM, "term")):
+            srv.responder = ScriptedLLM.from_list(replies, then=responder()).responder  # the sleeper first
             toml = problem / "problem.toml"
             toml.write_text(toml.read_text().replace("timeout_s = 3\n", "timeout_s = 90\n"))
             proc = popen(*run_args(srv.base_url, runs, "--sandbox", "local", "--run-id", run_id, problem=problem,
                                   iterations=4),
                          extra_env=env)
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:  # wait until the 60 s candidate is being evaluated
-                db = runs / "archive.db"
-                if db.exists() and _pending(db, run_id):
-                    break
+            deadline = time.monotonic() + 120  # a guard: under load the start may take long
+            sleeping: list[int] = []
+            while time.monotonic() < deadline and not sleeping:  # until the sleeper is on its way
+                assert proc.poll() is None, proc.stderr.read()
+                sleeping = _pending_sleepers(db, run_id) if db.exists() else []
                 time.sleep(0.05)
-            t0 = time.monotonic()
+            assert sleeping, "the sleeping candidate never became pending"
             proc.send_signal(sig)
-            proc.wait(timeout=20)
-            # well under the 90 s deadline (a loaded 2-core CI box needs seconds to tear down)
-            assert time.monotonic() - t0 < 45, "the run must not wait for the evaluation's deadline"
+            proc.wait(timeout=300)  # a guard against hanging the suite only
             assert proc.returncode == 130, proc.stderr.read()
             run = [r for r in archive_json(runs, "runs") if r["run_id"] == run_id][0]
             assert run["status"] == "stopped" and run["stop_reason"] == "interrupted"
+            # the run did not wait for the evaluation's deadline: had it, the sleeper would
+            # be recorded as a timeout; stopped, it is still pending for `resume`
+            assert set(sleeping) <= set(_pending_sleepers(db, run_id)), _statuses(db, run_id)
             srv.responder = responder()
             toml = problem / "problem.toml"  # the resumed run re-evaluates the sleeper: keep that short
             toml.write_text(toml.read_text().replace("timeout_s = 90", "timeout_s = 3"))
@@ -186,11 +189,24 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume(tmp_path):
             assert run["status"] == "finished" and run["iterations_done"] == 4
 
 
-def _pending(db: Path, run_id: str) -> bool:
+def _pending_sleepers(db: Path, run_id: str) -> list[int]:
+    """Iterations of the candidate that sleeps for 120 s, while pending."""
     c = sqlite3.connect(db)
     try:
-        return bool(c.execute("SELECT 1 FROM programs WHERE run_id=? AND status='pending'", (run_id,)).fetchone())
-    except sqlite3.OperationalError:
-        return False
+        rows = c.execute(
+            "SELECT iteration FROM programs WHERE run_id=? AND status='pending' AND code LIKE '%time.sleep(120)%'",
+            (run_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # the schema is being created
+        return []
+    finally:
+        c.close()
+    return [r[0] for r in rows]
+
+
+def _statuses(db: Path, run_id: str) -> dict[int, str]:
+    c = sqlite3.connect(db)
+    try:
+        return dict(c.execute("SELECT iteration, status FROM programs WHERE run_id=?", (run_id,)).fetchall())
     finally:
         c.close()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -69,13 +71,30 @@ def _procs() -> dict[int, tuple[int, str, int, bytes]]:
     return out
 
 
+def _descendants(procs: dict[int, tuple[int, str, int, bytes]]) -> set[int]:
+    mine = {os.getpid()}
+    for _ in range(64):  # transitive closure of the parent links
+        mine |= {pid for pid, p in procs.items() if p[0] in mine}
+    return mine
+
+
+def _live_tokens() -> set[bytes]:
+    """The sandbox tokens of our live processes: one per evaluation in flight (other
+    sessions on this machine may be running sandboxes of their own)."""
+    procs, key = _procs(), f"{TOKEN_VAR}=".encode()
+    mine = _descendants(procs)
+    return {
+        var for pid, (_, state, _, env) in procs.items() if state != "Z" and pid in mine
+        for var in env.split(b"\0") if var.startswith(key)
+    }
+
+
 def _alive_sandbox_pids() -> list[int]:
     """Live processes of our evaluations: by slot uid or sandbox token. As root the
     sandbox adopts orphans (subreaper), so only our descendants count: other
     sessions on this machine may be running sandboxes of their own."""
-    procs, mine, found = _procs(), {os.getpid()}, []
-    for _ in range(64):  # transitive closure of the parent links
-        mine |= {pid for pid, p in procs.items() if p[0] in mine}
+    procs, found = _procs(), []
+    mine = _descendants(procs)
     for pid, (_, state, uid, env) in procs.items():
         if state == "Z" or (ROOT and pid not in mine):
             continue
@@ -105,7 +124,7 @@ def hostile(sandbox: LocalSandbox, tmp_root: Path, code: str, **kw) -> EvalResul
 def test_native_direct_ok(sandbox: LocalSandbox) -> None:
     res = sandbox.evaluate(request(GOOD))
     assert (res.status, res.score, res.metrics) == (OK, 0.5, {"value": 0.5})
-    assert res.artifacts["split"] == "train" and 0 < res.wall_s < 5
+    assert res.artifacts["split"] == "train" and res.wall_s > 0
 
 
 def test_native_score_fn_merges_artifacts(sandbox: LocalSandbox) -> None:
@@ -140,12 +159,28 @@ def test_openevolve_error_metric_never_scores(sandbox: LocalSandbox) -> None:
 
 
 def test_concurrent_evaluations(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    code = "import os, time\ndef solve():\n    time.sleep(1.0)\n    return float(os.getuid())\n"
-    req = request(code, limits=Limits(timeout_s=10, memory_mb=512, max_procs=24))
-    t0 = time.monotonic()
-    with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(sandbox.evaluate, [req] * 4))
-    assert time.monotonic() - t0 < 3.0  # 4 s if they ran one after another
+    """Four evaluations are in flight at once: each candidate waits for a `go` file that
+    the test writes only once it has seen all four running (run one after another, the
+    first would wait until its deadline)."""
+    gate = Path(tempfile.mkdtemp(prefix="sandbox-gate-"))  # readable by every slot uid
+    gate.chmod(0o755)
+    code = ("import os, time\nGO = os.path.join(os.environ['EVOLVE_DATA_DIR'], 'go')\n"
+            "def solve():\n    while not os.path.exists(GO):\n        time.sleep(0.02)\n"
+            "    return float(os.getuid())\n")
+    req = request(code, limits=Limits(timeout_s=300, memory_mb=512, max_procs=24), data_dir=str(gate))
+    most = 0
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(sandbox.evaluate, req) for _ in range(4)]
+            end = time.monotonic() + 240  # a guard only: the candidates wait for the file
+            while most < 4 and time.monotonic() < end and not any(f.done() for f in futures):
+                most = max(most, len(_live_tokens()))
+                time.sleep(0.02)
+            (gate / "go").touch()
+            results = [f.result() for f in futures]
+    finally:
+        shutil.rmtree(gate)
+    assert most == 4, f"at most {most} evaluations ran at once"
     assert all(r.status == OK for r in results), [r.artifacts for r in results]
     if ROOT:  # each parallel evaluation has its own uid, so its own NPROC budget
         assert len({r.score for r in results}) == 4
@@ -156,10 +191,10 @@ def test_concurrent_evaluations(sandbox: LocalSandbox, tmp_root: Path) -> None:
 
 
 def test_infinite_loop_times_out(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    t0 = time.monotonic()
     res = hostile(sandbox, tmp_root, "def solve():\n    while True:\n        pass\n")
-    assert res.status == TIMEOUT and "timeout" in res.artifacts["error"]
-    assert res.wall_s < LIMITS.timeout_s + 2 and time.monotonic() - t0 < LIMITS.timeout_s + 4
+    # the loop never ends by itself: the wall-clock deadline fired, and hostile() checked
+    # that nothing of it is left
+    assert res.status == TIMEOUT and "wall-clock timeout of 2 s" in res.artifacts["error"]
 
 
 def test_sigterm_ignored_still_killed(sandbox: LocalSandbox, tmp_root: Path) -> None:
@@ -280,4 +315,4 @@ def test_sys_exit_and_lingering_thread(sandbox: LocalSandbox, tmp_root: Path) ->
     assert res.status == RUNTIME_ERROR and "sys.exit(0)" in res.artifacts["error"]
     spin = ("import threading, time\nthreading.Thread(target=lambda: time.sleep(100)).start()\n" + GOOD)
     res = hostile(sandbox, tmp_root, spin)  # a non-daemon thread must not hold the harness open
-    assert (res.status, res.score) == (OK, 0.5) and res.wall_s < LIMITS.timeout_s
+    assert (res.status, res.score) == (OK, 0.5)  # held open, it would be killed at the deadline: a timeout

@@ -3,7 +3,7 @@
 import json
 import subprocess
 import sys
-import time
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -96,11 +96,16 @@ def test_sdk_retries_a_429_then_succeeds():
 
 
 def test_delay_beyond_client_timeout_raises_timeout():
-    with ScriptedLLM.from_list([Reply("late", delay_s=5.0)]) as llm:
-        t0 = time.monotonic()
+    before = set(threading.enumerate())
+    with ScriptedLLM.from_list([Reply("late", delay_s=600.0)]) as llm:
         with pytest.raises(openai.APITimeoutError):
             ask(client(llm, max_retries=0, timeout=0.3))
-    assert time.monotonic() - t0 < 3.0  # stop() wakes the sleeping handler
+        handlers = [t for t in threading.enumerate() if t not in before and "process_request" in t.name]
+        assert handlers  # the handler is still sleeping out its delay
+    # stop() wakes the sleeping handler: its thread ends instead of sleeping out the 600 s
+    for t in handlers:
+        t.join(60)  # a guard against hanging the suite, far below the delay
+    assert not [t for t in handlers if t.is_alive()]
 
 
 def test_drop_connection_raises_connection_error():
