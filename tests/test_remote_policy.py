@@ -82,8 +82,11 @@ def _request(problem: Path, code: str, split: str = "train") -> EvalRequest:
 
 
 def _in_sandbox(sandbox: LocalSandbox, *jobs: tuple[Path, str, str]) -> list[EvalResult]:
+    # requests are built here, not in the threads: ast.parse in several threads at once can
+    # raise SystemError on CPython 3.11 before 3.11.9 (python/cpython gh-106905)
+    requests = [_request(*j) for j in jobs]
     with ThreadPoolExecutor(len(jobs)) as pool:
-        results = list(pool.map(lambda j: sandbox.evaluate(_request(*j)), jobs))
+        results = list(pool.map(sandbox.evaluate, requests))
     for r in results:
         assert "cleanup" not in r.artifacts, r.artifacts  # the worker was gone before the harness
     return results
