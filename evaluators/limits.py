@@ -30,7 +30,6 @@ UID_SLOTS = 512
 LOCK_DIR = "/run/evolve-sandbox"  # per-uid flock files: a slot is exclusive across processes
 OWNED_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 TOKEN_VAR = "EVOLVE_SANDBOX_TOKEN"
-HOST_PREFIX = "evolve-host-"  # host-side dirs: stdout/stderr captures and out/RESULT.json
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -129,9 +128,8 @@ def kill_all(
 
 
 def remove_owned(uid: int, dirs: tuple[str, ...] = OWNED_TMP_DIRS) -> None:
-    """Delete what the slot uid left at the top of shared temp dirs, and host
-    dirs (ours, root-owned) whose out/ it owns: a controller killed mid-run
-    leaves them behind, and only the holder of the uid's lock can be using them."""
+    """Delete what the slot uid left at the top of shared temp dirs: a controller killed
+    mid-run leaves it behind, and only the holder of the uid's lock can be using it."""
     for d in dict.fromkeys(dirs):
         try:
             entries = list(os.scandir(d))
@@ -139,10 +137,7 @@ def remove_owned(uid: int, dirs: tuple[str, ...] = OWNED_TMP_DIRS) -> None:
             continue
         for e in entries:
             try:
-                if e.stat(follow_symlinks=False).st_uid != uid and not (
-                    e.name.startswith(HOST_PREFIX)
-                    and os.lstat(os.path.join(e.path, "out")).st_uid == uid
-                ):
+                if e.stat(follow_symlinks=False).st_uid != uid:
                     continue
                 if e.is_dir(follow_symlinks=False):
                     shutil.rmtree(e.path, ignore_errors=True)
