@@ -1,7 +1,8 @@
 """Run configuration: flags and problem defaults merged into one record.
 
 The merged record is stored with the run, so `resume` needs nothing but the
-run id to continue exactly as the run started.
+run id to continue exactly as the run started. API keys are never part of it: a run
+reads them from the problem's config.yaml and the environment each time it starts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.prompts import EDIT_FORMATS, PROMPT_STYLES
+from evolve.settings.overrides import Overrides
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,12 @@ class RunConfig:
     prompt_style: str = "full"  # full | short
     num_inspirations: int = 3  # shown per prompt, at most
     max_attempts: int = 5  # recent attempts shown per prompt, at most
+    # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
+    # applied over the problem folder's at every start: see evolve.settings.overrides
+    eval_env: tuple[str, ...] = ()  # as given: NAME (read again at resume) or NAME=VALUE
+    initial_program: str | None = None  # absolute path
+    eval_timeout_s: float | None = None
+    eval_memory_mb: int | None = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -61,6 +69,8 @@ class RunConfig:
             (0.0 <= self.temperature <= 2.0, "--temperature must be within [0, 2]"),
             (self.max_tokens >= 1, "--max-tokens must be >= 1"),
             (self.llm_retries >= 0, "--llm-retries must be >= 0"),
+            (self.eval_timeout_s is None or self.eval_timeout_s > 0, "--timeout must be > 0"),
+            (self.eval_memory_mb is None or self.eval_memory_mb >= 1, "--memory-mb must be >= 1"),
             (bool(self.models), "--model: at least one model is needed"),
             (
                 self.context_window is None or self.context_window >= 256,
@@ -90,15 +100,25 @@ class RunConfig:
             max_tokens=self.max_tokens,
         )
 
+    def overrides(self) -> Overrides:
+        """What load_problem applies over the folder's settings for this run."""
+        return Overrides(
+            self.eval_env, self.initial_program, self.eval_timeout_s, self.eval_memory_mb
+        )
+
     def to_json(self) -> dict:
+        """The stored form: a model as [name, weight] or [name, weight, api_base]; no key."""
         d = asdict(self)
-        d["models"] = [[m.name, m.weight] for m in self.models]
+        d["models"] = [
+            [m.name, m.weight, *([m.api_base] if m.api_base else [])] for m in self.models
+        ]
         return d
 
     @classmethod
     def from_json(cls, d: dict) -> RunConfig:
         d = dict(d)
-        d["models"] = tuple(ModelSpec(n, w) for n, w in d["models"])
+        d["models"] = tuple(ModelSpec(*m[:3]) for m in d["models"])
+        d["eval_env"] = tuple(d.get("eval_env", ()))
         return cls(**d)
 
     def with_(self, **changes) -> RunConfig:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,89 +17,63 @@ from pydantic import BaseModel
 
 from evolve.data import DataFile
 from evolve.edits.blocks import END, START, find_blocks
+from evolve.problem_model import LLMDefaults, ModelDefault, Problem, ProblemError, Stage
 from evolve.settings import OpenEvolveConfig, ProblemToml, SettingsError, validate
+from evolve.settings.environ import resolve_env
 from evolve.settings.errors import Style
 from evolve.settings.native import DataEntry
+from evolve.settings.overrides import Overrides
 
 M = TypeVar("M", bound=BaseModel)
 
 
-class ProblemError(ValueError):
-    """A problem folder is unusable; the message names the file and field."""
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One cascade stage: evaluate on `split` (native) or call `function`
-    (OpenEvolve); continue only if the score reaches `threshold`."""
-
-    split: str
-    function: str | None = None
-    threshold: float | None = None
-
-
-@dataclass(frozen=True)
-class LLMDefaults:
-    """Model settings a problem folder may carry (OpenEvolve's config.yaml)."""
-
-    models: tuple[tuple[str, float], ...] = ()
-    api_base: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-
-
-@dataclass(frozen=True)
-class Problem:
-    name: str
-    description: str
-    root: Path
-    fmt: str  # "native" | "openevolve"
-    entry: str  # seed program file name
-    seed_code: str
-    metric: str
-    direction: str  # of the headline metric; the score is always higher-is-better
-    domain_notes: str
-    timeout_s: float
-    memory_mb: int
-    splits: tuple[str, ...]
-    train_split: str
-    test_split: str | None
-    cascade: tuple[Stage, ...]
-    feature_dims: tuple[str, ...]
-    feature_bins: int
-    num_islands: int | None = None
-    population_size: int | None = None
-    iterations: int | None = None
-    edit_format: str | None = None  # "diff" | "block" | "full"
-    llm: LLMDefaults = field(default_factory=LLMDefaults)
-    data: tuple[DataFile, ...] = ()
-    include: tuple[Path, ...] = ()  # files of other folders the evaluator imports (kit.include)
-    max_code_bytes: int = 64 * 1024  # larger candidates are recorded invalid, never evaluated
-
-    @property
-    def prompt_dir(self) -> Path:
-        """Per-problem template overrides live here."""
-        return self.root / "prompts"
-
-
-def load_problem(path: str | Path) -> Problem:
-    """The folder's Problem, or ProblemError: one line naming the file (as `path` spells
-    it), the key and what was expected."""
+def load_problem(path: str | Path, overrides: Overrides | None = None) -> Problem:
+    """The folder's Problem with the per-run `overrides` (flags) applied over its own
+    settings, or ProblemError: one line naming the file (as `path` spells it) or the
+    flag, the key and what was expected."""
     shown = Path(path)
     root = shown.resolve()
+    ov = overrides or Overrides()
     if not root.is_dir():
         raise ProblemError(f"{path}: no such problem folder")
     if (root / "problem.toml").is_file():
-        return _load_native(root, shown)
-    if (root / "initial_program.py").is_file() and (root / "evaluator.py").is_file():
-        return _load_openevolve(root, shown)
-    raise ProblemError(
-        f"{path}: not a problem folder (expected problem.toml, or initial_program.py "
-        "+ evaluator.py in OpenEvolve format)"
+        problem = _load_native(root, shown, ov)
+    elif (root / "evaluator.py").is_file():
+        problem = _load_openevolve(root, shown, ov)
+    else:
+        raise ProblemError(
+            f"{path}: not a problem folder (expected problem.toml, or evaluator.py and "
+            "initial_program.py in OpenEvolve format)"
+        )
+    try:
+        env = {**problem.env, **resolve_env(ov.env, "--env")}
+    except SettingsError as e:
+        raise ProblemError(str(e)) from None
+    return replace(
+        problem,
+        env=env,
+        timeout_s=problem.timeout_s if ov.timeout_s is None else ov.timeout_s,
+        memory_mb=problem.memory_mb if ov.memory_mb is None else ov.memory_mb,
     )
 
 
-def _load_native(root: Path, shown: Path) -> Problem:
+def _seed(ov: Overrides, root: Path, entry: str, where: str, shown: Path) -> tuple[Path, str]:
+    """The seed's file and code: --initial-program's (any path), else `entry` in the folder."""
+    if ov.initial_program is not None:
+        path = Path(ov.initial_program).expanduser()
+        if not path.is_file():
+            raise ProblemError(f"--initial-program {ov.initial_program}: no such file")
+        seed, seed_shown = path.resolve(), path
+    else:
+        seed, seed_shown = (root / entry).resolve(), shown / entry
+        if not seed.is_file():
+            raise ProblemError(f"{where}: '{entry}' does not exist in {shown}")
+    if seed.name == "evaluator.py":
+        raise ProblemError(f"{seed_shown}: the seed program may not be named evaluator.py")
+    return seed, _read_seed(seed, seed_shown)
+
+
+def _load_native(root: Path, shown: Path, ov: Overrides) -> Problem:
     toml_path = shown / "problem.toml"
     try:
         data = tomllib.loads((root / "problem.toml").read_text())
@@ -122,13 +96,14 @@ def _load_native(root: Path, shown: Path) -> Problem:
             )
         stages.append(Stage(split=st.split, threshold=st.threshold))
     stages.append(Stage(split=ev.train_split))
+    seed_path, seed_code = _seed(ov, root, p.entry, f"{toml_path}: [problem] entry", shown)
     problem = Problem(
         name=p.name,
         description=p.description,
         root=root,
         fmt="native",
-        entry=p.entry,
-        seed_code=_read_seed(root, p.entry, f"{toml_path}: [problem] entry", shown),
+        entry=seed_path.name,
+        seed_code=seed_code,
         metric=p.metric,
         direction=p.direction,
         domain_notes=p.domain_notes,
@@ -147,6 +122,8 @@ def _load_native(root: Path, shown: Path) -> Problem:
         data=_data_files(cfg.data, toml_path, list(splits)),
         include=_includes(root, p.include, f"{toml_path} [problem]"),
         max_code_bytes=1024 * ev.max_code_kb,
+        env=_env(ev.env, f"{toml_path}: [evaluation] env"),
+        seed_path=seed_path,
     )
     _check_evaluator(root, shown)
     return problem
@@ -201,15 +178,11 @@ def require_blocks(problem: Problem) -> None:
     the API the evaluator calls: `evolve check` and `evolve run` refuse such a seed."""
     if not find_blocks(problem.seed_code):
         raise ProblemError(
-            f"{problem.root / problem.entry}: no {START} ... {END} markers; "
-            "mark the code the model may change"
+            f"{problem.seed_file}: no {START} ... {END} markers; mark the code the model may change"
         )
 
 
-def _read_seed(root: Path, entry: str, where: str, shown: Path) -> str:
-    seed, seed_shown = root / entry, shown / entry
-    if not seed.is_file():
-        raise ProblemError(f"{where}: '{entry}' does not exist in {shown}")
+def _read_seed(seed: Path, seed_shown: Path) -> str:
     code = seed.read_text()
     try:
         find_blocks(code)
@@ -222,6 +195,14 @@ def _read_seed(root: Path, entry: str, where: str, shown: Path) -> str:
             f"{seed_shown}:{e.lineno}: the seed program does not parse: {e.msg}"
         ) from None
     return code
+
+
+def _env(entries: list[str], where: str) -> dict[str, str]:
+    """A folder's env entries, a NAME alone taking this process's value now."""
+    try:
+        return resolve_env(entries, where)
+    except SettingsError as e:
+        raise ProblemError(str(e)) from None
 
 
 def _check_evaluator(root: Path, shown: Path) -> None:
@@ -259,7 +240,9 @@ def openevolve_stage_functions(root: Path) -> list[str]:
     return [f"evaluate_stage{i}" for i in (1, 2, 3) if f"evaluate_stage{i}" in funcs]
 
 
-def _load_openevolve(root: Path, shown: Path) -> Problem:
+def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
+    """OpenEvolve's defaults where config.yaml is silent (timeout 300 s, 3 evaluation
+    retries); a memory limit, which OpenEvolve does not set, of 4096 MB."""
     cfg_path = shown / "config.yaml"
     raw: object = {}
     if (root / "config.yaml").is_file():
@@ -269,6 +252,15 @@ def _load_openevolve(root: Path, shown: Path) -> Problem:
             raise ProblemError(f"{cfg_path}: invalid YAML: {_yaml_problem(e)}") from None
     cfg: OpenEvolveConfig = _validated(OpenEvolveConfig, raw, cfg_path, "yaml")
     ev, db, llm = cfg.evaluator, cfg.database, cfg.llm
+    entry, where = cfg.evolve.initial_program, f"{cfg_path}: evolve.initial_program"
+    if entry is None and ov.initial_program is None:
+        entry, where = "initial_program.py", str(shown)
+        if not (root / entry).is_file():
+            raise ProblemError(
+                f"{shown}: no initial_program.py; name the seed program with "
+                "--initial-program PATH (or evolve.initial_program in config.yaml)"
+            )
+    seed_path, seed_code = _seed(ov, root, entry or "", where, shown)
     _check_evaluator(root, shown)
     stages: list[Stage] = []
     thresholds = ev.cascade_thresholds if ev.cascade_thresholds is not None else [0.5, 0.75, 0.9]
@@ -287,13 +279,13 @@ def _load_openevolve(root: Path, shown: Path) -> Problem:
         description=f"OpenEvolve-format problem {root.name}",
         root=root,
         fmt="openevolve",
-        entry="initial_program.py",
-        seed_code=_read_seed(root, "initial_program.py", str(shown), shown),
+        entry=seed_path.name,
+        seed_code=seed_code,
         metric="combined_score",
         direction="maximize",
         domain_notes=cfg.prompt.system_message or "",
-        timeout_s=ev.timeout if ev.timeout is not None else 60.0,
-        memory_mb=2048,
+        timeout_s=ev.timeout if ev.timeout is not None else 300.0,
+        memory_mb=ev.memory_limit_mb or 4096,
         splits=("train",),
         train_split="train",
         test_split=None,
@@ -303,17 +295,29 @@ def _load_openevolve(root: Path, shown: Path) -> Problem:
             "code_length" if d == "complexity" else d
             for d in (db.feature_dimensions or ("code_length", "diversity"))
         ),
-        feature_bins=db.feature_bins if isinstance(db.feature_bins, int) else 8,
+        feature_bins=db.bins() or 8,
         num_islands=db.num_islands,
-        population_size=db.population_size,
         iterations=cfg.max_iterations,
         edit_format=None if diff_based is None else ("diff" if diff_based else "full"),
         # OpenEvolve's cap is in characters; ours in bytes of UTF-8 (the same for ASCII code)
         max_code_bytes=cfg.max_code_length or 10000,
         llm=LLMDefaults(
-            models=llm.model_list(),
+            models=tuple(
+                ModelDefault(m.name, m.weight, m.api_base, m.api_key) for m in llm.model_list()
+            ),
             api_base=llm.api_base,
+            api_key=llm.api_key,
             temperature=llm.temperature,
             max_tokens=llm.max_tokens,
+            timeout_s=llm.timeout,
+            retries=llm.retries,
+            backoff_s=llm.retry_delay,
         ),
+        env=_env(cfg.evolve.env, f"{cfg_path}: evolve.env"),
+        eval_retries=3 if ev.max_retries is None else ev.max_retries,
+        cascade_evaluation=ev.cascade_evaluation,
+        parallel=ev.parallel_evaluations,
+        seed=cfg.random_seed if cfg.random_seed is not None else db.random_seed,
+        migration_interval=db.migration_interval,
+        seed_path=seed_path,
     )

@@ -69,8 +69,8 @@ class ScriptedLLM:
 
     The responder gets each parsed chat request and returns a Reply (or a str,
     the content); the default echoes the last message. Thread-safe records:
-    `requests` (every chat request body plus "_ts", its time.time() arrival,
-    in arrival order) and `counters`.
+    `requests` (every chat request body plus "_ts", its time.time() arrival, and
+    "_authorization", its Authorization header, in arrival order) and `counters`.
     """
 
     def __init__(
@@ -176,9 +176,9 @@ class ScriptedLLM:
             for key, n in increments.items():
                 self._counters[key] += n
 
-    def _record(self, body: dict) -> None:
+    def _record(self, body: dict, authorization: str | None = None) -> None:
         with self._lock:
-            self._requests.append({**body, "_ts": time.time()})
+            self._requests.append({**body, "_ts": time.time(), "_authorization": authorization})
             self._counters["chat"] += 1
 
 

@@ -105,7 +105,7 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self.llm._count(bad_request=1)
             return self._error(400, "request body must be a JSON object")
-        self.llm._record(body)
+        self.llm._record(body, self.headers.get("Authorization"))
         if body.get("stream"):
             self.llm._count(bad_request=1)
             msg = "ScriptedLLM does not support stream=true"

@@ -25,7 +25,7 @@ def test_openevolve_folder_loads_config():
     assert [s.function for s in p.cascade] == ["evaluate_stage1", "evaluate_stage2"]
     assert p.cascade[0].threshold == 0.5 and p.cascade[-1].threshold is None
     assert p.iterations == 5 and p.num_islands == 2
-    assert p.llm.models == (("scripted", 1.0),)
+    assert [(m.name, m.weight, m.api_base) for m in p.llm.models] == [("scripted", 1.0, None)]
     assert p.edit_format == "full"
 
 

@@ -337,7 +337,8 @@ def test_a_real_openevolve_config_loads(tmp_path):
     """Every key OpenEvolve's default config carries is accepted; the older
     primary/secondary_model keys become the models, with their weights."""
     p = load_problem(openevolve(tmp_path / "oe", REAL_OPENEVOLVE_CONFIG))
-    assert p.llm.models == (("gemini-2.0-flash-lite", 0.8), ("gemini-2.0-flash", 0.2))
+    models = [(m.name, m.weight) for m in p.llm.models]
+    assert models == [("gemini-2.0-flash-lite", 0.8), ("gemini-2.0-flash", 0.2)]
     assert (p.iterations, p.num_islands, p.edit_format, p.max_code_bytes) == (7, 5, "diff", 20000)
     assert p.timeout_s == 300 and p.feature_dims == ("code_length", "diversity")
     assert p.llm.temperature == 0.7 and p.domain_notes == "You are an expert coder."

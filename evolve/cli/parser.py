@@ -106,6 +106,45 @@ def _model(text: str) -> str:
     return text
 
 
+def _env_entry(text: str) -> str:
+    """`NAME` or `NAME=VALUE` (whether NAME is set is checked when the problem loads)."""
+    from evolve.settings.environ import check_env_entry
+
+    problem = check_env_entry(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def _problem_flags(p: argparse.ArgumentParser) -> None:
+    """How the problem's programs are evaluated, over its folder's settings (run, eval
+    and check; `run` stores them so `resume` evaluates the same way)."""
+    p.add_argument(
+        "--env",
+        action="append",
+        type=_env_entry,
+        metavar="NAME[=VALUE]",
+        help="environment variable for the evaluator (NAME alone: its value here); repeatable",
+    )
+    p.add_argument(
+        "--initial-program",
+        metavar="PATH",
+        help="the seed program (default: the folder's entry, or initial_program.py)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_number(above=0),
+        metavar="SEC",
+        help="wall-clock limit per evaluation (default: the problem's)",
+    )
+    p.add_argument(
+        "--memory-mb",
+        type=_integer(1),
+        metavar="MB",
+        help="memory limit per evaluation (default: the problem's)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(
         prog="evolve", description="Evolve systems policies with an LLM and a sandboxed simulator."
@@ -126,13 +165,22 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("problem_dir", metavar="PROBLEM_DIR")
     ev.add_argument("program", metavar="PROGRAM_FILE")
     ev.add_argument(
-        "--split", help="evaluate this split only (default: the cascade up to the train split)"
+        "--split",
+        help="evaluate on this split (default, and for the train split: the whole cascade, "
+        "as a run does; another split alone, as held-out re-scoring does)",
+    )
+    ev.add_argument(
+        "--stage",
+        metavar="NAME",
+        help="run one cascade stage alone: a split of a native problem, or a function "
+        "(evaluate, evaluate_stage1, ...) of an OpenEvolve evaluator",
     )
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument(
         "--sandbox", choices=SANDBOXES, default="auto", help="where the program runs (default auto)"
     )
     _require_isolation(ev)
+    _problem_flags(ev)
 
     ck = sub.add_parser("check", help="validate a problem folder and score its seed program")
     ck.add_argument("problem_dir", metavar="PROBLEM_DIR")
@@ -140,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sandbox", choices=SANDBOXES, default="auto", help="where the seed runs (default auto)"
     )
     _require_isolation(ck)
+    _problem_flags(ck)
 
     sb = sub.add_parser("sandbox", help="manage the Docker sandbox's image")
     sb_sub = sb.add_subparsers(dest="sandbox_command", required=True, metavar="ACTION")
@@ -160,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="Debian mirror for debootstrap (default "
         "$EVOLVE_DEBIAN_MIRROR, else http://deb.debian.org/debian)",
+    )
+    sbb.add_argument(
+        "--problem",
+        metavar="DIR",
+        help="also layer DIR/requirements.txt on the image (the host's pip fetches the wheels; "
+        "`run`, `eval` and `check` with --sandbox docker do this on first use)",
     )
 
     data = sub.add_parser(
@@ -185,6 +240,7 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     flag over the problem's settings, the model's profile and RunConfig's defaults (the
     defaults in the help texts), so a flag given with its default value still wins."""
     run.add_argument("problem_dir", metavar="PROBLEM_DIR")
+    _problem_flags(run)
     run.add_argument(
         "--iterations", type=_integer(0), help="total iterations (default: problem's, else 50)"
     )

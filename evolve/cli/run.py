@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sqlite3
 import sys
@@ -15,20 +14,21 @@ from pathlib import Path
 
 from evolve.archive import Archive
 from evolve.cli.common import UsageError, new_run_id, runs_dir
+from evolve.cli.endpoints import check_endpoint, llm_config, model_line, models_for
 from evolve.cli.progress import RunProgress
 from evolve.cli.safe_text import safe_text
 from evolve.config import RunConfig
 from evolve.controller import Controller, RunSummary
 from evolve.data import data_dir_for, ensure
 from evolve.evaluation import CandidateEvaluator, too_large
-from evolve.llm import LLMClient, ModelSpec
+from evolve.llm import LLMClient
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
-from evolve.problem import Problem, ProblemError, load_problem, require_blocks
+from evolve.problem import Overrides, Problem, ProblemError, load_problem, require_blocks
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
 from evolve.sandboxes import make_sandbox
-from evolve.settings import check_url
+from evolve.settings.report import ignored_lines
 
 # `evolve run`'s flags (argparse dests, each None unless given) and the RunConfig fields
 # they set: the same name, but for these
@@ -58,10 +58,10 @@ def config_from_args(args, problem: Problem) -> RunConfig:
         raise UsageError(str(e)) from None
     too_big = too_large(problem, problem.seed_code)
     if too_big:
-        raise UsageError(f"{problem.root / problem.entry}: {too_big}")
+        raise UsageError(f"{problem.seed_file}: {too_big}")
     given = {a: getattr(args, a, None) for a in _FLAGS}
     flags = {_FIELD_OF.get(a, a): v for a, v in given.items() if v is not None}
-    models = _models(args, problem)
+    models = models_for(args, problem)
     names = [m.name for m in models]
     local = any(is_local(n) for n in names)
     if local and (len(names) > 1 or args.api_base):
@@ -70,12 +70,13 @@ def config_from_args(args, problem: Problem) -> RunConfig:
             "it cannot be combined with other models or --api-base"
         )
     if not local:
-        _check_endpoint(args.api_base, problem)
+        check_endpoint(args.api_base, problem)
     prof = profile_for_models(names)
     kw: dict = {"problem_dir": str(problem.root)}
     for layer in (_from_profile(prof), _from_problem(problem, prof), flags):  # lowest first
         kw.update(layer)
     kw["models"] = models
+    kw.update(_stored_overrides(Overrides.from_args(args)))
     if "context_window" not in flags and not local:
         # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
         kw["context_window"] = max(kw["context_window"], 2 * kw["max_tokens"])
@@ -94,18 +95,6 @@ def config_from_args(args, problem: Problem) -> RunConfig:
     except PromptTooLong as e:
         raise UsageError(f"--model {', '.join(names)}: {e}") from None
     return cfg
-
-
-def _models(args, problem: Problem) -> tuple[ModelSpec, ...]:
-    """--model, else the problem's models, else the default (see default_models)."""
-    if args.model:
-        try:
-            return tuple(ModelSpec.parse(m) for m in args.model)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
-    if problem.llm.models:
-        return tuple(ModelSpec(n, w) for n, w in problem.llm.models)
-    return default_models(args, problem)[0] or RunConfig.models
 
 
 def _from_profile(prof: ModelProfile) -> dict:
@@ -136,50 +125,25 @@ def _from_problem(problem: Problem, prof: ModelProfile) -> dict:
         "api_base": problem.llm.api_base,
         "temperature": problem.llm.temperature,
         "max_tokens": max_tokens,
+        "llm_timeout_s": problem.llm.timeout_s,
+        "llm_retries": problem.llm.retries,
+        "llm_backoff_s": problem.llm.backoff_s,
+        "parallel": problem.parallel,
+        "seed": problem.seed,
+        "migration_interval": problem.migration_interval,
     }
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _check_endpoint(api_base: str | None, problem: Problem) -> None:
-    """The endpoint the run will call must be an http(s) URL: one line now, not a connection
-    error per request. config.yaml's llm.api_base was checked when the problem loaded."""
-    if api_base is not None:
-        source, url = "--api-base", api_base
-    elif problem.llm.api_base is None and os.environ.get("OPENAI_BASE_URL") is not None:
-        source, url = "$OPENAI_BASE_URL", os.environ["OPENAI_BASE_URL"]
-    else:
-        return
-    wrong = check_url(url)
-    if wrong:
-        raise UsageError(f"{source} {url!r}: {wrong}")
-
-
-def default_models(args, problem: Problem) -> tuple[tuple[ModelSpec, ...] | None, str]:
-    """The models a run uses when neither --model nor the problem names one, and why.
-
-    None means RunConfig's default (a hosted model): OPENAI_API_KEY is set or an
-    endpoint is configured. Otherwise the local model that comes with the install."""
-    if args.model:
-        return None, "from --model"
-    if problem.llm.models:
-        return None, "from the problem's config"
-    if os.environ.get("OPENAI_API_KEY"):
-        return None, "the default hosted model: no --model given and OPENAI_API_KEY is set"
-    if args.api_base or problem.llm.api_base or os.environ.get("OPENAI_BASE_URL"):
-        return None, "the default model name: no --model given, an endpoint is configured"
-    return (ModelSpec("local"),), "the local model: no --model given and OPENAI_API_KEY is unset"
-
-
-def model_line(args, problem: Problem, cfg: RunConfig) -> str:
-    """One line: which model and endpoint the run uses, and why."""
-    names = ", ".join(m.name for m in cfg.models)
-    why = default_models(args, problem)[1]
-    if any(is_local(m.name) for m in cfg.models):
-        where = "a llama-cpp-python server on 127.0.0.1 started for this run"
-    else:
-        where = cfg.api_base or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    window = f", {cfg.context_window}-token window" if cfg.context_window else ""
-    return f"model {names} at {where} ({why}{window}, {cfg.edit_format} edits, max {cfg.max_tokens} tokens)"
+def _stored_overrides(ov: Overrides) -> dict:
+    """The evaluation flags as RunConfig stores them, for `resume` to apply again."""
+    ov = ov.absolute()
+    return {
+        "eval_env": ov.env,
+        "initial_program": ov.initial_program,
+        "eval_timeout_s": ov.timeout_s,
+        "eval_memory_mb": ov.memory_mb,
+    }
 
 
 def _local_model(cfg: RunConfig) -> str | None:
@@ -213,12 +177,15 @@ def start_local(cfg: RunConfig) -> LocalServer | None:
 
 def cmd_run(args) -> int:
     try:
-        problem = load_problem(args.problem_dir)
+        problem = load_problem(args.problem_dir, Overrides.from_args(args))
     except ProblemError as e:
         raise UsageError(str(e)) from None
     cfg = config_from_args(args, problem)
+    llm_config(cfg, problem)  # an unset "${VAR}" key: one line, before anything is written
     prepare_local(cfg)
     archive = Archive(runs_dir(args))  # a broken runs dir: one line, before anything else
+    for line in ignored_lines(problem.root):  # once, at the start; not again at resume
+        print(safe_text(line), file=sys.stderr)
     print(safe_text(f"evolve: {model_line(args, problem, cfg)}"), file=sys.stderr, flush=True)
     ensure(list(problem.data), Path(cfg.data_dir) if cfg.data_dir else data_dir_for(problem.root))
     run_id = args.run_id or new_run_id(problem.name)
@@ -246,10 +213,11 @@ def cmd_resume(args) -> int:
         cfg = RunConfig.from_json(run["config"])
         if args.iterations is not None:
             cfg = cfg.with_(iterations=args.iterations)
-        try:
-            problem = load_problem(run["problem_dir"])
+        try:  # the run's own --env/--timeout/..., a NAME alone read from the environment again
+            problem = load_problem(run["problem_dir"], cfg.overrides())
         except ProblemError as e:
             raise UsageError(f"run {run_id}: {e}") from None
+        llm_config(cfg, problem)  # keys are read again, never stored: check them first
         archive.take_over(run_id, cfg.iterations, cfg.to_json())
         print(safe_text(run_id), flush=True)
         return _execute(archive, run_id, cfg, problem, args.no_progress)
@@ -327,7 +295,7 @@ def _execute_with(
     sandbox = make_sandbox(
         cfg.sandbox, cfg.parallel, run_id=run_id, require_isolation=cfg.require_isolation
     )
-    llm_cfg = cfg.llm_config()
+    llm_cfg = llm_config(cfg, problem)  # with the keys, read now
     llm = LLMClient(
         replace(llm_cfg, api_base=server.base_url) if server else llm_cfg, prices, seed=cfg.seed
     )

@@ -20,7 +20,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import openai
@@ -44,8 +44,13 @@ _STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")  # the SDK's, before the ser
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model to sample, by weight. `api_base`/`api_key` None: the run's endpoint and key
+    (LLMConfig's, else $OPENAI_BASE_URL / $OPENAI_API_KEY). A key is never stored."""
+
     name: str
     weight: float = 1.0
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, text: str) -> ModelSpec:
@@ -68,7 +73,7 @@ class ModelSpec:
 class LLMConfig:
     models: tuple[ModelSpec, ...]
     api_base: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     timeout_s: float = 120.0
     max_retries: int = 4
     backoff_s: float = 1.0
@@ -129,10 +134,27 @@ class LLMClient:
         self.cfg = cfg
         self.prices = prices
         self.rng = random.Random(seed)
-        base = cfg.api_base or os.environ.get("OPENAI_BASE_URL")
+        self.base_url = cfg.api_base or os.environ.get("OPENAI_BASE_URL")
         key = cfg.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-        self.base_url = base
-        self.client = AsyncOpenAI(api_key=key, base_url=base, timeout=cfg.timeout_s, max_retries=0)
+        # one SDK client per distinct endpoint and key; each model's requests go to its own
+        clients: dict[tuple[str | None, str], AsyncOpenAI] = {}
+        self._endpoint: dict[str, tuple[str | None, AsyncOpenAI]] = {}
+        for m in cfg.models:
+            where = (m.api_base or self.base_url, m.api_key or key)
+            if where not in clients:
+                clients[where] = self._client(*where)
+            self._endpoint.setdefault(m.name, (where[0], clients[where]))
+        default = (self.base_url, key)
+        self.client = clients.get(default) or self._client(*default)
+        self._clients = [*clients.values(), *([] if default in clients else [self.client])]
+
+    def _client(self, base: str | None, key: str) -> AsyncOpenAI:
+        return AsyncOpenAI(api_key=key, base_url=base, timeout=self.cfg.timeout_s, max_retries=0)
+
+    def endpoint(self, model: str) -> tuple[str | None, AsyncOpenAI]:
+        """The base URL and SDK client `model`'s requests go to (the run's for a name
+        not among the models)."""
+        return self._endpoint.get(model, (self.base_url, self.client))
 
     def pick_model(self) -> str:
         models = self.cfg.models
@@ -150,6 +172,7 @@ class LLMClient:
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
         max_attempts = self.cfg.max_retries + 1
         attempt, t0 = 0, time.monotonic()
+        base_url, client = self.endpoint(model)
 
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome is not None else None
@@ -181,7 +204,7 @@ class LLMClient:
             async for try_ in retrying:
                 with try_:
                     attempt, t0 = attempt + 1, time.monotonic()
-                    resp = await self.client.chat.completions.create(
+                    resp = await client.chat.completions.create(
                         model=model,
                         messages=cast(
                             list[ChatCompletionMessageParam], messages
@@ -193,7 +216,7 @@ class LLMClient:
         except openai.OpenAIError as e:
             if isinstance(e, RETRYABLE):
                 what = (
-                    f"{model} at {self.base_url or 'api.openai.com'}: failed after "
+                    f"{model} at {base_url or 'api.openai.com'}: failed after "
                     f"{attempt} attempts: {type(e).__name__}: {self.describe(e)}"
                 )
             elif isinstance(e, openai.APIStatusError):
@@ -245,7 +268,8 @@ class LLMClient:
         return min(MAX_BACKOFF_S, base) * (0.5 + self.rng.random())
 
     async def close(self) -> None:
-        await self.client.close()
+        for client in self._clients:
+            await client.close()
 
 
 def retry_after_of(e: BaseException | None) -> float | None:

@@ -8,6 +8,7 @@ YAML), what was expected and what was found, and for a typo the key meant.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, model_validator
@@ -22,11 +23,12 @@ class SettingsError(ValueError):
 class Section(BaseModel):
     """A table of a settings file: unknown keys are errors, types are not coerced.
 
-    `ignored` lists keys other tools (OpenEvolve) define that are accepted and unused:
-    a real config keeps working, and a typo still fails with a suggestion."""
+    `ignored` maps keys other tools (OpenEvolve) define that are accepted and unused to
+    why evolve does without them: a real config keeps working, the user learns what it
+    does not do here, and a typo still fails with a suggestion."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    ignored: ClassVar[frozenset[str]] = frozenset()
+    ignored: ClassVar[Mapping[str, str]] = {}
 
     @model_validator(mode="before")
     @classmethod
@@ -214,7 +216,7 @@ def _keys_at(schema: type[BaseModel], path: tuple) -> list[str]:
     model = _model_at(schema, path)
     if model is None:
         return []
-    ignored = model.ignored if issubclass(model, Section) else frozenset()
+    ignored = model.ignored if issubclass(model, Section) else {}
     return [*model.model_fields, *sorted(ignored)]
 
 

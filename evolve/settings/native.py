@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -40,6 +41,7 @@ class EvaluationTable(Section):
     test_split: str | None = None
     cascade: list[CascadeStage] = []
     max_code_kb: PositiveInt = 64  # larger candidates are recorded invalid, never evaluated
+    env: list[EnvEntry] = []  # NAME=VALUE, or NAME: the value the controller has at load time
 
 
 class FeaturesTable(Section):

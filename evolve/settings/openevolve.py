@@ -1,60 +1,70 @@
 """The schema of an OpenEvolve-format folder's config.yaml.
 
-Every key OpenEvolve's own Config knows (openevolve/config.py, and its
-configs/default_config.yaml) is accepted, so a real config runs unchanged; the ones
-evolve uses are typed and range-checked, the others are listed in `ignored`. Anything
-else is a typo and fails with a suggestion (OpenEvolve itself silently drops unknown
-top-level keys, which is how `max_iteration: 500` runs for 10000 iterations).
+Every key OpenEvolve 0.4's Config knows (openevolve/config.py) is accepted, so a real
+config runs unchanged: the ones evolve honours are typed and range-checked here (how
+each is used: `uses`), the others are listed in `ignored` with the reason (both from
+evolve/settings/openevolve_keys.py). Anything else is a typo and fails with a
+suggestion (OpenEvolve itself silently drops unknown top-level keys, which is how
+`max_iteration: 500` runs for 10000 iterations). The top-level `evolve:` section is
+evolve's own, which OpenEvolve drops: extra environment variables and the seed's path.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
+from evolve.settings import openevolve_keys as keys
+from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section
 from evolve.settings.urls import check_url
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-# Per-model keys of OpenEvolve's LLMModelConfig; the llm section takes them as shared values.
-_MODEL_KEYS = frozenset(
-    {
-        "api_base",
-        "api_key",
-        "api_type",
-        "init_client",
-        "max_tokens",
-        "random_seed",
-        "reasoning_effort",
-        "retries",
-        "retry_delay",
-        "system_message",
-        "temperature",
-        "timeout",
-        "top_p",
-    }
-)
+Count = Annotated[int, Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
-class ModelEntry(Section):
-    ignored = _MODEL_KEYS
+class OESection(Section):
+    """A section of config.yaml: `uses` says how each of its fields is used."""
+
+    uses: ClassVar[Mapping[str, str]] = {}
+
+
+def _url(value: str) -> str:
+    problem = check_url(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+Url = Annotated[str, AfterValidator(_url)]
+
+
+class ModelEntry(OESection):
+    uses = keys.MODEL_USES
+    ignored = keys.MODEL_IGNORED
     name: str
     weight: PositiveFloat = 1.0
+    api_base: Url | None = None
+    api_key: str | None = None  # null: $OPENAI_API_KEY; "${VAR}": that variable
+    provider: Literal["openai"] | None = None
 
 
-class LLMSection(Section):
-    ignored = (_MODEL_KEYS - {"api_base", "temperature", "max_tokens"}) | {
-        "evaluator_models",
-        "name",
-        "weight",
-    }
+class LLMSection(OESection):
+    uses = keys.LLM_USES
+    ignored = keys.LLM_IGNORED
     models: list[ModelEntry] | None = None
-    api_base: str | None = None
+    api_base: Url | None = None
+    api_key: str | None = None
+    provider: Literal["openai"] | None = None
     temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] | None = None
     max_tokens: PositiveInt | None = None
+    timeout: PositiveFloat | None = None
+    retries: Count | None = None
+    retry_delay: Seconds | None = None
     primary_model: str | None = None
     primary_model_weight: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     secondary_model: str | None = None
@@ -67,81 +77,34 @@ class LLMSection(Section):
             raise ValueError(f"expected a list of models like [{{name: {value}, weight: 1.0}}]")
         return value
 
-    @field_validator("api_base")
-    @classmethod
-    def _api_base_is_a_url(cls, value: str | None) -> str | None:
-        problem = None if value is None else check_url(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    def model_list(self) -> tuple[tuple[str, float], ...]:
+    def model_list(self) -> list[ModelEntry]:
         """`models`, else OpenEvolve's older primary/secondary_model keys (same weights as
         OpenEvolve: primary 1.0, secondary 0.2, a secondary of weight 0 left out)."""
         if self.models:
-            return tuple((m.name, m.weight) for m in self.models)
+            return list(self.models)
         out = []
         if self.primary_model:
-            out.append((self.primary_model, self.primary_model_weight or 1.0))
+            out.append(ModelEntry(name=self.primary_model, weight=self.primary_model_weight or 1.0))
         w = self.secondary_model_weight
         if self.secondary_model and (w is None or w > 0):
-            out.append((self.secondary_model, 0.2 if w is None else w))
-        return tuple(out)
+            out.append(ModelEntry(name=self.secondary_model, weight=0.2 if w is None else w))
+        return out
 
 
-class PromptSection(Section):
-    ignored = frozenset(
-        {
-            "template_dir",
-            "evaluator_system_message",
-            "num_top_programs",
-            "num_diverse_programs",
-            "use_template_stochasticity",
-            "template_variations",
-            "use_meta_prompting",
-            "meta_prompt_weight",
-            "include_artifacts",
-            "max_artifact_bytes",
-            "artifact_security_filter",
-            "suggest_simplification_after_chars",
-            "include_changes_under_chars",
-            "concise_implementation_max_lines",
-            "comprehensive_implementation_min_lines",
-            "code_length_threshold",
-        }
-    )
+class PromptSection(OESection):
+    uses = keys.PROMPT_USES
+    ignored = keys.PROMPT_IGNORED
     system_message: str | None = None
 
 
-class DatabaseSection(Section):
-    ignored = frozenset(
-        {
-            "db_path",
-            "in_memory",
-            "log_prompts",
-            "archive_size",
-            "programs_per_island",
-            "elite_selection_ratio",
-            "exploration_ratio",
-            "exploitation_ratio",
-            "diversity_metric",
-            "diversity_reference_size",
-            "migration_interval",
-            "migration_rate",
-            "random_seed",
-            "artifacts_base_path",
-            "artifact_size_threshold",
-            "cleanup_old_artifacts",
-            "artifact_retention_days",
-            "novelty_llm",
-            "embedding_model",
-            "similarity_threshold",
-        }
-    )
+class DatabaseSection(OESection):
+    uses = keys.DATABASE_USES
+    ignored = keys.DATABASE_IGNORED
     num_islands: PositiveInt | None = None
-    population_size: PositiveInt | None = None
     feature_dimensions: list[str] | None = None
     feature_bins: Any = None  # an integer, or a mapping dimension -> integer
+    migration_interval: PositiveInt | None = None
+    random_seed: int | None = None
 
     @field_validator("feature_bins")
     @classmethod
@@ -151,88 +114,45 @@ class DatabaseSection(Section):
 
         if value is None or count(value):
             return value
-        if isinstance(value, dict) and all(count(v) for v in value.values()):
+        if isinstance(value, dict) and value and all(count(v) for v in value.values()):
             return value
         raise ValueError("expected an integer > 0, or a mapping of dimension to an integer > 0")
 
+    def bins(self) -> int | None:
+        """One bin count for every dimension: a per-dimension mapping gives its largest."""
+        if isinstance(self.feature_bins, dict):
+            return max(self.feature_bins.values())
+        return self.feature_bins
 
-class EvaluatorSection(Section):
-    ignored = frozenset(
-        {
-            "max_retries",
-            "memory_limit_mb",
-            "cpu_limit",
-            "parallel_evaluations",
-            "distributed",
-            "use_llm_feedback",
-            "llm_feedback_weight",
-            "enable_artifacts",
-            "max_artifact_storage",
-        }
-    )
+
+class EvaluatorSection(OESection):
+    uses = keys.EVALUATOR_USES
+    ignored = keys.EVALUATOR_IGNORED
     timeout: PositiveFloat | None = None
+    max_retries: Count | None = None
+    memory_limit_mb: PositiveInt | None = None
     cascade_evaluation: bool = True
     cascade_thresholds: list[Annotated[float, Field(allow_inf_nan=False)]] | None = None
+    parallel_evaluations: PositiveInt | None = None
 
 
-class EvolutionTraceSection(Section):
-    ignored = frozenset(
-        {
-            "enabled",
-            "format",
-            "include_code",
-            "include_prompts",
-            "output_path",
-            "buffer_size",
-            "compress",
-        }
-    )
+class EvolutionTraceSection(OESection):
+    ignored = keys.TRACE_IGNORED
 
 
-class HierarchicalSection(Section):
-    ignored = frozenset(
-        {
-            "enabled",
-            "tier0_models",
-            "tier1_models",
-            "tier2_models",
-            "tier3_models",
-            "l2_plateau_iterations",
-            "l3_plateau_iterations",
-            "l4_plateau_iterations",
-            "l5_plateau_iterations",
-            "min_improvement_threshold",
-            "enable_insight_extraction",
-            "insight_extraction_interval",
-            "use_llm_for_insights",
-            "context_max_tokens",
-            "recent_weight",
-            "local_weight",
-            "success_weight",
-            "emg_enabled",
-            "emg_save_path",
-            "exploration_phase_threshold",
-            "crisis_exhausted_layers",
-        }
-    )
+class EvolveSection(OESection):
+    """evolve's own settings for an OpenEvolve folder (OpenEvolve drops this section)."""
+
+    uses = keys.EVOLVE_USES
+    env: list[EnvEntry] = []
+    initial_program: str | None = None
 
 
-class OpenEvolveConfig(Section):
-    ignored = frozenset(
-        {
-            "checkpoint_interval",
-            "log_level",
-            "log_dir",
-            "random_seed",
-            "language",
-            "file_suffix",
-            "allow_full_rewrites",
-            "early_stopping_patience",
-            "convergence_threshold",
-            "early_stopping_metric",
-        }
-    )
+class OpenEvolveConfig(OESection):
+    uses = keys.TOP_USES
+    ignored = keys.TOP_IGNORED
     max_iterations: Annotated[int, Field(ge=0)] | None = None
+    random_seed: int | None = None
     diff_based_evolution: bool | None = None
     max_code_length: PositiveInt | None = None
     llm: LLMSection = LLMSection()
@@ -240,4 +160,7 @@ class OpenEvolveConfig(Section):
     database: DatabaseSection = DatabaseSection()
     evaluator: EvaluatorSection = EvaluatorSection()
     evolution_trace: EvolutionTraceSection = EvolutionTraceSection()
-    hierarchical: HierarchicalSection = HierarchicalSection()
+    evolve: EvolveSection = EvolveSection()
+
+
+SECTIONS = ("llm", "prompt", "database", "evaluator", "evolution_trace", "evolve")

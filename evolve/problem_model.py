@@ -1,0 +1,97 @@
+"""The typed description of a problem, whatever format its folder is in.
+
+evolve.problem builds it from a native problem.toml or an OpenEvolve config.yaml, so
+the loop, the archive and the sandboxes never branch on where a problem came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evolve.data import DataFile
+
+
+class ProblemError(ValueError):
+    """A problem folder is unusable; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One cascade stage: evaluate on `split` (native) or call `function`
+    (OpenEvolve); continue only if the score reaches `threshold`."""
+
+    split: str
+    function: str | None = None
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelDefault:
+    """A model a folder names (config.yaml's llm.models), with its own endpoint if any."""
+
+    name: str
+    weight: float = 1.0
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # as written: a key, "${VAR}" or None
+
+
+@dataclass(frozen=True)
+class LLMDefaults:
+    """Model settings a problem folder may carry (OpenEvolve's config.yaml). An api_key is
+    kept as written and resolved only when a run calls the endpoint: never stored."""
+
+    models: tuple[ModelDefault, ...] = ()
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float | None = None
+    retries: int | None = None
+    backoff_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    description: str
+    root: Path
+    fmt: str  # "native" | "openevolve"
+    entry: str  # seed program file name
+    seed_code: str
+    metric: str
+    direction: str  # of the headline metric; the score is always higher-is-better
+    domain_notes: str
+    timeout_s: float
+    memory_mb: int
+    splits: tuple[str, ...]
+    train_split: str
+    test_split: str | None
+    cascade: tuple[Stage, ...]
+    feature_dims: tuple[str, ...]
+    feature_bins: int
+    num_islands: int | None = None
+    population_size: int | None = None
+    iterations: int | None = None
+    edit_format: str | None = None  # "diff" | "block" | "full"
+    llm: LLMDefaults = field(default_factory=LLMDefaults)
+    data: tuple[DataFile, ...] = ()
+    include: tuple[Path, ...] = ()  # files of other folders the evaluator imports (kit.include)
+    max_code_bytes: int = 64 * 1024  # larger candidates are recorded invalid, never evaluated
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for the evaluator
+    eval_retries: int = 0  # retries of an evaluation that fails (OpenEvolve's max_retries)
+    cascade_evaluation: bool = True  # OpenEvolve's evaluator.cascade_evaluation
+    parallel: int | None = None  # evaluations in flight (OpenEvolve's parallel_evaluations)
+    seed: int | None = None  # the run's seed (OpenEvolve's random_seed)
+    migration_interval: int | None = None
+    seed_path: Path | None = None  # where the seed was read, when not root / entry
+
+    @property
+    def prompt_dir(self) -> Path:
+        """Per-problem template overrides live here."""
+        return self.root / "prompts"
+
+    @property
+    def seed_file(self) -> Path:
+        """The seed program's file: in the folder, or where --initial-program points."""
+        return self.seed_path or self.root / self.entry

@@ -1,0 +1,40 @@
+"""Per-run settings given as flags, applied over a problem folder's own.
+
+`evolve run`, `eval` and `check` take --env, --initial-program, --timeout and
+--memory-mb; `run` stores them with the run (RunConfig) so `resume` evaluates the
+same way. An env entry is kept as given: NAME=VALUE keeps its value, NAME alone is
+read from the environment each time the problem loads (at resume too).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Overrides:
+    env: tuple[str, ...] = ()  # "NAME" or "NAME=VALUE", as given; over the folder's env
+    initial_program: str | None = None  # the seed program, any path
+    timeout_s: float | None = None  # one evaluation's wall-clock limit
+    memory_mb: int | None = None  # one evaluation's memory limit
+
+    @classmethod
+    def from_args(cls, args: Any) -> Overrides:
+        """The flags of `evolve run/eval/check` (argparse dests env, initial_program,
+        timeout, memory_mb); a namespace without them gives no overrides."""
+        return cls(
+            env=tuple(getattr(args, "env", None) or ()),
+            initial_program=getattr(args, "initial_program", None),
+            timeout_s=getattr(args, "timeout", None),
+            memory_mb=getattr(args, "memory_mb", None),
+        )
+
+    def absolute(self) -> Overrides:
+        """The same, with the seed's path made absolute: what a run stores, so that
+        `resume` from another directory reads the same file."""
+        if self.initial_program is None:
+            return self
+        path = os.path.abspath(os.path.expanduser(self.initial_program))
+        return Overrides(self.env, path, self.timeout_s, self.memory_mb)
