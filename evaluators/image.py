@@ -1,16 +1,18 @@
 """The Docker sandbox's image: its tag (a hash of its inputs), lookup and build.
 
 Two recipes make the same image (the harness and the agent in /opt/evolve, user
-10001, python3 with numpy):
+10001, python3 with numpy, scipy, pandas, networkx, scikit-learn and matplotlib):
 
 - Debian (the default, no registry needed): debootstrap's minbase plus
-  docker/packages.txt from a Debian mirror, `docker import`-ed as the base
-  `evolve-sandbox-base:<hash>`, then docker/Dockerfile.layer adds the harness.
+  docker/packages.txt (less docker/prune.txt) from a Debian mirror, `docker
+  import`-ed as the base `evolve-sandbox-base:<hash>`, then
+  docker/Dockerfile.layer adds the harness.
 - Registry: docker/Dockerfile, FROM python:3.11-slim, for machines that can pull.
 
 Each tag is a hash of what went into the image, so a build is skipped when an
 image of that tag exists, and a change to the harness rebuilds only the thin
-top layer, not the Debian base.
+top layer, not the Debian base. What one problem alone needs (its
+requirements.txt) is layered on top by image_layers.py.
 """
 
 from __future__ import annotations
@@ -45,16 +47,30 @@ SANDBOX_FILES = tuple(
         "channel",
         "confinement",
         "landlock",
+        "openevolve_run",
     )
 )
-_AGENT_FILES = (*(EVALUATORS / f for f in SANDBOX_FILES), DOCKER_DIR / "agent.py")
+# ... and the folders they COPY whole: the stand-in `openevolve` package OpenEvolve evaluators import
+SANDBOX_DIRS = ("openevolve_compat",)
+_AGENT_FILES = (
+    *(EVALUATORS / f for f in SANDBOX_FILES),
+    DOCKER_DIR / "agent.py",
+    *(  # each with its name: a renamed file changes the image
+        part
+        for d in SANDBOX_DIRS
+        for path in sorted((EVALUATORS / d).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+        for part in (str(path.relative_to(EVALUATORS)), path)
+    ),
+)
 
 
 class ImageError(RuntimeError):
     """The image cannot be built here; the message says why and what to do."""
 
 
-def _digest(*parts: bytes | str | Path) -> str:
+def digest(*parts: bytes | str | Path) -> str:
+    """12 hex digits of a SHA-256 over the parts (a Path: its bytes), each length-prefixed."""
     h = hashlib.sha256()
     for part in parts:
         data = part.read_bytes() if isinstance(part, Path) else part
@@ -65,22 +81,21 @@ def _digest(*parts: bytes | str | Path) -> str:
 
 def base_tag() -> str:
     """The Debian base: debootstrap of the suite with the listed packages."""
-    return (
-        f"{BASE_REPO}:{_digest(SUITE, DOCKER_DIR / 'build-base.sh', DOCKER_DIR / 'packages.txt')}"
-    )
+    inputs = (DOCKER_DIR / name for name in ("build-base.sh", "packages.txt", "prune.txt"))
+    return f"{BASE_REPO}:{digest(SUITE, *inputs)}"
 
 
 def debian_tag() -> str:
     """The image `evolve sandbox build` makes: the harness layered on the Debian base."""
-    return f"{REPO}:{_digest(base_tag(), DOCKER_DIR / 'Dockerfile.layer', *_AGENT_FILES)}"
+    return f"{REPO}:{digest(base_tag(), DOCKER_DIR / 'Dockerfile.layer', *_AGENT_FILES)}"
 
 
 def registry_tag() -> str:
     """The image `evolve sandbox build --dockerfile` makes from python:3.11-slim."""
-    return f"{REPO}:py-{_digest(DOCKER_DIR / 'Dockerfile', DOCKER_DIR / 'requirements.txt', *_AGENT_FILES)}"
+    return f"{REPO}:py-{digest(DOCKER_DIR / 'Dockerfile', DOCKER_DIR / 'requirements.txt', *_AGENT_FILES)}"
 
 
-def _exists(client, tag: str) -> bool:
+def exists(client, tag: str) -> bool:
     import docker.errors
 
     try:
@@ -94,9 +109,9 @@ def find_image(client) -> str | None:
     """The image to run: $EVOLVE_SANDBOX_IMAGE, else a built one for the current inputs."""
     if os.environ.get(IMAGE_ENV):
         tag = os.environ[IMAGE_ENV]
-        return tag if _exists(client, tag) else None
+        return tag if exists(client, tag) else None
     for tag in (debian_tag(), registry_tag()):
-        if _exists(client, tag):
+        if exists(client, tag):
             return tag
     return None
 
@@ -115,17 +130,17 @@ def build(
 ) -> tuple[str, bool]:
     """Build the image unless one of its tag exists; (tag, whether it was built)."""
     tag = registry_tag() if dockerfile else debian_tag()
-    if not force and _exists(client, tag):
+    if not force and exists(client, tag):
         return tag, False
     t0 = time.monotonic()
     if dockerfile:
         _docker_build(client, "docker/Dockerfile", tag, {}, pull=True, log=log)
     else:
         base = base_tag()
-        if force or not _exists(client, base):
+        if force or not exists(client, base):
             _debootstrap(client, base, mirror or os.environ.get(MIRROR_ENV) or DEFAULT_MIRROR, log)
         _docker_build(client, "docker/Dockerfile.layer", tag, {"BASE": base}, pull=False, log=log)
-    _smoke_test(client, tag)
+    smoke_test(client, tag)
     log(f"built {tag} in {time.monotonic() - t0:.0f} s")
     return tag, True
 
@@ -161,6 +176,7 @@ def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> N
                     SUITE,
                     mirror,
                     str(DOCKER_DIR / "packages.txt"),
+                    str(DOCKER_DIR / "prune.txt"),
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -185,37 +201,49 @@ def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> N
 def _docker_build(
     client, dockerfile: str, tag: str, buildargs: dict, pull: bool, log: Callable[[str], None]
 ) -> None:
-    import docker.errors
-
     log(f"building {tag} from evaluators/{dockerfile}")
     with tempfile.TemporaryDirectory(prefix="evolve-context-") as ctx:
         # Only what the Dockerfiles copy: never the caller's whole tree.
         os.mkdir(os.path.join(ctx, "docker"))
         for name in SANDBOX_FILES:
             shutil.copy(EVALUATORS / name, ctx)
+        for name in SANDBOX_DIRS:
+            skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+            shutil.copytree(EVALUATORS / name, os.path.join(ctx, name), ignore=skip)
         for name in ("agent.py", "requirements.txt", "Dockerfile", "Dockerfile.layer"):
             shutil.copy(DOCKER_DIR / name, os.path.join(ctx, "docker"))
-        try:
-            client.images.build(
-                path=ctx,
-                dockerfile=dockerfile,
-                tag=tag,
-                buildargs=buildargs,
-                pull=pull,
-                rm=True,
-                forcerm=True,
-                network_mode="default" if pull else "none",
-            )
-        except docker.errors.BuildError as e:
-            lines = "".join(str(x.get("stream") or x.get("error") or "") for x in e.build_log)
-            raise ImageError(f"docker build of {tag} failed: {e.msg}\n{lines[-3000:]}") from None
-        except docker.errors.APIError as e:
-            raise ImageError(f"docker build of {tag} failed: {e.explanation or e}") from None
+        build_context(client, ctx, dockerfile, tag, buildargs, pull)
 
 
-def _smoke_test(client, tag: str) -> None:
-    """The image runs the agent's imports as the sandbox user, offline."""
-    code = "import numpy, sys; sys.path.insert(0, '/opt/evolve'); import harness; print(numpy.__version__)"
+def build_context(
+    client, ctx: str, dockerfile: str, tag: str, buildargs: dict, pull: bool = False
+) -> None:
+    """`docker build` of the folder `ctx`, offline unless `pull`; ImageError on failure."""
+    import docker.errors
+
+    try:
+        client.images.build(
+            path=ctx,
+            dockerfile=dockerfile,
+            tag=tag,
+            buildargs=buildargs,
+            pull=pull,
+            rm=True,
+            forcerm=True,
+            network_mode="default" if pull else "none",
+        )
+    except docker.errors.BuildError as e:
+        lines = "".join(str(x.get("stream") or x.get("error") or "") for x in e.build_log)
+        raise ImageError(f"docker build of {tag} failed: {e.msg}\n{lines[-3000:]}") from None
+    except docker.errors.APIError as e:
+        raise ImageError(f"docker build of {tag} failed: {e.explanation or e}") from None
+
+
+def smoke_test(client, tag: str, extra: str = "") -> None:
+    """The image runs the agent's imports (and `extra` code) as the sandbox user, offline."""
+    code = "import numpy, sys; sys.path.insert(0, '/opt/evolve'); import harness; " + (
+        extra or "print(numpy.__version__)"
+    )
     try:
         client.containers.run(
             tag,

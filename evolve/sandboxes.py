@@ -1,7 +1,10 @@
 """Pick a sandbox backend by name; every backend implements evaluators.sandbox.Sandbox.
 
 `auto` (the default) is docker where a Docker engine answers and the sandbox
-image exists, else local; one line on stderr says which and why.
+image exists, else local; one line on stderr says which and why. With docker, a
+problem folder's requirements.txt is layered on the image (built on first use:
+evaluators/image_layers.py); the local sandbox runs on this interpreter, where
+`evolve check` reports what is missing (evolve/requirements.py).
 """
 
 from __future__ import annotations
@@ -56,10 +59,15 @@ def default_backend() -> tuple[str, str]:
 
 
 def make_sandbox(
-    name: str, parallel: int, run_id: str | None = None, require_isolation: bool = False
+    name: str,
+    parallel: int,
+    run_id: str | None = None,
+    require_isolation: bool = False,
+    problem_dir: str | None = None,
 ) -> Sandbox:
     """The backend `name` ("auto" picks one); `require_isolation` refuses a local sandbox
-    that lost any of its isolation guarantees on this machine instead of warning."""
+    that lost any of its isolation guarantees on this machine instead of warning;
+    `problem_dir`: the problem whose requirements.txt a Docker sandbox's image must carry."""
     if name == "auto":
         name, why = default_backend()
         print(f"sandbox: {name} ({why})", file=sys.stderr, flush=True)
@@ -80,11 +88,11 @@ def make_sandbox(
             )
         return local
     if name == "docker":
-        return _docker(parallel, run_id)
+        return _docker(parallel, run_id, problem_dir)
     raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")
 
 
-def _docker(parallel: int, run_id: str | None) -> Sandbox:
+def _docker(parallel: int, run_id: str | None, problem_dir: str | None) -> Sandbox:
     from evaluators.docker_sandbox import DockerSandbox
     from evaluators.image import IMAGE_ENV, ImageError, build, find_image
 
@@ -97,14 +105,33 @@ def _docker(parallel: int, run_id: str | None) -> Sandbox:
                 f"--sandbox docker: ${IMAGE_ENV} names {os.environ[IMAGE_ENV]}, "
                 "which this Docker engine does not have"
             )
-        print(
-            "sandbox: the Docker image is not built yet; building it (once)",
-            file=sys.stderr,
-            flush=True,
-        )
+        _say("sandbox: the Docker image is not built yet; building it (once)")
         try:
-            build(client, log=lambda line: print(line, file=sys.stderr, flush=True))
+            build(client, log=_say)
         except ImageError as e:
             raise SandboxUnavailable(f"--sandbox docker: {e}") from None
+    image = _problem_image(client, problem_dir) if problem_dir else None
     # held-out re-scoring runs beside the --parallel evaluations, as for local
-    return DockerSandbox(max_parallel=max(1, parallel) + 1, run_id=run_id, client=client)
+    return DockerSandbox(
+        max_parallel=max(1, parallel) + 1, run_id=run_id, image=image, client=client
+    )
+
+
+def _problem_image(client, problem_dir: str) -> str | None:
+    """The image with the problem's requirements.txt layered on, built now if it is not yet."""
+    from evaluators.image import ImageError
+    from evaluators.image_layers import find_problem_image, problem_image, requirements_file
+
+    try:
+        if requirements_file(problem_dir) is None:
+            return None  # the sandbox image as it is
+        if (image := find_problem_image(client, problem_dir)) is not None:
+            return image
+        _say(f"sandbox: layering {problem_dir}/requirements.txt on the Docker image (once)")
+        return problem_image(client, problem_dir, log=_say)
+    except ImageError as e:
+        raise SandboxUnavailable(f"--sandbox docker: {e}") from None
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
