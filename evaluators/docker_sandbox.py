@@ -284,6 +284,7 @@ class DockerSandbox:
                 "split": req.split,
                 "outputs": outputs,
                 "limits": req.to_json()["limits"],
+                "env": req.env,
             }
             run = self._launch(boxes, req, "score", payload, {})
             final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")

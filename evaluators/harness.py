@@ -19,7 +19,6 @@ import errno
 import gc
 import importlib.util
 import json
-import math
 import os
 import sys
 import tomllib
@@ -32,6 +31,8 @@ INVALID = "invalid"
 SYNTAX_ERROR = "syntax_error"
 RUNTIME_ERROR = "runtime_error"
 SANDBOX_ERROR = "sandbox_error"
+TIMEOUT = "timeout"
+COMPAT = "openevolve_compat"  # the stand-in `openevolve` package, beside this file
 
 TRACEBACK_CHARS = 8000
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # run mode: where to say whether the evaluator loaded
@@ -185,37 +186,27 @@ def _native(raw: object, who: str) -> dict:
     return out
 
 
-def _openevolve(raw: object, who: str) -> dict:
-    """OpenEvolve's dict of metrics or EvaluationResult(metrics, artifacts), duck-typed."""
-    artifacts_raw: object
-    if isinstance(raw, dict):
-        metrics_raw, artifacts_raw = raw, {}
-    elif hasattr(raw, "metrics"):
-        metrics_raw, artifacts_raw = raw.metrics, getattr(raw, "artifacts", None) or {}
-    else:
-        return _failure(
-            RUNTIME_ERROR,
-            f"{who} returned {type(raw).__name__}, "
-            "expected a dict of metrics or an EvaluationResult",
-        )
-    metrics, moved = _split_metrics(metrics_raw)
-    artifacts = {**_texts(artifacts_raw), **moved}
-    out: dict[str, object] = {
-        "status": OK,
-        "score": None,
-        "metrics": metrics,
-        "artifacts": artifacts,
-    }
-    if isinstance(metrics_raw, dict) and "error" in metrics_raw:
-        out["status"] = RUNTIME_ERROR
-        artifacts["error"] = _text(metrics_raw["error"])
+def _openevolve(out, fitness_of) -> dict:
+    """An OpenEvolve evaluation (openevolve_run.Outcome) as a result: its score is
+    OpenEvolve's fitness of the raw metrics; an `error` message among them, or no
+    number at all, makes it a failure (OpenEvolve would score it 0)."""
+    metrics, moved = _split_metrics(out.metrics)
+    artifacts = {**_texts(out.artifacts), **moved}
+    if out.note:
+        artifacts["cascade"] = out.note
+    result: dict[str, object] = {"status": OK, "score": None, "metrics": metrics}
+    error = out.metrics.get("error")
+    if error is not None and not _is_number(error):
+        result["status"] = RUNTIME_ERROR
+        artifacts["error"] = _text(error)
     elif not metrics:
-        out["status"] = RUNTIME_ERROR
-        artifacts.setdefault("error", f"{who} returned no numeric metrics")
+        result["status"] = RUNTIME_ERROR
+        artifacts.setdefault("error", "the evaluator returned no numeric metrics")
     else:
-        values = list(metrics.values())
-        out["score"] = metrics.get("combined_score", math.fsum(values) / len(values))
-    return out
+        result["score"] = float(fitness_of(out.metrics))
+        result["stages"] = {k: float(v) for k, v in out.stages.items()}
+    result["artifacts"] = artifacts
+    return result
 
 
 def _report_loaded(failure: dict | None) -> None:
@@ -232,18 +223,20 @@ def _report_loaded(failure: dict | None) -> None:
 
 
 def run(req: dict) -> dict:
-    """`run` mode: import the evaluator and call evaluate()/evaluate_stageN() on the candidate."""
+    """`run` mode: import the evaluator and evaluate the candidate (OpenEvolve's
+    evaluate_stageN() through its cascade)."""
     program = os.path.abspath(req["program_name"])  # the host wrote it into our cwd
     if program.endswith(".py") and (bad := _syntax_check(program)) is not None:
         _report_loaded(None)
         return bad
+    _apply_env(req.get("env"))
     if req.get("fmt", "native") != "native":
-        return _run(req, program, req.get("stage") or "evaluate", native=False)
+        return _run_openevolve(req, program)
     kit = _provide_kit()
     if _uses_worker(req["problem_dir"]):
         kit.prestart(program)  # the candidate's worker starts while the evaluator imports
     try:
-        return _run(req, program, "evaluate", native=True)
+        return _run_native(req, program)
     finally:
         kit.release()
 
@@ -274,26 +267,80 @@ def _uses_worker(problem_dir: str) -> bool:
     return False
 
 
-def _run(req: dict, program: str, name: str, native: bool) -> dict:
+def _run_native(req: dict, program: str) -> dict:
     fn, failure = None, None
     try:
-        fn = getattr(_load_evaluator(req["problem_dir"]), name, None)
+        fn = getattr(_load_evaluator(req["problem_dir"]), "evaluate", None)
         if not callable(fn):
-            failure = _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
+            failure = _failure(SANDBOX_ERROR, "evaluator.py defines no evaluate()")
     except BaseException as e:
         failure = _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
     _report_loaded(failure)
     if failure is not None or fn is None:
         return failure or {}
     try:
-        raw = fn(program, req["split"]) if native else fn(program)
+        raw = fn(program, req["split"])
     except BaseException as e:
         return _from_exception(e, program, req.get("limits", {}))
-    return _native(raw, f"{name}()") if native else _openevolve(raw, f"{name}()")
+    return _native(raw, "evaluate()")
+
+
+def _apply_env(env: object) -> None:
+    """The problem's and the run's extra variables (the host checked them); never ours."""
+    if isinstance(env, dict):
+        for k, v in env.items():
+            if isinstance(k, str) and isinstance(v, str) and not k.startswith("EVOLVE_"):
+                os.environ[k] = v
+
+
+def _run_openevolve(req: dict, program: str) -> dict:
+    """An OpenEvolve-format evaluator in a private copy of its folder, through
+    OpenEvolve's cascade (evaluators/openevolve_run.py)."""
+    stage = req.get("stage")
+    module, failure = None, None
+    try:
+        _provide_kit()  # the `evaluators` package, wherever this harness lies
+        from evaluators import openevolve_run as oe
+
+        workdir = oe.private_copy(req["problem_dir"], os.path.dirname(program))
+        os.chdir(workdir)
+        os.environ["PYTHONPATH"] = workdir
+        compat = os.path.join(os.path.dirname(os.path.abspath(__file__)), COMPAT)
+        oe.use_stand_in(compat)
+        fitness_of = oe.fitness_rule(compat, req.get("feature_dims") or [])
+        module = _load_evaluator(workdir)
+        name = stage or "evaluate"
+        if not callable(getattr(module, name, None)):
+            failure = _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
+    except BaseException as e:
+        failure = _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
+    _report_loaded(failure)
+    if failure is not None:
+        return failure
+    limits = req.get("limits", {})
+    timeout_s = float(req.get("stage_timeout_s") or limits.get("timeout_s") or 300)
+    try:
+        if stage:
+            out = oe.single(module, program, stage, timeout_s, fitness_of)
+        else:
+            out = oe.run(
+                module,
+                program,
+                req.get("cascade"),
+                timeout_s,
+                int(req.get("retries") or 0),
+                fitness_of,
+            )
+    except oe.StageTimeout as e:
+        return _failure(TIMEOUT, f"{e}; all its processes were killed")
+    except BaseException as e:
+        return _from_exception(e, program, limits)
+    return _openevolve(out, fitness_of)
 
 
 def score(payload: dict) -> dict:
     """`score` mode: trusted score(outputs, split) in a process that never saw the candidate."""
+    _apply_env(payload.get("env"))
     score_fn = _load_evaluator(payload["problem_dir"]).score
     try:
         raw = score_fn(payload.get("outputs"), payload["split"])

@@ -188,6 +188,7 @@ class LocalSandbox:
             "split": req.split,
             "outputs": outputs,
             "limits": req.to_json()["limits"],
+            "env": req.env,
         }
         trusted = None if uid is None else score_uid(uid)  # not the candidate's uid
         run = self._launch(req, trusted, "score", payload, {})

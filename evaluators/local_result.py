@@ -31,7 +31,7 @@ from evaluators.sandbox import (
 ARTIFACT_CHARS = 65536  # per artifact value; tracebacks and output keep their tail
 RESULT_MAX_BYTES = 16 * 2**20  # a result file is parsed only below this size
 PREAMBLE_MAX_BYTES = 64 * 1024
-_HARNESS_STATUSES = {OK, INVALID, SYNTAX_ERROR, RUNTIME_ERROR, SANDBOX_ERROR}
+_HARNESS_STATUSES = {OK, INVALID, SYNTAX_ERROR, RUNTIME_ERROR, SANDBOX_ERROR, TIMEOUT}
 MISSING = object()  # "evaluate() returned no outputs", distinct from outputs=None
 
 
@@ -191,13 +191,20 @@ def to_result(
     raw_art = data.get("artifacts")
     raw_art = raw_art if isinstance(raw_art, dict) else {}
     artifacts = {str(k): _clip(str(k), v) for k, v in raw_art.items()}
-    artifacts.update({k: _clip(k, v) for k, v in ours.items()})
+    for k, v in ours.items():  # the evaluator's own `stdout` (feedback for the model) wins
+        artifacts[f"captured_{k}" if k in artifacts else k] = _clip(k, v)
     score: Any = data.get("score")
     if status == OK and check_score and not (_is_number(score) and math.isfinite(score)):
         status = INVALID
         artifacts["error"] = f"{who} gave a score that is not a finite number: {score!r:.200}"
     final = float(score) if status == OK and check_score else None
-    return EvalResult(status, final, metrics, artifacts), data.get("outputs", MISSING)
+    stages = data.get("stages") if final is not None else None
+    result = EvalResult(status, final, metrics, artifacts)
+    if isinstance(stages, dict):
+        result.stages = {
+            str(k): float(v) for k, v in stages.items() if _is_number(v) and math.isfinite(v)
+        }
+    return result, data.get("outputs", MISSING)
 
 
 _score_cache: dict[tuple[str, int], bool] = {}

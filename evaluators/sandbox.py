@@ -45,6 +45,14 @@ class EvalRequest:
     data_dir: str | None = None  # exported as EVOLVE_DATA_DIR inside the sandbox
     includes: tuple[str, ...] = ()  # files shared with other problems (problem.toml `include`)
     hidden: tuple[str, ...] = ()  # data files of other splits: invisible in this evaluation
+    env: dict[str, str] = field(default_factory=dict)  # extra variables the evaluator needs
+    # OpenEvolve format: the cascade's thresholds (None: evaluate() alone, cascade off), how
+    # often a raising evaluate() is tried again, each stage's own timeout, and the metrics
+    # that are feature dimensions (never averaged into the score)
+    cascade: tuple[float, ...] | None = None
+    retries: int = 0
+    stage_timeout_s: float | None = None
+    feature_dims: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -62,6 +70,7 @@ class EvalResult:
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # score after each cascade stage
 
 
 class Sandbox(Protocol):

@@ -106,8 +106,10 @@ class Controller:
             )
             last = (detail.strip().splitlines() or [""])[-1]
             raise RunAborted(
-                f"{self.problem.root / self.problem.entry}: seed program failed ({row.status}): {last}"
+                f"{self.problem.seed_file}: seed program failed ({row.status}): {last}"
             )
+        if "cascade" in row.artifacts:  # OpenEvolve: under a threshold, yet scored
+            self.observer.note(f"warning: the seed stopped early: {row.artifacts['cascade']}")
         for island in range(1, self.cfg.num_islands):
             self.archive.add_migration(self.run_id, row.program_id, island, 0)
         await self._rescore_test(row)

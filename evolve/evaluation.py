@@ -1,15 +1,18 @@
 """Run a candidate through the problem's cascade in a sandbox.
 
-Cheap stages screen candidates before the expensive one; a candidate that
-misses a stage's threshold is `rejected` and, like every failure, gets no
-score, so it can never outrank a program that really ran. A candidate over the
+Native problems: cheap stages screen candidates before the expensive one; a
+candidate that misses a stage's threshold is `rejected` and, like every
+failure, gets no score, so it can never outrank a program that really ran.
+OpenEvolve-format problems get OpenEvolve's own cascade, run by the harness in
+one sandbox process (evaluators/openevolve_run.py): stage metrics merge, and a
+program under a threshold keeps the score it has so far. A candidate over the
 problem's size cap is `invalid` before any sandbox sees it.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evaluators.sandbox import INVALID, OK, EvalRequest, EvalResult, Limits, Sandbox
@@ -45,6 +48,13 @@ class Outcome:
     eval_s: float = 0.0
 
 
+def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
+    """The thresholds of an OpenEvolve cascade (None: cascade_evaluation is off)."""
+    if not problem.cascade_evaluation:
+        return None
+    return tuple(s.threshold for s in problem.cascade if s.threshold is not None)
+
+
 class CandidateEvaluator:
     def __init__(self, problem: Problem, sandbox: Sandbox, data_dir: str | None = None):
         self.problem = problem
@@ -53,10 +63,13 @@ class CandidateEvaluator:
         if problem.data:
             ensure(list(problem.data), root)  # trusted side fetches; the sandbox gets no network
         self.data_dir = str(root) if root.is_dir() else None  # a problem may have no data/
-        self.limits = Limits(timeout_s=problem.timeout_s, memory_mb=problem.memory_mb)
+        timeout_s = problem.timeout_s
+        if problem.fmt == "openevolve":  # each stage has the timeout; the import one more
+            timeout_s *= len(problem.cascade) + 1
+        self.limits = Limits(timeout_s=timeout_s, memory_mb=problem.memory_mb)
 
     def request(self, code: str, split: str, function: str | None = None) -> EvalRequest:
-        return EvalRequest(
+        req = EvalRequest(
             problem_dir=str(self.problem.root),
             program_code=code,
             program_name=self.problem.entry,
@@ -67,6 +80,19 @@ class CandidateEvaluator:
             data_dir=self.data_dir,
             includes=tuple(str(p) for p in self.problem.include),
             hidden=self.hidden(split),
+            env=dict(self.problem.env),
+        )
+        if self.problem.fmt != "openevolve":
+            return req
+        return replace(
+            req,
+            cascade=openevolve_thresholds(self.problem),
+            retries=self.problem.eval_retries,
+            stage_timeout_s=self.problem.timeout_s,
+            # OpenEvolve's names: our code_length is its complexity
+            feature_dims=tuple(
+                "complexity" if d == "code_length" else d for d in self.problem.feature_dims
+            ),
         )
 
     def hidden(self, split: str) -> tuple[str, ...]:
@@ -81,17 +107,24 @@ class CandidateEvaluator:
 
     def run_split(self, code: str, split: str) -> EvalResult:
         """One split, no cascade (held-out re-scoring, `evolve eval --split`)."""
-        function = None
+        return self.sandbox.evaluate(self.request(code, split))
+
+    def run_stage(self, code: str, stage: str) -> EvalResult:
+        """One cascade stage alone (`evolve eval --stage`): a split of a native problem,
+        a function of an OpenEvolve evaluator."""
         if self.problem.fmt == "openevolve":
-            function = self.problem.cascade[-1].function
-            if function and function != "evaluate":
-                function = "evaluate"
-        return self.sandbox.evaluate(self.request(code, split, function))
+            return self.sandbox.evaluate(self.request(code, self.problem.train_split, stage))
+        return self.run_split(code, stage)
 
     def evaluate(self, code: str) -> Outcome:
         reason = too_large(self.problem, code)
         if reason is not None:
             return Outcome(status=INVALID, score=None, artifacts={"error": reason})
+        if self.problem.fmt == "openevolve":  # the harness runs OpenEvolve's cascade
+            res = self.sandbox.evaluate(self.request(code, self.problem.train_split))
+            return Outcome(
+                res.status, res.score, res.stages, res.metrics, res.artifacts, res.wall_s
+            )
         t0 = time.monotonic()
         out = Outcome(status=OK, score=None)
         for i, stage in enumerate(self.problem.cascade):

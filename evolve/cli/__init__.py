@@ -2,8 +2,8 @@
 
 Bad input ends with exit code 2 and one line naming the flag, file or field;
 nothing is written to the archive before the input has been validated.
-The flags live in parser.py, `run`/`resume` in run.py, `archive` in archive.py;
-`eval`, `check` and `sandbox` are here.
+The flags live in parser.py, `run`/`resume` in run.py, `check` in check.py, `archive` in
+archive.py; `eval` and `sandbox` are here.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "check":
+            from evolve.cli.check import cmd_check
+
             return cmd_check(args)
         if args.command == "sandbox":
             return cmd_sandbox(args)
@@ -111,21 +113,34 @@ def cmd_data_fetch(args) -> int:
 
 
 def cmd_sandbox(args) -> int:
-    """`evolve sandbox build`: the Docker sandbox's image, built only when its inputs changed."""
-    from evaluators.image import ImageError, build
+    """`evolve sandbox build [--problem DIR]`: the Docker sandbox's image, and the layer with
+    DIR/requirements.txt on it, each built only when its inputs changed."""
+    from evaluators.image import ImageError, build, exists
+    from evaluators.image_layers import layer_tag, problem_image, requirements_file
     from evolve.sandboxes import engine
 
+    def log(line: str) -> None:
+        print(safe_text(line), file=sys.stderr, flush=True)
+
+    problem = args.problem
+    if problem is not None and not os.path.isdir(problem):
+        raise UsageError(f"--problem {problem}: not a folder")
     client, why = engine()
     if client is None:
         raise UsageError(why)
     try:
         tag, built = build(
-            client,
-            dockerfile=args.dockerfile,
-            force=args.force,
-            mirror=args.mirror,
-            log=lambda line: print(safe_text(line), file=sys.stderr, flush=True),
+            client, dockerfile=args.dockerfile, force=args.force, mirror=args.mirror, log=log
         )
+        requirements = requirements_file(problem) if problem is not None else None
+        if problem is not None and requirements is None:
+            log(f"{problem} has no requirements.txt: its evaluations use {tag} as it is")
+        elif requirements is not None:
+            layer = layer_tag(client, tag, requirements)
+            built = args.force or not exists(client, layer)
+            if built:
+                problem_image(client, problem, log, base=tag, force=True)
+            tag = layer
     except ImageError as e:
         raise UsageError(str(e)) from None
     print(safe_text(tag if built else f"{tag} (up to date)"))
@@ -133,12 +148,14 @@ def cmd_sandbox(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    """Score one program as a run would: the whole cascade on the train split, unless
+    --split names another split (held-out data) or --stage one stage alone."""
     from evolve.edits.blocks import complete_from_seed
     from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import load_problem
+    from evolve.problem import Overrides, load_problem
     from evolve.sandboxes import make_sandbox
 
-    problem = load_problem(args.problem_dir)
+    problem = load_problem(args.problem_dir, Overrides.from_args(args))
     path = Path(args.program)
     if not path.is_file():
         raise UsageError(f"{args.program}: no such program file")
@@ -146,21 +163,34 @@ def cmd_eval(args) -> int:
         raise UsageError(
             f"--split {args.split}: not a split of {problem.name} (one of {', '.join(problem.splits)})"
         )
-    sandbox = make_sandbox(args.sandbox, 1, require_isolation=args.require_isolation)
+    stages = [s.function or s.split for s in problem.cascade]
+    if problem.fmt == "openevolve":
+        stages = sorted({"evaluate", *stages})
+    if args.stage and args.stage not in stages:
+        raise UsageError(
+            f"--stage {args.stage}: not a stage of {problem.name} (one of {', '.join(stages)})"
+        )
+    if args.stage and args.split:
+        raise UsageError("--stage and --split: give one (a stage names its own split)")
+    sandbox = make_sandbox(
+        args.sandbox, 1, require_isolation=args.require_isolation, problem_dir=str(problem.root)
+    )
     try:
         ev = CandidateEvaluator(problem, sandbox)
         try:  # a baseline written as its EVOLVE-BLOCKs only gets the seed's fixed code
             code = complete_from_seed(path.read_text(), problem.seed_code)
         except ValueError as e:
             raise UsageError(f"{args.program}: {e}") from None
-        if args.split:
-            r = ev.run_split(code, args.split)
+        if args.stage or (args.split and args.split != problem.train_split):
+            r = ev.run_stage(code, args.stage) if args.stage else ev.run_split(code, args.split)
             out = {
                 "status": r.status,
                 "score": r.score,
                 "metrics": r.metrics,
                 "artifacts": r.artifacts,
-                "split": args.split,
+                "split": args.split or problem.train_split,
+                "stages": r.stages
+                or ({args.stage: r.score} if args.stage and r.score is not None else {}),
                 "eval_s": round(r.wall_s, 4),
             }
         else:
@@ -197,52 +227,3 @@ def _print_eval(out: dict) -> None:
     Console().print(t)
     for k, v in out["artifacts"].items():
         print(safe_text(f"--- {k}\n{str(v).strip()}"))
-
-
-def cmd_check(args) -> int:
-    from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import ProblemError, load_problem, require_blocks
-    from evolve.sandboxes import make_sandbox
-
-    try:
-        problem = load_problem(args.problem_dir)
-        require_blocks(problem)  # a seed without EVOLVE-BLOCK markers fails every candidate
-    except ProblemError as e:
-        raise UsageError(str(e)) from None
-    print(safe_text(f"{problem.name} ({problem.fmt}): {problem.description}"))
-    print(
-        safe_text(
-            f"  entry {problem.entry}, splits {', '.join(problem.splits)}, held-out {problem.test_split or '-'}"
-        )
-    )
-    print(safe_text(f"  cascade: {' -> '.join(s.function or s.split for s in problem.cascade)}"))
-    sandbox = make_sandbox(args.sandbox, 1, require_isolation=args.require_isolation)
-    failed = False
-    try:
-        ev = CandidateEvaluator(problem, sandbox)
-        o = ev.evaluate(problem.seed_code)
-        failed |= o.status != "ok"
-        print(
-            safe_text(
-                f"  seed on {problem.train_split}: {o.status}, score {o.score}, {o.eval_s:.2f} s, metrics {o.metrics}"
-            )
-        )
-        if o.status != "ok":
-            for k, v in o.artifacts.items():
-                print(safe_text(f"    {k}: {str(v).strip()[-600:]}"))
-        if problem.test_split and o.status == "ok":
-            r = ev.run_split(problem.seed_code, problem.test_split)
-            failed |= r.status != "ok"
-            print(
-                safe_text(
-                    f"  seed on {problem.test_split} (held out): {r.status}, score {r.score}, {r.wall_s:.2f} s"
-                )
-            )
-    finally:
-        sandbox.close()
-    if failed:
-        raise UsageError(
-            f"{problem.root / problem.entry}: the seed program does not evaluate cleanly"
-        )
-    print("ok")
-    return 0
