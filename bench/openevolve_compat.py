@@ -60,6 +60,9 @@ REPO = BENCH.parent
 FIXTURES = REPO / "tests" / "fixtures" / "openevolve"
 STAND_IN = REPO / "evaluators" / "openevolve_compat"  # holds the stand-in `openevolve` package
 RESULTS = BENCH / "results" / "openevolve_compat.json"
+sys.path.insert(0, str(REPO))  # tests/ is not installed
+from tests.openevolve_reference import DIRECT_CHILD, openevolve_score  # noqa: E402
+
 OPENEVOLVE_VERSION = "0.4.0"
 DEFAULT_VENV = Path.home() / ".cache" / "evolve-bench" / f"openevolve-{OPENEVOLVE_VERSION}"
 REL_TOL = 1e-9
@@ -110,23 +113,6 @@ ALL = (
 BY_NAME = {f.name: f for f in ALL}
 ENV_NAMES = {k for f in ALL for k in f.env}
 
-# Run in the fixture's folder: evaluate() called as a user would, result written to a file
-# (the evaluator may print to stdout). Values OpenEvolve would not count as numbers (a
-# numpy integer, an object) travel as their repr, so the rule below skips them as well.
-DIRECT_CHILD = """
-import json, sys
-import evaluator
-program, function, out = sys.argv[1:4]
-result = getattr(evaluator, function)(program)
-metrics = getattr(result, "metrics", result)
-artifacts = getattr(result, "artifacts", None) or {}
-def plain(v):
-    return v if v is None or isinstance(v, (bool, int, float, str)) else repr(v)
-with open(out, "w") as f:
-    json.dump({"metrics": {str(k): plain(v) for k, v in dict(metrics).items()},
-               "artifacts": {str(k): v if isinstance(v, str) else repr(v)
-                             for k, v in dict(artifacts).items()}}, f)
-"""
 
 # Run by the reference venv's python in the fixture's folder: OpenEvolve's own evaluation.
 OPENEVOLVE_DRIVER = """
@@ -161,23 +147,6 @@ class Cell:
     na: str | None = None  # why the value is not compared
     skipped: str | None = None
     detail: dict = field(default_factory=dict)
-
-
-def openevolve_score(metrics: dict) -> float:
-    """OpenEvolve 0.4.0's fitness (utils/metrics_utils.get_fitness_score, no feature
-    dimensions): combined_score if present, else the average of the numeric metrics,
-    booleans and NaN left out; 0.0 when there are none."""
-    if "combined_score" in metrics:
-        try:
-            return float(metrics["combined_score"])
-        except (TypeError, ValueError):
-            pass
-    values = [
-        float(v)
-        for v in metrics.values()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)
-    ]
-    return sum(values) / len(values) if values else 0.0
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -31,6 +30,7 @@ import yaml
 from tests.cli_helpers import ROOT
 from tests.cli_helpers import env as cli_env
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
+from tests.openevolve_reference import DIRECT_CHILD, openevolve_score
 
 FIXTURES = ROOT / "tests" / "fixtures" / "openevolve"
 STAND_IN = ROOT / "evaluators" / "openevolve_compat"  # where the stand-in `openevolve` lives
@@ -58,37 +58,6 @@ DOCKER_CASES = {
 }
 PRINTED_OUT = "stdout_artifact: progress line printed to the real stdout"
 PRINTED_ERR = "stdout_artifact: warning printed to the real stderr"
-
-# evaluate() called as a user would, from the folder; the result goes to a file because
-# the evaluator may print to stdout.
-DIRECT_CHILD = """
-import json, sys
-import evaluator
-program, function, out = sys.argv[1:4]
-result = getattr(evaluator, function)(program)
-metrics = getattr(result, "metrics", result)
-artifacts = getattr(result, "artifacts", None) or {}
-def plain(v):
-    return v if v is None or isinstance(v, (bool, int, float, str)) else repr(v)
-with open(out, "w") as f:
-    json.dump({"metrics": {str(k): plain(v) for k, v in dict(metrics).items()},
-               "artifacts": {str(k): v if isinstance(v, str) else repr(v)
-                             for k, v in dict(artifacts).items()}}, f)
-"""
-
-
-def openevolve_score(metrics: dict) -> float:
-    """OpenEvolve 0.4.0's fitness: combined_score, else the mean of the numeric metrics
-    (bools and NaN left out), 0.0 when there are none."""
-    if "combined_score" in metrics:
-        return float(metrics["combined_score"])
-    values = [
-        float(v)
-        for v in metrics.values()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)
-    ]
-    return sum(values) / len(values) if values else 0.0
-
 
 def copy_fixture(name: str, dest: Path) -> Path:
     shutil.copytree(FIXTURES / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
