@@ -263,3 +263,25 @@ def test_docker_folder_scores_as_its_evaluator(name, docker_image, tmp_path):  #
     out = assert_ok(evolve_eval(folder, SEED, sandbox="docker", extra_env=image))
     assert out["score"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert snapshot(folder) == before
+
+
+def test_a_run_layers_the_folders_requirements_on_the_docker_image(docker_image, tmp_path):  # noqa: F811
+    """`evolve run` (not only eval) gives a Docker run the folder's requirements.txt: the
+    seed, which imports tabulate, scores as in `evolve eval`."""
+    folder = copy_fixture("requirements_txt", tmp_path / "requirements_txt")
+    runs = tmp_path / "runs"
+    r = subprocess.run(
+        [sys.executable, "-m", "evolve.cli", "run", str(folder), "--iterations", "0",
+         "--sandbox", "docker", "--api-base", "http://127.0.0.1:9/v1", "--model", "scripted",
+         "--runs-dir", str(runs), "--no-progress"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        env={**cli_env(), "EVOLVE_SANDBOX_IMAGE": docker_image},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    best = subprocess.run(
+        [sys.executable, "-m", "evolve.cli", "archive", "best", "--json", "--runs-dir", str(runs)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env=cli_env(),
+    )  # fmt: skip
+    rows = json.loads(best.stdout)
+    row = rows[0] if isinstance(rows, list) else rows
+    assert row["score"] == pytest.approx(DOCKER_CASES["requirements_txt"][1], rel=1e-9)

@@ -293,7 +293,11 @@ def _execute_with(
     except ValueError as e:
         raise UsageError(str(e)) from None
     sandbox = make_sandbox(
-        cfg.sandbox, cfg.parallel, run_id=run_id, require_isolation=cfg.require_isolation
+        cfg.sandbox,
+        cfg.parallel,
+        run_id=run_id,
+        require_isolation=cfg.require_isolation,
+        problem_dir=str(problem.root),
     )
     llm_cfg = llm_config(cfg, problem)  # with the keys, read now
     llm = LLMClient(
