@@ -78,7 +78,7 @@ PLAIN_COLS = (
 def row_to_program(r: sqlite3.Row | dict) -> ProgramRow:
     d = dict(r)
     for attr, col in JSON_COLS.items():
-        d[attr] = json.loads(d.pop(col) or "{}")
+        d[attr] = json.loads(d.pop(col, None) or "{}")
     return ProgramRow(**d)
 
 
@@ -92,3 +92,33 @@ def insert_statement(p: ProgramRow) -> tuple[str, list]:
         values.append(json.dumps(getattr(p, attr)))
     sql = f"INSERT INTO programs ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})"
     return sql, values
+
+
+def public_dict(p: ProgramRow, code: bool = True) -> dict:
+    """What `archive show --json` and the web API say of a program (not its hash or diff)."""
+    d = {
+        "program_id": p.program_id,
+        "run_id": p.run_id,
+        "problem": p.problem,
+        "iteration": p.iteration,
+        "island": p.island,
+        "parent_id": p.parent_id,
+        "second_parent_id": p.second_parent_id,
+        "kind": p.kind,
+        "edit_kind": p.edit_kind,
+        "model": p.model,
+        "status": p.status,
+        "skip_reason": p.skip_reason,
+        "score": p.score,
+        "test_score": p.test_score,
+        "scores": p.scores,
+        "metrics": p.metrics,
+        "test_metrics": p.test_metrics,
+        "artifacts": p.artifacts,
+        "cell": p.cell,
+        "features": p.features,
+        "eval_s": p.eval_s,
+    }
+    if code:
+        d["code"] = p.code
+    return d
