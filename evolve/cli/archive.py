@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evolve.archive import Archive, ProgramRow
+from evolve.archive.rows import public_dict
 from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax, safe_text
 from evolve.edits import unified_diff
 
@@ -77,40 +78,41 @@ def add_parser(sub) -> None:
         asub.add_parser("plot", help="write the score curve and lineage pictures of a run"), False
     )
     pl.add_argument("run_id", metavar="RUN_ID")
-
-
-def _public(p: ProgramRow, code: bool = True) -> dict:
-    d = {
-        "program_id": p.program_id,
-        "run_id": p.run_id,
-        "problem": p.problem,
-        "iteration": p.iteration,
-        "island": p.island,
-        "parent_id": p.parent_id,
-        "second_parent_id": p.second_parent_id,
-        "kind": p.kind,
-        "edit_kind": p.edit_kind,
-        "model": p.model,
-        "status": p.status,
-        "skip_reason": p.skip_reason,
-        "score": p.score,
-        "test_score": p.test_score,
-        "scores": p.scores,
-        "metrics": p.metrics,
-        "test_metrics": p.test_metrics,
-        "artifacts": p.artifacts,
-        "cell": p.cell,
-        "features": p.features,
-        "eval_s": p.eval_s,
-    }
-    if code:
-        d["code"] = p.code
-    return d
+    ex = common(
+        asub.add_parser(
+            "export",
+            help="write a run's or a problem's programs (and LLM calls, as a second table) "
+            "as csv, parquet or jsonl",
+        ),
+        False,
+    )
+    which = ex.add_mutually_exclusive_group(required=True)
+    which.add_argument("run_id", nargs="?", metavar="RUN_ID", help="the run to export")
+    which.add_argument("--problem", metavar="NAME", help="every run of this problem instead")
+    ex.add_argument("--format", choices=("csv", "parquet", "jsonl"), required=True)
+    ex.add_argument(
+        "--out",
+        metavar="PATH",
+        required=True,
+        help="the programs table; the LLM calls go beside it as STEM.llm_calls.FORMAT",
+    )
+    rp = common(
+        asub.add_parser(
+            "report", help="one self-contained HTML file on a run (opens offline, no server)"
+        ),
+        False,
+    )
+    rp.add_argument("run_id", metavar="RUN_ID")
+    rp.add_argument("--out", metavar="PATH", required=True, help="the HTML file to write")
 
 
 def dispatch(args) -> int:
     from evolve.cli.common import UsageError, runs_dir
 
+    if args.archive_command in ("export", "report"):
+        from evolve.cli.exports import cmd_export, cmd_report
+
+        return (cmd_export if args.archive_command == "export" else cmd_report)(args)
     archive = Archive(runs_dir(args), create=False)  # ArchiveError: one line, exit 2
     out = Console()
     cmd = args.archive_command
@@ -135,7 +137,7 @@ def dispatch(args) -> int:
         if cmd == "lineage":
             chain = archive.lineage(p.program_id)
             if args.json:
-                print(json.dumps([_public(c, code=False) for c in chain]))
+                print(json.dumps([public_dict(c, code=False) for c in chain]))
                 return 0
             t = Table("program", "iteration", "kind", "status", "score", "test", "model")
             for c in chain:
@@ -159,7 +161,7 @@ def dispatch(args) -> int:
         sys.stdout.write(for_stream(unified_diff(other.code or "", p.code or ""), sys.stdout))
         return 0
     if cmd == "plot":
-        from evolve.cli.plots import write_run_pictures
+        from evolve.export.pictures import write_run_pictures
 
         for f in write_run_pictures(archive, _run_id(archive, args.run_id)):
             print(safe_text(f))
@@ -271,7 +273,7 @@ def _best_per_problem(out: Console, best: list[ProgramRow], as_json: bool, code:
         return _show(out, best[0], False, True)
     if as_json:  # one object per line (JSON Lines): one line when there is one problem
         for p in best:
-            print(json.dumps(_public(p)))
+            print(json.dumps(public_dict(p)))
         return 0
     rows: list[list[Cell]] = [
         [
@@ -290,7 +292,7 @@ def _best_per_problem(out: Console, best: list[ProgramRow], as_json: bool, code:
 
 def _show(out: Console, p: ProgramRow, as_json: bool, code_only: bool = False) -> int:
     if as_json:
-        print(json.dumps(_public(p)))
+        print(json.dumps(public_dict(p)))
         return 0
     if code_only:
         sys.stdout.write(for_stream(p.code or "", sys.stdout))

@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from evolve import __version__
 from evolve.cli.archive import add_parser as add_archive_parser
+from evolve.cli.ui import add_parser as add_ui_parser
 
 SANDBOXES = ("auto", "local", "docker")  # evolve.sandboxes.CHOICES, without importing it here
 
@@ -232,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_archive_parser(sub)
+    add_ui_parser(sub, SANDBOXES, _integer)
     return ap
 
 

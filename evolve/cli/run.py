@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sqlite3
 import sys
@@ -17,6 +18,7 @@ from evolve.cli.common import UsageError, new_run_id, runs_dir
 from evolve.cli.endpoints import check_endpoint, llm_config, model_line, models_for
 from evolve.cli.progress import RunProgress
 from evolve.cli.safe_text import safe_text
+from evolve.cli.ui import ui_command
 from evolve.config import RunConfig
 from evolve.controller import Controller, RunSummary
 from evolve.data import data_dir_for, ensure
@@ -351,7 +353,7 @@ def _execute_with(
 
 
 def _report(archive: Archive, s: RunSummary) -> None:
-    from evolve.cli.plots import write_run_pictures
+    from evolve.export.pictures import write_run_pictures
 
     seed = "-" if s.seed_score is None else f"{s.seed_score:.6g}"
     best = "-" if s.best_score is None else f"{s.best_score:.6g}"
@@ -368,3 +370,6 @@ def _report(archive: Archive, s: RunSummary) -> None:
             print(safe_text("pictures: " + ", ".join(str(p) for p in paths)), file=sys.stderr)
     except Exception as e:  # pictures are a convenience; never fail a finished run over them
         print(safe_text(f"(no pictures: {e})"), file=sys.stderr)
+    default = Path(os.environ.get("EVOLVE_RUNS_DIR") or "runs").resolve()
+    runs = None if archive.runs_dir.resolve() == default else str(archive.runs_dir)
+    print(safe_text(f"inspect it: {ui_command(s.run_id, runs)}"), file=sys.stderr)

@@ -1,0 +1,181 @@
+"""`evolve archive export`: a run's (or a problem's) programs and LLM calls as two tables.
+
+People analyse runs in notebooks and spreadsheets, so every program is one flat row: its
+metrics, test metrics, stage scores and features become `metric.<name>`, ... columns, and
+the code and diff come along (the discovered code is what they study). Everything is read
+through the read-only ArchiveReader: exporting a run, even a running one, never writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evolve.archive import ArchiveReader, RunSummary
+from evolve.archive.rows import ProgramRow
+
+
+class ExportError(ValueError):
+    """A table cannot be written where asked: one line naming the flag or path."""
+
+
+FORMATS = ("csv", "parquet", "jsonl")
+
+PROGRAM_COLS = (
+    "run_id", "problem", "run_status", "program_id", "iteration", "island", "parent_id",
+    "second_parent_id", "kind", "edit_kind", "model", "status", "score", "test_score",
+    "eval_s", "cell", "skip_reason", "created_at", "llm_call_id", "code_hash",
+)  # fmt: skip
+# The dict fields, flattened one level to `<prefix>.<name>` columns.
+FLAT = (("metric", "metrics"), ("test_metric", "test_metrics"), ("stage", "scores"),
+        ("feature", "features"))  # fmt: skip
+TEXT_COLS = ("artifacts", "code", "diff")  # large: last, so a spreadsheet stays readable
+CALL_COLS = (
+    "call_id", "run_id", "iteration", "island", "model", "edit_format", "prompt", "reply",
+    "error", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "created_at",
+)  # fmt: skip
+# Typed even when empty, so a zero-row parquet file still says what each column holds.
+DTYPES = {
+    "iteration": "Int64", "island": "Int64", "llm_call_id": "Int64", "call_id": "Int64",
+    "prompt_tokens": "Int64", "completion_tokens": "Int64", "score": "float64",
+    "test_score": "float64", "eval_s": "float64", "cost_usd": "float64", "latency_s": "float64",
+}  # fmt: skip
+
+
+def _text(s: str) -> str:
+    """A lone surrogate (JSON can carry one from a candidate's output) shown escaped:
+    UTF-8 files cannot hold it, and one bad metric name must not sink the export."""
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _json(v: Any) -> str:
+    return _text(json.dumps(v, ensure_ascii=False, default=str))
+
+
+def _cell(v: Any) -> Any:
+    """A scalar stays itself (a number stays a number); a list or dict becomes JSON text."""
+    if isinstance(v, str):
+        return _text(v)
+    if v is None or isinstance(v, bool | int | float):
+        return v
+    return _json(v)
+
+
+def _program_record(p: ProgramRow, run_status: str) -> dict[str, Any]:
+    rec: dict[str, Any] = {c: getattr(p, c) for c in PROGRAM_COLS if c != "run_status"}
+    rec["run_status"] = run_status
+    for prefix, attr in FLAT:
+        for name, value in getattr(p, attr).items():
+            rec[f"{prefix}.{_text(str(name))}"] = _cell(value)
+    rec["artifacts"] = _json(p.artifacts)
+    rec["code"], rec["diff"] = p.code, p.diff
+    return rec
+
+
+def _frame(records: list[dict[str, Any]], cols: list[str], sort: list[str]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(records, columns=cols)
+    df = df.astype({c: t for c, t in DTYPES.items() if c in df.columns})
+    at = pd.to_datetime(df["created_at"].astype("float64"), unit="s", utc=True)
+    df["created_at"] = at.dt.round("us")  # a float's last bits are noise, not nanoseconds
+    return df.sort_values(sort, kind="stable").reset_index(drop=True)
+
+
+def _summaries(reader: ArchiveReader, run_ids: list[str]) -> list[RunSummary]:
+    runs = {r.run_id: r for r in reader.runs()}
+    missing = [r for r in run_ids if r not in runs]
+    if missing:
+        raise ExportError(f"{missing[0]}: no such run in {reader.path}")
+    return [runs[r] for r in run_ids]
+
+
+def programs_frame(reader: ArchiveReader, run_ids: list[str]) -> pd.DataFrame:
+    """One row per program of the runs, with its run's status (`interrupted` for a dead
+    owner, as `archive runs` says), sorted by run and iteration."""
+    records = [
+        _program_record(p, run.status)
+        for run in _summaries(reader, run_ids)
+        for p in reader.programs(run.run_id, code=True)
+    ]
+    extra = sorted({k for rec in records for k in rec} - set(PROGRAM_COLS) - set(TEXT_COLS))
+    return _frame(records, [*PROGRAM_COLS, *extra, *TEXT_COLS], ["run_id", "iteration"])
+
+
+def llm_calls_frame(reader: ArchiveReader, run_ids: list[str]) -> pd.DataFrame:
+    """One row per request to a model; `prompt` is the messages as JSON text."""
+    records = []
+    for run in _summaries(reader, run_ids):
+        for c in reader.llm_calls(run.run_id, prompts=True):
+            rec = {k: getattr(c, k) for k in CALL_COLS}
+            rec["prompt"] = _json(c.prompt)
+            records.append(rec)
+    return _frame(records, list(CALL_COLS), ["run_id", "iteration", "call_id"])
+
+
+def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Parquet holds one type per column: a column mixing kinds of value (a metric that is
+    a number in one program and text in another) is written as text, nulls kept."""
+    df = df.copy()
+    for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
+        kinds = {type(v) for v in df[col] if not _missing(v)}
+        if len(kinds) > 1:
+            df[col] = df[col].map(lambda v: None if _missing(v) else str(v)).astype(object)
+    return df
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _write(df: pd.DataFrame, path: Path, fmt: str) -> None:
+    """Write beside the target and rename, so an interrupted export leaves no half table."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        if fmt == "csv":
+            df.to_csv(tmp, index=False)
+        elif fmt == "parquet":
+            _arrow_safe(df).to_parquet(tmp, engine="pyarrow", index=False)
+        else:
+            text = df.to_json(
+                orient="records", lines=True, date_format="iso", date_unit="us", force_ascii=False
+            )
+            tmp.write_text(text if len(df) else "", encoding="utf-8")  # pandas: "\n" for none
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        reason = e.strerror or " ".join(str(e).split())
+        raise ExportError(f"--out {path}: cannot write it: {reason}") from None
+
+
+def write_tables(
+    reader: ArchiveReader,
+    out: Path,
+    fmt: str,
+    run_id: str | None = None,
+    problem: str | None = None,
+) -> list[tuple[Path, int]]:
+    """Programs to `out`, LLM calls to `<stem>.llm_calls.<fmt>` beside it; the runs are
+    `run_id`, or every run of `problem`, or every run. Returns each path and its rows."""
+    if fmt not in FORMATS:
+        raise ExportError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise ExportError(f"--out {out}: folder {out.parent} does not exist")
+    calls_path = out.with_name(f"{out.stem}.llm_calls.{fmt}")
+    archive_files = {reader.path.resolve(), *(Path(f"{reader.path.resolve()}-{s}")
+                                              for s in ("wal", "shm", "journal"))}  # fmt: skip
+    for path in (out, calls_path):
+        if path.resolve() in archive_files:
+            raise ExportError(f"--out {out}: that would overwrite the archive {reader.path}")
+    if run_id is not None:
+        run_ids = [run_id]
+    else:
+        run_ids = [r.run_id for r in reader.runs(problem)]
+    programs, calls = programs_frame(reader, run_ids), llm_calls_frame(reader, run_ids)
+    _write(programs, out, fmt)
+    _write(calls, calls_path, fmt)
+    return [(out, len(programs)), (calls_path, len(calls))]

@@ -1,0 +1,267 @@
+"""The run page's figures as Plotly JSON (data + layout), drawn by the plotly.js that ships
+inside the plotly package and is served locally.
+
+Built from plain dicts rather than plotly's Python figure classes: a figure over 10,000
+points is then one list comprehension, and the page can extend the same traces live.
+Point labels are program ids and statuses only, never candidate text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import Counter, defaultdict
+
+from evolve.archive import LlmCall, ProgramRow
+
+STATUS_COLORS = {
+    "ok": "#2a9d8f",
+    "pending": "#adb5bd",
+    "invalid_edit": "#e9c46a",
+    "syntax_error": "#f4a261",
+    "runtime_error": "#e76f51",
+    "timeout": "#9b5de5",
+    "invalid": "#d62828",
+    "duplicate": "#8d99ae",
+    "rejected": "#6c757d",
+    "sandbox_error": "#000000",
+}
+
+_LAYOUT = {
+    "margin": {"l": 55, "r": 15, "t": 35, "b": 45},
+    "height": 340,
+    "legend": {"orientation": "h", "y": -0.2},
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "#fafafa",
+}
+
+
+def _layout(title: str, x: str, y: str, **extra) -> dict:
+    return {
+        **_LAYOUT,
+        "title": {"text": title, "font": {"size": 14}},
+        "xaxis": {"title": {"text": x}},
+        "yaxis": {"title": {"text": y}},
+        **extra,
+    }
+
+
+def score_points(progs: list[ProgramRow]) -> dict[str, list]:
+    """Columns the score figure and the live updates share: one entry per program."""
+    return {
+        "iteration": [p.iteration for p in progs],
+        "score": [p.score for p in progs],
+        "test_score": [p.test_score for p in progs],
+        "status": [p.status for p in progs],
+        "program_id": [p.program_id for p in progs],
+    }
+
+
+def score_figure(progs: list[ProgramRow]) -> dict:
+    """Every candidate over iterations coloured by status (failures at the floor of the
+    axis), the best-so-far line, and held-out scores of the bests."""
+    ok = [p for p in progs if p.status == "ok" and p.score is not None]
+    floor = min((p.score for p in ok if p.score is not None), default=0.0)
+    traces: list[dict] = []
+    by_status: dict[str, list[ProgramRow]] = defaultdict(list)
+    for p in progs:
+        by_status[p.status].append(p)
+    for status, ps in sorted(by_status.items(), key=lambda kv: kv[0] != "ok"):
+        traces.append(
+            {
+                "type": "scattergl",
+                "mode": "markers",
+                "name": status,
+                "x": [p.iteration for p in ps],
+                "y": [p.score if p.score is not None else floor for p in ps],
+                "customdata": [p.program_id for p in ps],
+                "marker": {
+                    "size": 6 if status == "ok" else 5,
+                    "color": STATUS_COLORS.get(status, "#444"),
+                    "opacity": 0.75,
+                    "symbol": "circle" if status == "ok" else "x",
+                },
+                "hovertemplate": "%{customdata}<br>iteration %{x}<br>score %{y}<extra>"
+                + status
+                + "</extra>",
+            }
+        )
+    xs, ys = best_so_far(progs)
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "best so far",
+            "x": xs,
+            "y": ys,
+            "line": {"shape": "hv", "color": "#e63946", "width": 2},
+        }
+    )
+    tested = [p for p in ok if p.test_score is not None]
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "held-out (test)",
+            "x": [p.iteration for p in tested],
+            "y": [p.test_score for p in tested],
+            "customdata": [p.program_id for p in tested],
+            "marker": {"symbol": "diamond", "size": 9, "color": "#1d3557"},
+            "hovertemplate": "%{customdata}<br>held-out %{y}<extra></extra>",
+        }
+    )
+    return {"data": traces, "layout": _layout("Score per candidate", "iteration", "score")}
+
+
+def best_so_far(progs: list[ProgramRow]) -> tuple[list[int], list[float]]:
+    best: float | None = None
+    xs, ys = [], []
+    for p in sorted(progs, key=lambda p: p.iteration):
+        if p.status == "ok" and p.score is not None and (best is None or p.score > best):
+            best = p.score
+        if best is not None:
+            xs.append(p.iteration)
+            ys.append(best)
+    return xs, ys
+
+
+def grid_figures(progs: list[ProgramRow], dims: list[str]) -> list[dict]:
+    """One heat map per island: the best score in each MAP-Elites cell of the first two
+    feature dimensions (cells are stored as `i-j-...`)."""
+    cells: dict[int, dict[tuple[int, int], float]] = defaultdict(dict)
+    size = [1, 1]
+    for p in progs:
+        if p.status != "ok" or p.score is None or not p.cell:
+            continue
+        idx = [int(x) for x in re.split(r"[-,]", p.cell) if x.strip().isdigit()]
+        if not idx:
+            continue
+        i, j = idx[0], idx[1] if len(idx) > 1 else 0
+        size = [max(size[0], i + 1), max(size[1], j + 1)]
+        cur = cells[p.island].get((i, j))
+        if cur is None or p.score > cur:
+            cells[p.island][(i, j)] = p.score
+    xname = dims[0] if dims else "feature 1"
+    yname = dims[1] if len(dims) > 1 else "feature 2"
+    figs = []
+    for island in sorted(cells):
+        z = [[cells[island].get((i, j)) for i in range(size[0])] for j in range(size[1])]
+        figs.append(
+            {
+                "data": [
+                    {
+                        "type": "heatmap",
+                        "z": z,
+                        "colorscale": "Viridis",
+                        "hovertemplate": f"{xname} bin %{{x}}<br>{yname} bin %{{y}}"
+                        "<br>best %{z}<extra></extra>",
+                    }
+                ],
+                "layout": _layout(
+                    f"Island {island}: {len(cells[island])} cells", xname, yname, height=280
+                ),
+            }
+        )
+    return figs
+
+
+def usage_figure(calls: list[LlmCall]) -> dict:
+    """Cumulative tokens (left axis) and dollars (right axis) over the run's wall time."""
+    ordered = sorted(calls, key=lambda c: (c.created_at, c.call_id))
+    tokens, cost, t, c = [], [], 0, 0.0
+    for call in ordered:
+        t += call.prompt_tokens + call.completion_tokens
+        c += call.cost_usd
+        tokens.append(t)
+        cost.append(round(c, 6))
+    xs = [
+        dt.datetime.fromtimestamp(call.created_at).isoformat(timespec="seconds") for call in ordered
+    ]
+    return {
+        "data": [
+            {"type": "scatter", "mode": "lines", "name": "tokens", "x": xs, "y": tokens},
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "$",
+                "x": xs,
+                "y": cost,
+                "yaxis": "y2",
+                "line": {"dash": "dot"},
+            },
+        ],
+        "layout": _layout(
+            "Tokens and cost over time (cumulative)",
+            "time",
+            "tokens",
+            yaxis2={
+                "title": {"text": "$"},
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+            },
+        ),
+    }
+
+
+def status_figure(progs: list[ProgramRow]) -> dict:
+    counts = Counter(p.status for p in progs if p.iteration > 0)
+    names = sorted(counts, key=lambda s: -counts[s])
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": names,
+                "y": [counts[n] for n in names],
+                "marker": {"color": [STATUS_COLORS.get(n, "#444") for n in names]},
+            }
+        ],
+        "layout": _layout("Status of candidates", "status", "candidates"),
+    }
+
+
+def latency_figure(calls: list[LlmCall]) -> dict:
+    by_model: dict[str, list[LlmCall]] = defaultdict(list)
+    for call in calls:
+        by_model[call.model].append(call)
+    return {
+        "data": [
+            {
+                "type": "scattergl",
+                "mode": "markers",
+                "name": model,
+                "x": [c.iteration for c in cs],
+                "y": [round(c.latency_s, 3) for c in cs],
+                "marker": {"size": 4, "opacity": 0.6},
+            }
+            for model, cs in sorted(by_model.items())
+        ],
+        "layout": _layout("LLM latency", "iteration", "seconds"),
+    }
+
+
+def lineage_figure(chain: list[ProgramRow]) -> dict:
+    """Score along a lineage, seed first."""
+    ordered = list(reversed(chain))
+    return {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "train",
+                "x": [p.iteration for p in ordered],
+                "y": [p.score for p in ordered],
+                "customdata": [p.program_id for p in ordered],
+                "hovertemplate": "%{customdata}<br>score %{y}<extra></extra>",
+            },
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "held-out",
+                "x": [p.iteration for p in ordered if p.test_score is not None],
+                "y": [p.test_score for p in ordered if p.test_score is not None],
+                "marker": {"symbol": "diamond", "size": 9},
+            },
+        ],
+        "layout": _layout("Score along the lineage", "iteration", "score", height=300),
+    }

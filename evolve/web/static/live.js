@@ -1,0 +1,143 @@
+// Live updates by polling the JSON API. Everything from the archive is put in the page
+// with textContent or as attribute values, never as HTML: candidate text stays text.
+"use strict";
+const evolveLive = (() => {
+  const fmt = (v, d = 6) => (v === null || v === undefined ? "–" : (typeof v === "number" ? Number(v.toPrecision(d)).toString() : String(v)));
+  const pct = (v) => (v === null || v === undefined ? "–" : `${Math.round(v)}%`);
+  const usd = (v) => (v === null || v === undefined ? "–" : v < 1 ? `$${v.toFixed(4)}` : `$${v.toFixed(2)}`);
+  const duration = (s) => {
+    s = Math.floor(s || 0);
+    if (s < 60) return `${s}s`;
+    if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
+    return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  };
+  const colors = {ok: "#2a9d8f", pending: "#adb5bd", invalid_edit: "#e9c46a", syntax_error: "#f4a261", runtime_error: "#e76f51", timeout: "#9b5de5", invalid: "#d62828", duplicate: "#8d99ae", rejected: "#6c757d", sandbox_error: "#000000"};
+  const el = (tag, attrs = {}, text = null) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== null) e.textContent = text;
+    return e;
+  };
+  const badge = (status) => {
+    const b = el("span", {class: `badge s-${status}`}, status);
+    b.style.setProperty("--c", colors[status] || "#444");
+    return b;
+  };
+  const link = (href, text, attrs = {}) => el("a", {href, ...attrs}, text);
+  const progHref = (id) => `/programs/${encodeURIComponent(id)}`;
+  const getJSON = async (url) => {
+    const r = await fetch(url, {cache: "no-store"});
+    if (!r.ok) throw new Error(`${url}: ${r.status}`);
+    return r.json();
+  };
+  const setCell = (root, key, node) => {
+    const cell = root.querySelector(`[data-k="${key}"]`);
+    if (!cell) return;
+    cell.replaceChildren(...(Array.isArray(node) ? node : [node]));
+  };
+  const plot = (id, fig, responsive = true) => {
+    const div = document.getElementById(id);
+    if (!div || !window.Plotly) return;
+    Plotly.react(div, fig.data, fig.layout, {responsive, displaylogo: false});
+    if (!div.dataset.clicks) {
+      div.dataset.clicks = "1";
+      div.on("plotly_click", (ev) => {
+        const id = ev.points && ev.points[0] && ev.points[0].customdata;
+        if (typeof id === "string") window.location.href = progHref(id);
+      });
+    }
+  };
+  const drawRun = (figs) => {
+    plot("chart-score", figs.score);
+    plot("chart-status", figs.status);
+    plot("chart-usage", figs.usage);
+    plot("chart-latency", figs.latency);
+    const grids = document.getElementById("grids");
+    if (!grids) return;
+    while (grids.children.length < figs.grids.length) grids.appendChild(el("div", {id: `grid-${grids.children.length}`, class: "chart small"}));
+    figs.grids.forEach((g, i) => plot(`grid-${i}`, g));
+  };
+  const runFigures = (root, r) => {
+    setCell(root, "status", badge(r.status));
+    setCell(root, "iterations", document.createTextNode(`${r.iterations_done} / ${r.iterations_target}`));
+    setCell(root, "best_score", r.best_program_id ? link(progHref(r.best_program_id), fmt(r.best_score), root.id === "run-figures" ? {id: "best-link"} : {}) : document.createTextNode("–"));
+    setCell(root, "best_test_score", document.createTextNode(fmt(r.best_test_score)));
+    setCell(root, "valid_pct", document.createTextNode(pct(r.valid_pct)));
+    setCell(root, "tokens", document.createTextNode(r.tokens.toLocaleString("en-US")));
+    setCell(root, "cost_usd", document.createTextNode(usd(r.cost_usd)));
+    setCell(root, "duration", document.createTextNode(duration(r.duration_s)));
+  };
+  const active = (status) => status === "running" || status === "interrupted";
+
+  async function runPage() {
+    const root = document.getElementById("run-figures");
+    const runId = root.dataset.run;
+    const api = `/api/runs/${encodeURIComponent(runId)}`;
+    drawRun(JSON.parse(document.getElementById("figures-data").textContent));
+    let count = Number(root.dataset.count);
+    let last = Math.max(-1, ...Array.from(document.querySelectorAll("#recent-table tbody tr[data-iteration]"), (tr) => Number(tr.dataset.iteration)));
+    const note = document.getElementById("live-note");
+    const tick = async () => {
+      let status = root.dataset.status;
+      try {
+        const r = await getJSON(api);
+        status = r.status;
+        root.dataset.status = status;
+        runFigures(root, r);
+        if (r.programs !== count) {
+          const fresh = await getJSON(`${api}/programs?after=${last}`);
+          const body = document.querySelector("#recent-table tbody");
+          for (const p of fresh) {
+            const tr = el("tr", {"data-iteration": String(p.iteration)});
+            const cells = [link(progHref(p.program_id), p.program_id, {class: "pid"}), document.createTextNode(String(p.iteration)), badge(p.status), document.createTextNode(fmt(p.score)), document.createTextNode(p.kind)];
+            cells.forEach((c, i) => { const td = el("td", i === 1 || i === 3 ? {class: "n"} : {}); td.appendChild(c); tr.appendChild(td); });
+            body.prepend(tr);
+            last = Math.max(last, p.iteration);
+          }
+          while (body.children.length > 50) body.lastElementChild.remove();
+          count = r.programs;
+          document.getElementById("program-count").textContent = String(count);
+          drawRun(await getJSON(`${api}/figures`));
+        }
+        note.textContent = active(status) ? `live: updated ${new Date().toLocaleTimeString()}` : "";
+      } catch (e) {
+        note.textContent = `live updates paused (${e.message})`;
+      }
+      setTimeout(tick, active(status) ? 2000 : 10000);
+    };
+    setTimeout(tick, 2000);
+  }
+
+  async function runsList() {
+    const table = document.querySelector("#runs tbody");
+    const tick = async () => {
+      let anyActive = false;
+      try {
+        const runs = await getJSON("/api/runs");
+        for (const r of runs) {
+          anyActive = anyActive || active(r.status);
+          let tr = table.querySelector(`tr[data-run="${CSS.escape(r.run_id)}"]`);
+          if (!tr) {
+            tr = el("tr", {"data-run": r.run_id});
+            const keys = [null, null, "status", "iterations", "best_score", "best_test_score", null, "valid_pct", "tokens", "cost_usd", null, "duration"];
+            keys.forEach((k, i) => tr.appendChild(el("td", k ? {"data-k": k, class: i >= 3 && i !== 10 ? "n" : ""} : {})));
+            tr.children[0].appendChild(link(`/runs/${encodeURIComponent(r.run_id)}`, r.run_id, {class: "run-link"}));
+            tr.children[1].appendChild(link(`/problems/${encodeURIComponent(r.problem)}`, r.problem));
+            tr.children[6].textContent = fmt(r.seed_score);
+            tr.children[10].textContent = new Date(r.created_at * 1000).toLocaleString();
+            table.prepend(tr);
+          }
+          runFigures(tr, r);
+        }
+      } catch (e) { /* the next tick tries again */ }
+      setTimeout(tick, anyActive ? 2000 : 10000);
+    };
+    setTimeout(tick, 2000);
+  }
+
+  function reloadWhilePending() {
+    setTimeout(() => window.location.reload(), 3000);
+  }
+
+  return {plot, runPage, runsList, reloadWhilePending};
+})();
