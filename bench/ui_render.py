@@ -1,0 +1,175 @@
+"""Time to first render of the web view's pages on a big archive, in real Chromium.
+
+    python bench/ui_render.py [--programs 10000] [--runs 20] [--repeat 5]
+
+Makes two archives with bench/make_archive.py: the big one (default 10,000 programs over
+20 runs) and a small baseline (20 programs in 1 run), serves each with the real
+`evolve ui` (uvicorn, in a subprocess), and for the runs list, a run page, a program page
+and a lineage page measures:
+  - server time: the median wall time of an HTTP GET of the page (urllib, keep-alive off);
+  - browser time: the median time from navigation start until the page is drawn, in
+    headless Chromium (Debian's package, driven by Playwright): the load event, and on
+    pages with charts the moment Plotly has drawn the first one.
+Each figure is also given as a ratio to the same page on the small archive, measured in
+the same run (the machine is shared and noisy). Also writes `evolve archive report` of the
+big run and gives its size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from evolve.archive import ArchiveReader  # noqa: E402
+from tests.web_support import UiServer  # noqa: E402
+
+CHART_READY = "document.querySelector('#chart-score .main-svg, #chart-lineage .main-svg')"
+
+
+def make(runs_dir: Path, runs: int, programs: int) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "make_archive.py"),
+            str(runs_dir),
+            "--runs",
+            str(runs),
+            "--programs",
+            str(programs),
+            "--force",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+def pages(runs_dir: Path) -> dict[str, str]:
+    """The four pages, on the run with the most programs and its best program."""
+    reader = ArchiveReader(runs_dir)
+    run = max(reader.runs(), key=lambda r: (r.programs, r.run_id))
+    best = run.best_program_id or f"{run.run_id}:0"
+    return {
+        "runs list": "/",
+        "run page": f"/runs/{quote(run.run_id, safe='')}",
+        "program page": f"/programs/{quote(best, safe='')}",
+        "lineage page": f"/programs/{quote(best, safe='')}/lineage",
+    }
+
+
+def server_time(url: str, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=60) as r:
+            r.read()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def browser_time(browser, url: str, repeat: int) -> float:
+    """Navigation start to drawn: the load event, or Plotly's first chart if later."""
+    times = []
+    for _ in range(repeat):
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = ctx.new_page()
+        page.goto(url, wait_until="load")
+        if page.evaluate("!!document.querySelector('#chart-score, #chart-lineage')"):
+            page.wait_for_function(f"!!{CHART_READY}", timeout=60_000)
+        drawn = page.evaluate("performance.now()")
+        load = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")
+        times.append(max(drawn if page.evaluate(f"!!{CHART_READY}") else load, load) / 1000)
+        ctx.close()
+    return statistics.median(times)
+
+
+def measure(runs_dir: Path, browser, repeat: int) -> dict[str, tuple[float, float]]:
+    out = {}
+    with UiServer(runs_dir) as ui:
+        for name, path in pages(runs_dir).items():
+            server_time(ui.url + path, 1)  # warm: imports, caches
+            out[name] = (
+                server_time(ui.url + path, repeat),
+                browser_time(browser, ui.url + path, repeat),
+            )
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        print("ui_render: error: Debian's chromium is needed (apt-get install chromium)")
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        big, small = Path(tmp) / "big", Path(tmp) / "small"
+        make(big, args.runs, args.programs)
+        make(small, 1, 20)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            base = measure(small, browser, args.repeat)
+            full = measure(big, browser, args.repeat)
+            browser.close()
+        reader = ArchiveReader(big)
+        run = max(reader.runs(), key=lambda r: r.programs)
+        report = Path(tmp) / "report.html"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evolve.cli",
+                "archive",
+                "report",
+                run.run_id,
+                "--out",
+                str(report),
+                "--runs-dir",
+                str(big),
+            ],
+            check=True,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        size = report.stat().st_size
+    t = Table(
+        title=f"{args.programs:,} programs over {args.runs} runs vs 20 programs in 1 run "
+        f"(median of {args.repeat})"
+    )
+    for col in ("page", "server s", "× small", "browser s", "× small", "< 1 s"):
+        t.add_column(col, justify="right" if col != "page" else "left")
+    for name, (srv, brw) in full.items():
+        bs, bb = base[name]
+        t.add_row(
+            name,
+            f"{srv:.3f}",
+            f"{srv / bs:.2f}",
+            f"{brw:.3f}",
+            f"{brw / bb:.2f}",
+            "yes" if brw < 1 else "NO",
+        )
+    Console().print(t)
+    print(f"report of {run.run_id} ({run.programs} programs): {size:,} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
