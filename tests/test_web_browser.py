@@ -35,7 +35,11 @@ def page(browser):
     p = ctx.new_page()
     errors: list[str] = []
     p.on("pageerror", lambda e: errors.append(str(e)))
-    p.on("requestfailed", lambda r: errors.append(f"failed {r.url}"))
+    # a request cut short by leaving the page (ERR_ABORTED) is not a failure of the page
+    p.on(
+        "requestfailed",
+        lambda r: None if "ABORTED" in (r.failure or "") else errors.append(f"failed {r.url}"),
+    )
     p.errors = errors  # type: ignore[attr-defined]
     yield p
     ctx.close()

@@ -53,7 +53,9 @@ def test_wheel_carries_what_runs_need(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("evolve/templates/system.j2", "evolve/templates/diff.j2", "evaluators/harness.py",
                    "evaluators/kit.py", "evaluators/docker/agent.py", "evaluators/docker/build-base.sh",
-                   "evaluators/docker/packages.txt", "evaluators/docker/Dockerfile.layer"):
+                   "evaluators/docker/packages.txt", "evaluators/docker/Dockerfile.layer",
+                   "evolve/web/templates/run.html", "evolve/web/templates/base.html",
+                   "evolve/web/static/live.js", "evolve/web/static/app.css"):
         assert needed in names, needed
     assert not any(n.startswith(("tests/", "problems/", "bench/")) for n in names)
 
@@ -87,3 +89,17 @@ def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
     best = _evolve(venv, tmp_path, "archive", "best", "--json", "--runs-dir", str(tmp_path / "runs"))
     assert best.returncode == 0, best.stderr
     assert json.loads(best.stdout)["score"] > -5.0  # best fit (-4.76) beat the first-fit seed (-5.40)
+
+    # the web view's pages and scripts, and the report, come from the installed package
+    run_id = json.loads(best.stdout)["run_id"]
+    page = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import sys; from starlette.testclient import TestClient; from evolve.web.app import make_app;"
+         "c = TestClient(make_app(sys.argv[1])); r = c.get('/runs/' + sys.argv[2]);"
+         "assert r.status_code == 200 and 'chart-score' in r.text, r.text[:300];"
+         "assert c.get('/static/live.js').status_code == 200; print('ok')",
+         str(tmp_path / "runs"), run_id], capture_output=True, text=True, cwd=tmp_path, env=env())
+    assert page.stdout.strip() == "ok", page.stderr
+    r = _evolve(venv, tmp_path, "archive", "report", run_id, "--out", str(tmp_path / "r.html"),
+                "--runs-dir", str(tmp_path / "runs"))
+    assert r.returncode == 0 and "<svg" in (tmp_path / "r.html").read_text(), r.stderr

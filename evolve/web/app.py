@@ -164,7 +164,12 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
         )
 
     def plotly(request: Request) -> Response:
-        return FileResponse(plotly_js(), media_type="text/javascript")
+        # a day in the browser's cache: the next page reuses the parsed library
+        return FileResponse(
+            plotly_js(),
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
 
     def pygments_css(request: Request) -> Response:
         return Response(render.pygments_css(), media_type="text/css")

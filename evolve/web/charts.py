@@ -27,6 +27,10 @@ STATUS_COLORS = {
     "sandbox_error": "#000000",
 }
 
+# Past this many points a scatter is drawn with WebGL (SVG slows down); below, SVG is
+# quicker to first draw (no GL context to start, which is slow without a GPU).
+GL_OVER = 5000
+
 _LAYOUT = {
     "margin": {"l": 55, "r": 15, "t": 35, "b": 45},
     "height": 340,
@@ -69,7 +73,7 @@ def score_figure(progs: list[ProgramRow]) -> dict:
     for status, ps in sorted(by_status.items(), key=lambda kv: kv[0] != "ok"):
         traces.append(
             {
-                "type": "scattergl",
+                "type": "scattergl" if len(progs) > GL_OVER else "scatter",
                 "mode": "markers",
                 "name": status,
                 "x": [p.iteration for p in ps],
@@ -227,7 +231,7 @@ def latency_figure(calls: list[LlmCall]) -> dict:
     return {
         "data": [
             {
-                "type": "scattergl",
+                "type": "scattergl" if len(calls) > GL_OVER else "scatter",
                 "mode": "markers",
                 "name": model,
                 "x": [c.iteration for c in cs],

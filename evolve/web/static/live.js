@@ -35,10 +35,26 @@ const evolveLive = (() => {
     if (!cell) return;
     cell.replaceChildren(...(Array.isArray(node) ? node : [node]));
   };
-  const plot = (id, fig, responsive = true) => {
+  // Plotly (4.6 MB) is fetched after the page has painted, so tables and figures show at
+  // once and the charts follow; each chart is drawn in its own task.
+  let plotly = null;
+  const loadPlotly = () => {
+    plotly = plotly || new Promise((resolve, reject) => {
+      const s = el("script", {src: "/static/plotly.min.js"});
+      s.onload = () => resolve(window.Plotly);
+      s.onerror = () => reject(new Error("plotly.min.js did not load"));
+      document.head.appendChild(s);
+    });
+    return plotly;
+  };
+  const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+  const plot = async (id, fig, responsive = true) => {
     const div = document.getElementById(id);
-    if (!div || !window.Plotly) return;
-    Plotly.react(div, fig.data, fig.layout, {responsive, displaylogo: false});
+    if (!div) return;
+    await loadPlotly();
+    await nextTask();
+    await Plotly.react(div, fig.data, fig.layout, {responsive, displaylogo: false});
+    div.dataset.drawn = "1";
     if (!div.dataset.clicks) {
       div.dataset.clicks = "1";
       div.on("plotly_click", (ev) => {
@@ -47,16 +63,18 @@ const evolveLive = (() => {
       });
     }
   };
-  const drawRun = (figs) => {
-    plot("chart-score", figs.score);
-    plot("chart-status", figs.status);
-    plot("chart-usage", figs.usage);
-    plot("chart-latency", figs.latency);
+  const drawRun = async (figs) => {
+    await plot("chart-score", figs.score);
+    await plot("chart-status", figs.status);
+    await plot("chart-usage", figs.usage);
+    await plot("chart-latency", figs.latency);
     const grids = document.getElementById("grids");
     if (!grids) return;
     while (grids.children.length < figs.grids.length) grids.appendChild(el("div", {id: `grid-${grids.children.length}`, class: "chart small"}));
-    figs.grids.forEach((g, i) => plot(`grid-${i}`, g));
+    for (const [i, g] of figs.grids.entries()) await plot(`grid-${i}`, g);
+    document.body.dataset.chartsDrawn = String(performance.now());
   };
+  const afterPaint = (fn) => window.addEventListener("load", () => requestAnimationFrame(() => setTimeout(fn, 0)));
   const runFigures = (root, r) => {
     setCell(root, "status", badge(r.status));
     setCell(root, "iterations", document.createTextNode(`${r.iterations_done} / ${r.iterations_target}`));
@@ -73,7 +91,7 @@ const evolveLive = (() => {
     const root = document.getElementById("run-figures");
     const runId = root.dataset.run;
     const api = `/api/runs/${encodeURIComponent(runId)}`;
-    drawRun(JSON.parse(document.getElementById("figures-data").textContent));
+    afterPaint(() => drawRun(JSON.parse(document.getElementById("figures-data").textContent)));
     let count = Number(root.dataset.count);
     let last = Math.max(-1, ...Array.from(document.querySelectorAll("#recent-table tbody tr[data-iteration]"), (tr) => Number(tr.dataset.iteration)));
     const note = document.getElementById("live-note");
@@ -97,7 +115,7 @@ const evolveLive = (() => {
           while (body.children.length > 50) body.lastElementChild.remove();
           count = r.programs;
           document.getElementById("program-count").textContent = String(count);
-          drawRun(await getJSON(`${api}/figures`));
+          await drawRun(await getJSON(`${api}/figures`));
         }
         note.textContent = active(status) ? `live: updated ${new Date().toLocaleTimeString()}` : "";
       } catch (e) {
@@ -139,5 +157,10 @@ const evolveLive = (() => {
     setTimeout(() => window.location.reload(), 3000);
   }
 
-  return {plot, runPage, runsList, reloadWhilePending};
+  const lineagePage = () => afterPaint(async () => {
+    await plot("chart-lineage", JSON.parse(document.getElementById("lineage-data").textContent));
+    document.body.dataset.chartsDrawn = String(performance.now());
+  });
+
+  return {plot, runPage, runsList, lineagePage, reloadWhilePending};
 })();
