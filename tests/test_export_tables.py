@@ -196,8 +196,12 @@ def test_an_unknown_selection_is_one_line_and_exit_2(runs, tmp_path, capsys, arg
 def test_a_bad_out_path_is_one_line_and_exit_2(runs, tmp_path, capsys):
     missing = tmp_path / "no" / "such" / "x.csv"
     code, _, err = export(capsys, runs, "alpha-1", "--format", "csv", "--out", missing)
+    assert code == 0 and len(pd.read_csv(missing)) > 0  # a missing folder is made
+    blocked = tmp_path / "a-file" / "x.csv"
+    blocked.parent.write_text("not a folder")
+    code, _, err = export(capsys, runs, "alpha-1", "--format", "csv", "--out", blocked)
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert f"folder {missing.parent} does not exist" in err and not missing.parent.exists()
+    assert f"cannot create {blocked.parent}" in err
 
     folder = tmp_path / "taken.csv"
     folder.mkdir()  # a folder where the file should go: unwritable whoever runs the test

@@ -163,8 +163,10 @@ def write_tables(
     if fmt not in FORMATS:
         raise ExportError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     out = Path(out)
-    if not out.parent.is_dir():
-        raise ExportError(f"--out {out}: folder {out.parent} does not exist")
+    try:  # as `report` does: `--out results/run.parquet` makes results/
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ExportError(f"--out {out}: cannot create {out.parent} ({e.strerror or e})") from None
     calls_path = out.with_name(f"{out.stem}.llm_calls.{fmt}")
     archive_files = {reader.path.resolve(), *(Path(f"{reader.path.resolve()}-{s}")
                                               for s in ("wal", "shm", "journal"))}  # fmt: skip
