@@ -106,9 +106,11 @@ def browser_time(browser, url: str, repeat: int) -> tuple[float, float | None]:
     return statistics.median(paints), statistics.median(charts) if charts else None
 
 
-def measure(runs_dir: Path, browser, repeat: int) -> dict[str, tuple]:
+def measure(runs_dir: Path, browser, repeat: int, shots: Path | None = None) -> dict[str, tuple]:
     out = {}
     with UiServer(runs_dir) as ui:
+        if shots is not None:
+            screenshots(browser, ui.url, pages(runs_dir), shots)
         for name, path in pages(runs_dir).items():
             server_time(ui.url + path, 1)  # warm: imports, caches
             out[name] = (
@@ -118,11 +120,23 @@ def measure(runs_dir: Path, browser, repeat: int) -> dict[str, tuple]:
     return out
 
 
+def screenshots(browser, url: str, paths: dict[str, str], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    for name, path in paths.items():
+        page.goto(url + path, wait_until="load")
+        if page.evaluate(f"!!{CHARTS}"):
+            page.wait_for_function("document.body.dataset.chartsDrawn", timeout=60_000)
+        page.screenshot(path=folder / f"{name.replace(' ', '_')}.png", full_page=True)
+    page.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--screenshots", metavar="DIR", help="also save each page of the big archive")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -137,7 +151,8 @@ def main() -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
             base = measure(small, browser, args.repeat)
-            full = measure(big, browser, args.repeat)
+            shots = Path(args.screenshots) if args.screenshots else None
+            full = measure(big, browser, args.repeat, shots)
             browser.close()
         reader = ArchiveReader(big)
         run = max(reader.runs(), key=lambda r: r.programs)

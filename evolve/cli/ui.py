@@ -63,8 +63,9 @@ def cmd_ui(args) -> int:
             with socket.create_server((args.host, args.port)):
                 pass
         except OSError as e:
+            why = (e.strerror or str(e)).split(" (")[0]  # not Python's "(while attempting ...)"
             raise UsageError(
-                f"--host {args.host} --port {args.port}: cannot listen there ({e.strerror or e});"
+                f"--host {args.host} --port {args.port}: cannot listen there ({why});"
                 " --port 0 picks a free port"
             ) from None
     serve(
