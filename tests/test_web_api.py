@@ -168,3 +168,15 @@ def test_leaderboard_scores_the_baselines_in_the_sandbox(web_archive, tmp_path, 
     assert now["best_fit.py"].test_score is not None
     html = TestClient(make_app(web_archive.runs_dir, scorer)).get("/problems/online_binpack").text
     assert "best_fit.py" in html and "pending" not in html
+
+
+def test_a_busy_port_and_an_unknown_run_are_one_line(web_archive):
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        r = evolve("ui", "--runs-dir", web_archive.runs_dir, "--port", str(port))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert f"--port {port}: cannot listen there" in r.stderr
+    r = evolve("ui", "--runs-dir", web_archive.runs_dir, "--port", "0", "--run", "nope")
+    assert r.returncode == 2 and r.stderr.strip().endswith("--run nope: no such run")
