@@ -57,8 +57,9 @@ def test_run_finds_an_improvement_and_archives_it(tmp_path):
     assert best["test_score"] is not None
     for req in srv.requests:
         assert "test" not in json.dumps(best["test_metrics"]) or str(best["test_score"]) not in json.dumps(req)
-    # pictures of the run
+    # pictures of the run, and the command that opens it in the web view
     assert (tmp_path / run_id / "score_curve.png").stat().st_size > 1000
+    assert f"inspect it: evolve ui --runs-dir {tmp_path} --run {run_id} --open" in r.stderr
     lineage = archive_json(tmp_path, "lineage", best["program_id"])
     assert lineage[-1]["iteration"] == 0
 
