@@ -146,9 +146,9 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
                     )
                 )
             expect(page.locator("#program-count")).to_have_text("4", timeout=20_000)
-            expect(page.locator('#recent-table tr[data-iteration="3"]')).to_contain_text(
-                "live-run:3"
-            )
+            row = page.locator('#recent-table tr[data-iteration="3"]')
+            expect(row).to_contain_text("#3")
+            expect(row.locator("a")).to_have_attribute("href", "/programs/live-run%3A3")
             expect(page.locator('[data-k="best_score"]')).to_contain_text("-2")
             assert page.evaluate("window.__same_page") is True  # updated in place, no reload
             page.screenshot(path=ARTIFACTS / "live_run.png", full_page=True)

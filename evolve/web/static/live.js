@@ -107,8 +107,8 @@ const evolveLive = (() => {
           const body = document.querySelector("#recent-table tbody");
           for (const p of fresh) {
             const tr = el("tr", {"data-iteration": String(p.iteration)});
-            const cells = [link(progHref(p.program_id), p.program_id, {class: "pid"}), document.createTextNode(String(p.iteration)), badge(p.status), document.createTextNode(fmt(p.score)), document.createTextNode(p.kind)];
-            cells.forEach((c, i) => { const td = el("td", i === 1 || i === 3 ? {class: "n"} : {}); td.appendChild(c); tr.appendChild(td); });
+            const cells = [link(progHref(p.program_id), `#${p.iteration}`, {class: "pid", title: p.program_id}), badge(p.status), document.createTextNode(fmt(p.score)), document.createTextNode(p.kind)];
+            cells.forEach((c, i) => { const td = el("td", i === 2 ? {class: "n"} : {}); td.appendChild(c); tr.appendChild(td); });
             body.prepend(tr);
             last = Math.max(last, p.iteration);
           }
