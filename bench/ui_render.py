@@ -14,12 +14,16 @@ and a lineage page measures:
     opened again in the same browser (warm: the library's compiled code is cached).
 Each figure is also given as a ratio to the same page on the small archive, measured in
 the same run (the machine is shared and noisy). Also writes `evolve archive report` of the
-big run and gives its size.
+big run and gives its size. Writes bench/results/ui_render.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
+import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -46,6 +50,7 @@ FIRST_FRAME = (
     "document.addEventListener('DOMContentLoaded', () => requestAnimationFrame("
     "() => setTimeout(() => { window.__firstFrame = performance.now(); }, 0)));"
 )
+RESULTS = ROOT / "bench" / "results" / "ui_render.json"
 CHARTS = "document.querySelector('#chart-score, #chart-lineage')"
 
 
@@ -201,6 +206,19 @@ def main() -> int:
         t.add_row(name, *row, "yes" if paint < 1 else "NO")
     Console(width=150).print(t)
     print(f"report of {run.run_id} ({run.programs} programs): {size:,} bytes")
+    keys = ("server_s", "first_paint_s", "charts_drawn_s", "charts_drawn_warm_s")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    report_json = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                    "platform": platform.platform(), "loadavg": os.getloadavg()},
+        "archive": {"programs": args.programs, "runs": args.runs, "repeat": args.repeat},
+        "big": {name: dict(zip(keys, v, strict=True)) for name, v in full.items()},
+        "small": {name: dict(zip(keys, v, strict=True)) for name, v in base.items()},
+        "report_bytes": size,
+    }  # fmt: skip
+    RESULTS.write_text(json.dumps(report_json, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
     return 0
 
 
