@@ -45,7 +45,7 @@ def _templates() -> jinja2.Environment:
         code_html=render.code_html,
         diff_html=render.diff_html,
         delta=render.delta,
-        status_color=charts.STATUS_COLORS,
+        status_color={**charts.STATUS_COLORS, **charts.RUN_COLORS},
     )
     return env
 

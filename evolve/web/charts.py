@@ -31,6 +31,15 @@ STATUS_COLORS = {
 # quicker to first draw (no GL context to start, which is slow without a GPU).
 GL_OVER = 5000
 
+# A run's status, for its badge.
+RUN_COLORS = {
+    "running": "#198754",
+    "finished": "#1d3557",
+    "stopped": "#6c757d",
+    "interrupted": "#e76f51",
+    "failed": "#d62828",
+}
+
 _LAYOUT = {
     "margin": {"l": 55, "r": 15, "t": 35, "b": 45},
     "height": 340,

@@ -11,7 +11,8 @@ const evolveLive = (() => {
     if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
     return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
   };
-  const colors = {ok: "#2a9d8f", pending: "#adb5bd", invalid_edit: "#e9c46a", syntax_error: "#f4a261", runtime_error: "#e76f51", timeout: "#9b5de5", invalid: "#d62828", duplicate: "#8d99ae", rejected: "#6c757d", sandbox_error: "#000000"};
+  const colors = {ok: "#2a9d8f", pending: "#adb5bd", invalid_edit: "#e9c46a", syntax_error: "#f4a261", runtime_error: "#e76f51", timeout: "#9b5de5", invalid: "#d62828", duplicate: "#8d99ae", rejected: "#6c757d", sandbox_error: "#000000",
+    running: "#198754", finished: "#1d3557", stopped: "#6c757d", interrupted: "#e76f51", failed: "#d62828"};
   const el = (tag, attrs = {}, text = null) => {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
