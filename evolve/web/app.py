@@ -79,8 +79,9 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
 
     def run_page(request: Request) -> Response:
         run = views.get_run(reader, request.path_params["run_id"])
-        tables = views.run_tables(reader, run.run_id)
-        return page("run.html", run=run, figures=views.run_figures(reader, run), tables=tables)
+        progs = reader.programs(run.run_id)
+        figures = views.run_figures(reader, run, progs)
+        return page("run.html", run=run, figures=figures, tables=views.run_tables(progs))
 
     def program_page(request: Request) -> Response:
         detail = views.program_detail(reader, request.path_params["program_id"])
@@ -125,7 +126,7 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
 
     def api_run_figures(request: Request) -> Response:
         run = views.get_run(reader, request.path_params["run_id"])
-        return JSONResponse(views.run_figures(reader, run))
+        return JSONResponse(views.run_figures(reader, run, reader.programs(run.run_id)))
 
     def api_program(request: Request) -> Response:
         detail = views.program_detail(reader, request.path_params["program_id"])

@@ -59,17 +59,6 @@ def _layout(title: str, x: str, y: str, **extra) -> dict:
     }
 
 
-def score_points(progs: list[ProgramRow]) -> dict[str, list]:
-    """Columns the score figure and the live updates share: one entry per program."""
-    return {
-        "iteration": [p.iteration for p in progs],
-        "score": [p.score for p in progs],
-        "test_score": [p.test_score for p in progs],
-        "status": [p.status for p in progs],
-        "program_id": [p.program_id for p in progs],
-    }
-
-
 def score_figure(progs: list[ProgramRow]) -> dict:
     """Every candidate over iterations coloured by status (failures at the floor of the
     axis), the best-so-far line, and held-out scores of the bests."""

@@ -55,8 +55,7 @@ def feature_dims(progs: list[ProgramRow]) -> list[str]:
     return []
 
 
-def run_figures(reader: ArchiveReader, run: RunSummary) -> dict:
-    progs = reader.programs(run.run_id)
+def run_figures(reader: ArchiveReader, run: RunSummary, progs: list[ProgramRow]) -> dict:
     calls = reader.llm_calls(run.run_id)
     return finite(
         {
@@ -69,9 +68,8 @@ def run_figures(reader: ArchiveReader, run: RunSummary) -> dict:
     )
 
 
-def run_tables(reader: ArchiveReader, run_id: str) -> dict:
+def run_tables(progs: list[ProgramRow]) -> dict:
     """The run page's two tables: its best programs and its latest candidates."""
-    progs = reader.programs(run_id)
     ok = sorted(
         (p for p in progs if p.status == "ok" and p.score is not None),
         key=lambda p: (-(p.score or 0.0), p.iteration),
