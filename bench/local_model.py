@@ -1,9 +1,9 @@
 """The bundled local model on the shipped example: evolve vs OpenEvolve 0.4.0.
 
-For each seed, from problems/online_binpack's seed program and with the same
+For each seed, from problems/binpack's seed program and with the same
 iteration budget:
 
-  evolve      `evolve run problems/online_binpack --model local --iterations N --seed S`
+  evolve      `evolve run problems/binpack --model local --iterations N --seed S`
               (the user's command; it joins the server this script started, so
               both frameworks talk to one llama-cpp-python server process)
   OpenEvolve  `openevolve-run` on bench/openevolve_binpack (an OpenEvolve-format
@@ -45,7 +45,7 @@ from evolve.llm import local_model as lm  # noqa: E402
 from evolve.llm.profiles import LOCAL_SMALL  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
 
-PROBLEM = ROOT / "problems" / "online_binpack"
+PROBLEM = ROOT / "problems" / "binpack"
 OE_PROBLEM = ROOT / "bench" / "openevolve_binpack"
 RESULTS = ROOT / "bench" / "results" / "local_model.json"
 OPENEVOLVE_VERSION = "0.4.0"
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
     if (OE_PROBLEM / "initial_program.py").read_bytes() != (PROBLEM / "seed.py").read_bytes():
-        raise SystemExit("bench/openevolve_binpack/initial_program.py differs from problems/online_binpack/seed.py")
+        raise SystemExit("bench/openevolve_binpack/initial_program.py differs from problems/binpack/seed.py")
     oe_py = None if a.skip_openevolve else ensure_openevolve(Path(a.openevolve_venv), note)
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="bench-local-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from evolve.archive import Archive, ProgramRow
 from evolve.archive.rows import insert_statement
 
 PROBLEMS = {  # name: (policy function, the variables its block mixes, two metric names)
-    "online_binpack": ("priority(item, bins)", ("fit", "waste", "cap"), ("excess_pct", "bins")),
+    "binpack": ("priority(item, bins)", ("fit", "waste", "cap"), ("excess_pct", "bins")),
     "txn_scheduling": ("schedule(txns, locks)", ("cost", "load", "wait"), ("makespan", "aborts")),
     "eplb": ("rebalance(load, replicas)", ("heat", "skew", "spare"), ("imbalance", "moves")),
     "spot_scheduling": ("decide(state, prices)", ("risk", "slack", "price"), ("cost", "misses")),

@@ -1,6 +1,6 @@
 """What running the candidate in its own process costs: a whole evaluation, in-process vs worker.
 
-    python bench/remote_policy.py [--n 7] [--problems online_binpack spot_scheduling ...]
+    python bench/remote_policy.py [--n 7] [--problems binpack spot_scheduling ...]
 
 For each problem, its seed is evaluated and scored on the train split twice
 over: with the candidate imported into the evaluator's process (`kit.REMOTE =
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from evaluators import kit, remote  # noqa: E402
 
-PROBLEMS = ("online_binpack", "spot_scheduling", "spot_multi_region")
+PROBLEMS = ("binpack", "spot_scheduling", "spot_multi_region")
 MODES = ("in-process", "worker")
 RESULTS = Path(__file__).parent / "results" / "remote_policy.json"
 TRIVIAL = "def f(x):\n    return x\n"

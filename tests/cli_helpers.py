@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BINPACK = ROOT / "problems" / "online_binpack"
+BINPACK = ROOT / "problems" / "binpack"
 OPENEVOLVE_FIXTURE = ROOT / "tests" / "fixtures" / "openevolve_binpack"
 
 
 def block(body: str, note: str = "Here is my idea.") -> str:
-    """A reply rewriting online_binpack's EVOLVE-BLOCK with `body`."""
+    """A reply rewriting binpack's EVOLVE-BLOCK with `body`."""
     return f"{note}\n\n```python\n# EVOLVE-BLOCK-START\n{body.strip()}\n# EVOLVE-BLOCK-END\n```\n"
 
 

@@ -11,7 +11,7 @@ import pytest
 @dataclass
 class WebArchive:
     runs_dir: Path
-    run_id: str  # a real run on online_binpack, driven by the scripted model
+    run_id: str  # a real run on binpack, driven by the scripted model
     hostile: dict[str, str]  # program ids whose every text tries to inject HTML
 
 

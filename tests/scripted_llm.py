@@ -190,7 +190,7 @@ def binpack_reply(name: str) -> Reply:
 
 
 def binpack_replies() -> list[Reply]:
-    """All canned online_binpack replies in BINPACK_VARIANTS order, best fit first."""
+    """All canned binpack replies in BINPACK_VARIANTS order, best fit first."""
     return [binpack_reply(name) for name, _, _ in BINPACK_VARIANTS]
 
 
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--replies", help="JSON file: a list of Reply dicts, served in a cycle")
     mode.add_argument(
-        "--improve-binpack", action="store_true", help="cycle the canned online_binpack edits"
+        "--improve-binpack", action="store_true", help="cycle the canned binpack edits"
     )
     args = parser.parse_args(argv)
     if args.replies:

@@ -357,7 +357,7 @@ def test_archive_runs_never_cuts_a_run_id(tmp_path):
     a = Archive(runs)
     ids = [
         "spot_scheduling_multi_region-20250101-120000-ab12",
-        "online_binpack-20250101-120000-cd34",
+        "binpack-20250101-120000-cd34",
     ]
     for run_id in ids:
         a.create_run(run_id, run_id.split("-")[0], "/nowhere", {}, 50)

@@ -64,7 +64,7 @@ def test_env_entries_of_a_folder_and_of_flags(tmp_path, monkeypatch):
     with pytest.raises(ProblemError, match=r"config.yaml: evolve.env: XT_HOME is not set"):
         load_problem(oe)
     with pytest.raises(ProblemError, match=r"^--env: XT_NOPE is not set in the environment"):
-        load_problem(ROOT / "problems" / "online_binpack", Overrides(env=("XT_NOPE",)))
+        load_problem(ROOT / "problems" / "binpack", Overrides(env=("XT_NOPE",)))
 
 
 BAD = [

@@ -46,7 +46,7 @@ GOOD = [edit(k) for k in range(1, 20)]
 
 
 class Run:
-    """One run of online_binpack through the real Controller; `screen` is what the
+    """One run of the toy problem through the real Controller; `screen` is what the
     command line's RunProgress (plain mode) printed."""
 
     def __init__(self, tmp_path: Path, url: str, iterations: int, **cfg):

@@ -159,7 +159,7 @@ def test_evaluation_keys_reach_the_problem(tmp_path):
         folder(tmp_path / "c", "database:\n  feature_bins: {complexity: 4, diversity: 6}\n")
     )
     assert p.feature_bins == 6
-    native = load_problem(ROOT / "problems" / "online_binpack")
+    native = load_problem(ROOT / "problems" / "binpack")
     assert native.eval_retries == 0 and native.env == {}
 
 
@@ -304,3 +304,27 @@ def test_a_run_sends_each_model_to_its_endpoint_and_archives_no_key(tmp_path):
         ["model-a", 1.0, one.base_url],
         ["model-b", 1.0, two.base_url],
     ]
+
+
+# ---- the fixture's own evaluator -----------------------------------------------------------
+
+
+def test_openevolve_fixture_evaluator(tmp_path):
+    """The fixture follows OpenEvolve's contract; best fit (binpack's baseline, completed with
+    the fixture's first-fit seed) beats that seed, and stage 1 screens the seed through."""
+    import importlib.util
+    import re
+
+    from evolve.edits.blocks import complete_from_seed
+
+    spec = importlib.util.spec_from_file_location("_oe_fixture_evaluator", OPENEVOLVE_FIXTURE / "evaluator.py")
+    fx = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fx)
+    first = fx.evaluate(str(OPENEVOLVE_FIXTURE / "initial_program.py"))
+    best_fit = (ROOT / "problems" / "binpack" / "baselines" / "best_fit.py").read_text()
+    (tmp_path / "best_fit.py").write_text(complete_from_seed(best_fit, SEED))
+    best = fx.evaluate(str(tmp_path / "best_fit.py"))
+    assert 0.5 < first["combined_score"] < best["combined_score"] < 1.0
+    assert fx.evaluate_stage1(str(OPENEVOLVE_FIXTURE / "initial_program.py"))["combined_score"] > 0.5
+    assert set(first) == {"combined_score", "excess_pct", "bins_used", "lower_bound"}
+    assert re.search(r"EVOLVE-BLOCK-START\n.*\n# EVOLVE-BLOCK-END", SEED, re.S)

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_native_example_loads():
-    p = load_problem(ROOT / "problems" / "online_binpack")
+    p = load_problem(ROOT / "problems" / "binpack")
     assert p.fmt == "native"
     assert p.train_split == "train" and p.test_split == "test"
     assert [s.split for s in p.cascade] == ["quick", "train"]

@@ -20,6 +20,7 @@ from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
+from tests.binpack_edits import BINPACK_VARIANTS
 from tests.cli_helpers import archive_json, block, evolve, run_args
 from tests.problem_hostile import END, FAKE_PRINT, START, assert_fails, eval_json, with_block
 from tests.scripted_llm import Reply, ScriptedLLM
@@ -418,6 +419,27 @@ def test_baselines_reproduce_the_readme(program, split):
             "5.37",
             "3.98",
         )
+
+
+# ---------------------------------------------------------------- the canned LLM edits
+
+
+def test_canned_llm_edits_behave_as_documented(tmp_path):
+    """tests/binpack_edits.py promises these outcomes; scripted runs rely on them."""
+    path = {n: with_block(PROBLEM, src, tmp_path) for n, _, src in BINPACK_VARIANTS}
+    seed = ev.evaluate(str(PROBLEM / "seed.py"), "quick")["outputs"]
+    for name in ("best_fit", "best_fit_tiebreak"):  # the seed's packing: no gain
+        assert ev.evaluate(str(path[name]), "quick")["outputs"] == seed
+    assert run(path["funsearch_weibull"], "quick")["score"] >= -30.0  # passes the cascade
+    assert run(path["funsearch_weibull"], "train")["score"] > README[("best_fit.py", "train")]
+    assert run(path["worst_fit"], "quick")["score"] < -30.0
+    with pytest.raises(SyntaxError):
+        ev.evaluate(str(path["syntax_error"]), "quick")
+    with pytest.raises(NameError):
+        ev.evaluate(str(path["runtime_error"]), "quick")
+    with np.errstate(divide="ignore"):
+        for name in ("wrong_shape", "non_finite"):
+            assert ev.evaluate(str(path[name]), "quick")["valid"] is False
 
 
 # ---------------------------------------------------------------- a scripted run

@@ -34,7 +34,7 @@ from tests.docker_support import docker_image  # noqa: F401  (the session fixtur
 from tests.problem_hostile import END, START
 
 ROOT = Path(__file__).resolve().parent.parent
-BINPACK = ROOT / "problems" / "online_binpack"
+BINPACK = ROOT / "problems" / "binpack"
 SPOT = ROOT / "problems" / "spot_scheduling"
 MULTI = ROOT / "problems" / "spot_multi_region"
 _ids = itertools.count()
@@ -92,7 +92,7 @@ def _in_sandbox(sandbox: LocalSandbox, *jobs: tuple[Path, str, str]) -> list[Eva
     return results
 
 
-# --- hostile policies: online_binpack ----------------------------------------------------------
+# --- hostile policies: binpack -----------------------------------------------------------------
 FIRST_FIT = "    return -np.arange(len(bins), dtype=float)\n"
 BEST_FIT = "    return -(bins - item)\n"
 
@@ -106,9 +106,8 @@ def _future_items():
     while f is not None:
         for v in list(f.f_locals.values()):
             for o in (v if isinstance(v, list) else [v])[:8]:
-                if isinstance(o, np.ndarray) and o.dtype.kind == "i" and o.size >= 100:
-                    return True
-                if isinstance(o, list) and len(o) >= 100 and isinstance(o[0], int):
+                items = getattr(o, "items", None)  # an instance: its item sizes
+                if isinstance(items, np.ndarray) and items.size >= 100:
                     return True
         f = f.f_back
     return False
@@ -131,7 +130,7 @@ def _hunt():
     if ev is not None:  # it could patch the packing loop, or regenerate the instances
         ev.hostile_was_here = True
         return True
-    return any(type(o) is list and o and type(o[0]) is np.ndarray and o[0].dtype.kind == "i"
+    return any(type(o) is list and o and isinstance(getattr(o[0], "items", None), np.ndarray)
                for o in gc.get_objects())
 
 

@@ -10,7 +10,8 @@ import pytest
 from tests.cli_helpers import BINPACK, OPENEVOLVE_FIXTURE, archive_json, block, evolve, run_args
 from tests.scripted_llm import Reply, ScriptedLLM, binpack_reply
 
-BEST_FIT = binpack_reply("best_fit")
+BEST_FIT = binpack_reply("best_fit")  # the seed's own code: a duplicate on problems/binpack
+IMPROVED = binpack_reply("funsearch_weibull")  # FunSearch's Weibull heuristic: beats the seed
 
 HOSTILE = {
     "infinite_loop": "def priority(item, bins):\n    while True:\n        pass",
@@ -38,18 +39,19 @@ def _programs(runs_dir, run_id):
 
 
 def test_run_finds_an_improvement_and_archives_it(tmp_path):
-    replies = [Reply("I am not sure what to do."), BEST_FIT, binpack_reply("best_fit"), binpack_reply("worst_fit")]
+    replies = [Reply("I am not sure what to do."), IMPROVED, binpack_reply("funsearch_weibull"),
+               binpack_reply("worst_fit")]
     with ScriptedLLM.from_list(replies) as srv:
         r = evolve(*run_args(srv.base_url, tmp_path, iterations=6))
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.splitlines()[0].strip()
-    assert run_id.startswith("online_binpack-")
-    best = archive_json(tmp_path, "best", "--problem", "online_binpack")
+    assert run_id.startswith("binpack-")
+    best = archive_json(tmp_path, "best", "--problem", "binpack")
     runs = archive_json(tmp_path, "runs")
     assert runs[0]["run_id"] == run_id and runs[0]["iterations_done"] == 6 and runs[0]["status"] == "finished"
     seed = [p for p in _programs(tmp_path, run_id) if p["iteration"] == 0][0]
-    assert best["score"] > seed["score"], "best fit must beat first fit"
-    assert "bins - item" in best["code"] or "remaining" in best["code"]
+    assert best["score"] > seed["score"], "FunSearch's heuristic must beat the best-fit seed"
+    assert "bins.max()" in best["code"]
     assert best["run_id"] == run_id and set(best) >= {"program_id", "problem", "metrics", "code"}
     statuses = [p["status"] for p in _programs(tmp_path, run_id)]
     assert "invalid_edit" in statuses and "duplicate" in statuses
@@ -86,7 +88,7 @@ def test_failures_from_the_endpoint_and_from_replies_are_recorded(tmp_path):
 
 
 def test_hostile_candidates_are_contained(tmp_path):
-    replies = [block(code) for code in HOSTILE.values()] + [BEST_FIT]
+    replies = [block(code) for code in HOSTILE.values()] + [IMPROVED]
     with ScriptedLLM.from_list(replies, then=binpack_reply("worst_fit")) as srv:
         r = evolve(*run_args(srv.base_url, tmp_path, "--parallel", "2", "--llm-parallel", "1", iterations=len(replies)),
                    extra_env={"OPENAI_API_KEY": "sk-secret-do-not-leak"}, timeout=400)
@@ -111,7 +113,7 @@ def test_hostile_candidates_are_contained(tmp_path):
 
 
 def test_budget_stops_the_run_cleanly(tmp_path):
-    pricey = Reply(BEST_FIT.content, prompt_tokens=400_000, completion_tokens=100_000)
+    pricey = Reply(binpack_reply("worst_fit").content, prompt_tokens=400_000, completion_tokens=100_000)
     with ScriptedLLM.from_list([pricey]) as srv:
         r = evolve("run", BINPACK, "--iterations", "20", "--api-base", srv.base_url, "--model", "gpt-4o",
                    "--runs-dir", tmp_path, "--no-progress", "--budget-usd", "2.5", "--llm-parallel", "1",

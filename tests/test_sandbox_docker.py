@@ -360,7 +360,7 @@ def test_default_falls_back_to_local_without_the_image(tmp_path: Path) -> None:
 
 def test_run_with_docker_completes_and_leaves_nothing(docker_image, tmp_path: Path) -> None:  # noqa: F811
     hostile = block("import os\ndef priority(item, bins):\n    while True:\n        os.fork()")
-    replies = [binpack_reply("best_fit"), Reply(hostile), binpack_reply("worst_fit")]
+    replies = [binpack_reply("funsearch_weibull"), Reply(hostile), binpack_reply("worst_fit")]
     run_id = f"docker-e2e-{os.getpid()}"  # its own: other test sessions may share the engine
     with ScriptedLLM.from_list(replies) as srv:
         r = evolve(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", run_id,
@@ -369,7 +369,7 @@ def test_run_with_docker_completes_and_leaves_nothing(docker_image, tmp_path: Pa
     run = archive_json(tmp_path, "runs")[0]
     assert (run["run_id"], run["status"], run["iterations_done"]) == (run_id, "finished", 6)
     best = archive_json(tmp_path, "best", "--run", run_id)
-    assert best["iteration"] > 0 and best["test_score"] is not None  # best fit beat first fit
+    assert best["iteration"] > 0 and best["test_score"] is not None  # beat the best-fit seed
     assert labeled(engine(), run_id) == []
 
 

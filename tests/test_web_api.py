@@ -29,7 +29,7 @@ def q(s: str) -> str:
 def test_api_runs_lists_both_runs_with_their_figures(client, web_archive):
     runs = {r["run_id"]: r for r in client.get("/api/runs").json()}
     real = runs[web_archive.run_id]
-    assert real["problem"] == "online_binpack" and real["status"] == "finished"
+    assert real["problem"] == "binpack" and real["status"] == "finished"
     assert real["iterations_done"] == 8 and real["programs"] == 9
     assert real["best_score"] > real["seed_score"] and real["best_test_score"] is not None
     assert real["tokens"] > 0 and 0 <= real["valid_pct"] <= 100
@@ -59,11 +59,11 @@ def test_api_run_programs_program_and_lineage_agree_with_the_cli(client, web_arc
 
 
 def test_api_leaderboard_and_figures(client, web_archive):
-    board = client.get("/api/problems/online_binpack/leaderboard").json()
+    board = client.get("/api/problems/binpack/leaderboard").json()
     scores = [p["score"] for p in board["programs"]]
     assert scores == sorted(scores, reverse=True) and len(scores) >= 2
     assert {b["name"] for b in board["baselines"]} == {"first_fit.py", "best_fit.py"}
-    assert client.get("/api/problems").json() == ["online_binpack"]
+    assert client.get("/api/problems").json() == ["binpack"]
     figs = client.get(f"/api/runs/{q(web_archive.run_id)}/figures").json()
     names = {t["name"] for t in figs["score"]["data"]}
     assert {"ok", "best so far", "held-out (test)"} <= names
@@ -96,7 +96,7 @@ def test_unknown_ids_are_a_404_with_one_line(client, path):
 
 @pytest.mark.parametrize(
     "path",
-    ["/api/runs/{run}/programs?after=x", "/api/problems/online_binpack/leaderboard?limit=0"],
+    ["/api/runs/{run}/programs?after=x", "/api/problems/binpack/leaderboard?limit=0"],
 )
 def test_malformed_queries_are_a_400(client, web_archive, path):
     r = client.get(path.format(run=q(web_archive.run_id)))
@@ -111,7 +111,7 @@ def test_malformed_queries_are_a_400(client, web_archive, path):
         "/programs/{seed}",
         "/programs/{child}",
         "/programs/{child}/lineage",
-        "/problems/online_binpack",
+        "/problems/binpack",
     ],
 )
 def test_candidate_text_is_escaped_everywhere(client, web_archive, page):
@@ -166,7 +166,7 @@ def test_leaderboard_scores_the_baselines_in_the_sandbox(web_archive, tmp_path, 
     assert now["best_fit.py"].status == "ok", now
     assert now["best_fit.py"].score > now["first_fit.py"].score  # best fit beats first fit
     assert now["best_fit.py"].test_score is not None
-    html = TestClient(make_app(web_archive.runs_dir, scorer)).get("/problems/online_binpack").text
+    html = TestClient(make_app(web_archive.runs_dir, scorer)).get("/problems/binpack").text
     assert "best_fit.py" in html and "pending" not in html
 
 

@@ -49,7 +49,7 @@ def test_runs_list_to_best_program_to_diff_to_lineage_and_back_to_the_seed(page:
     run_id = web_archive.run_id
     with UiServer(web_archive.runs_dir) as ui:
         page.goto(ui.url + "/")
-        expect(page.locator("#runs")).to_contain_text("online_binpack")
+        expect(page.locator("#runs")).to_contain_text("binpack")
         expect(page.locator(f'tr[data-run="{run_id}"]')).to_contain_text("finished")
         page.screenshot(path=ARTIFACTS / "runs_list.png", full_page=True)
 
@@ -111,13 +111,13 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
     a = Archive(runs)
     lease = a.claim("live-run")  # this process is the run's controller: it shows as running
     try:
-        a.create_run("live-run", "online_binpack", str(BINPACK), {}, 10)
+        a.create_run("live-run", "binpack", str(BINPACK), {}, 10)
         code = "def priority(item, bins):\n    return -bins\n"
         a.insert_program(
             ProgramRow(
                 "live-run:0",
                 "live-run",
-                "online_binpack",
+                "binpack",
                 0,
                 0,
                 "ok",
@@ -136,7 +136,7 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
                     ProgramRow(
                         f"live-run:{i}",
                         "live-run",
-                        "online_binpack",
+                        "binpack",
                         i,
                         0,
                         "ok",
@@ -158,7 +158,7 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
                 ProgramRow(
                     "live-run:4",
                     "live-run",
-                    "online_binpack",
+                    "binpack",
                     4,
                     0,
                     "ok",

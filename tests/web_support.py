@@ -20,7 +20,7 @@ HOSTILE_RUN = "hostile-run"
 
 
 def scripted_run(runs_dir: Path, iterations: int = 8) -> str:
-    """A real run on online_binpack driven by the scripted model; its run id."""
+    """A real run on binpack driven by the scripted model; its run id."""
     with ScriptedLLM.from_list(binpack_replies()) as srv:
         r = evolve(*run_args(srv.base_url, runs_dir, iterations=iterations), timeout=600)
     assert r.returncode == 0, r.stderr
@@ -32,11 +32,11 @@ def hostile_run(runs_dir: Path) -> dict[str, str]:
     a = Archive(runs_dir)
     try:
         lease = a.claim(HOSTILE_RUN)
-        a.create_run(HOSTILE_RUN, "online_binpack", str(BINPACK), {}, 2)
+        a.create_run(HOSTILE_RUN, "binpack", str(BINPACK), {}, 2)
         seed = ProgramRow(
             f"{HOSTILE_RUN}:0",
             HOSTILE_RUN,
-            "online_binpack",
+            "binpack",
             0,
             0,
             "ok",
@@ -65,7 +65,7 @@ def hostile_run(runs_dir: Path) -> dict[str, str]:
         child = ProgramRow(
             f"{HOSTILE_RUN}:1",
             HOSTILE_RUN,
-            "online_binpack",
+            "binpack",
             1,
             0,
             "runtime_error",

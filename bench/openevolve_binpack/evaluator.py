@@ -1,9 +1,9 @@
-"""OpenEvolve-format twin of problems/online_binpack, for bench/local_model.py.
+"""OpenEvolve-format twin of problems/binpack, for bench/local_model.py.
 
-initial_program.py is a copy of problems/online_binpack/seed.py (the benchmark
+initial_program.py is a copy of problems/binpack/seed.py (the benchmark
 checks they are identical). evaluate() runs the native evaluator's evaluate()
 and score() on the "train" split, so OpenEvolve optimises the same objective as
-`evolve run problems/online_binpack`: combined_score = score = -(excess %).
+`evolve run problems/binpack`: combined_score = score = -(excess %).
 
 A failed candidate gets combined_score = -100 (below any valid packing) with
 error = 1, never 0.0: the native scores are negative, so OpenEvolve's usual 0.0
@@ -22,7 +22,7 @@ import os
 import time
 from pathlib import Path
 
-NATIVE = Path(__file__).resolve().parents[2] / "problems" / "online_binpack" / "evaluator.py"
+NATIVE = Path(__file__).resolve().parents[2] / "problems" / "binpack" / "evaluator.py"
 SPLIT = "train"
 INVALID = -100.0
 _native = None
@@ -31,7 +31,7 @@ _native = None
 def _load_native():
     global _native
     if _native is None:
-        spec = importlib.util.spec_from_file_location("online_binpack_native_evaluator", NATIVE)
+        spec = importlib.util.spec_from_file_location("binpack_native_evaluator", NATIVE)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         _native = module

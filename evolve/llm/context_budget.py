@@ -5,7 +5,7 @@ a safety margin. Token counts come from `estimate_tokens`, a deliberately
 conservative (high) estimate that needs no tokenizer: it is meant to be an
 upper bound for byte-level BPE tokenizers (Qwen, Llama, GPT), so a prompt
 packed to the estimate never overflows the real window. Measured on
-online_binpack prompts against Qwen2.5's tokenizer it counts about 1.3x the
+bin-packing prompts against Qwen2.5's tokenizer it counts about 1.3x the
 true number (see tests/test_local_model.py, which checks the bound against the
 real tokenizer).
 """
