@@ -15,12 +15,15 @@ keep those tests short:
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
+from evolve.edits.blocks import complete_from_seed
 from tests.cli_helpers import evolve
 
 START, END = "# EVOLVE-BLOCK-START", "# EVOLVE-BLOCK-END"
@@ -31,6 +34,29 @@ FAKE_PRINT = (
     "print('score: 1000000000')\n"
 )
 _ids = itertools.count()
+
+
+def load_module(path: Path):
+    """Import one of a problem's files (evaluator, seed, simulator) under a fresh name."""
+    spec = importlib.util.spec_from_file_location(f"_problem_file_{next(_ids)}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def block_body(path: Path) -> str:
+    """The text between a file's EVOLVE-BLOCK markers."""
+    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
+
+
+def complete_baseline(problem: Path, baseline: str, dest: Path) -> Path:
+    """A baseline (its EVOLVE-BLOCK only) completed with the seed's fixed code, as `evolve eval`
+    does, written into dest."""
+    path = dest / baseline
+    seed = (problem / "seed.py").read_text()
+    path.write_text(complete_from_seed((problem / "baselines" / baseline).read_text(), seed))
+    return path
 
 
 def with_block(problem: Path, body: str, dest: Path, prelude: str = "") -> Path:

@@ -4,10 +4,7 @@ CLI, the README's baseline numbers, the fetch script, and a scripted run."""
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import json
-import sys
 import tempfile
 import tomllib
 from pathlib import Path
@@ -22,7 +19,16 @@ from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
 from tests.binpack_edits import BINPACK_VARIANTS
 from tests.cli_helpers import archive_json, block, evolve, run_args
-from tests.problem_hostile import END, FAKE_PRINT, START, assert_fails, eval_json, with_block
+from tests.problem_hostile import (
+    END,
+    FAKE_PRINT,
+    START,
+    assert_fails,
+    block_body,
+    eval_json,
+    load_module,
+    with_block,
+)
 from tests.scripted_llm import Reply, ScriptedLLM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +36,6 @@ PROBLEM = ROOT / "problems" / "binpack"
 BASELINES = PROBLEM / "baselines"
 REFERENCE = PROBLEM / "reference"
 DATA = data_dir_for(PROBLEM) / "funsearch_or3_weibull5k.json"
-_ids = itertools.count()
 
 # README.md, "Reference numbers": score = -excess_pct; all deterministic.
 README = {
@@ -41,20 +46,8 @@ README = {
 }
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_binpack2_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = load(PROBLEM / "evaluator.py")
-fetcher = load(PROBLEM / "fetch_data.py")
-
-
-def block_body(path: Path) -> str:
-    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
+ev = load_module(PROBLEM / "evaluator.py")
+fetcher = load_module(PROBLEM / "fetch_data.py")
 
 
 def run(program: Path, split: str) -> dict:

@@ -5,7 +5,6 @@ CLI, the README's baseline numbers, and a scripted 20-iteration run."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import itertools
 import random
 import shutil
@@ -24,11 +23,11 @@ from evolve.problem import load_problem
 from tests.cli_helpers import archive_json, block, evolve, run_args
 from tests.problem_data import check_download_round_trip, data_files
 from tests.problem_hostile import (
-    END,
     FAKE_PRINT,
-    START,
     assert_fails,
+    block_body,
     eval_json,
+    load_module,
     short_timeout_copy,
     with_block,
 )
@@ -52,24 +51,12 @@ README = {
 }
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_cloudcast_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
-ev = load(PROBLEM / "evaluator.py")
+ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim
-seed = load(PROBLEM / "seed.py")
-fetcher = load(PROBLEM / "fetch_data.py")
+seed = load_module(PROBLEM / "seed.py")
+fetcher = load_module(PROBLEM / "fetch_data.py")
 NET = sim.load_network()
-
-
-def block_body(path: Path) -> str:
-    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
 
 
 def program(baseline: str, dest: Path):
@@ -78,7 +65,7 @@ def program(baseline: str, dest: Path):
     path.write_text(
         complete_from_seed((BASELINES / baseline).read_text(), (PROBLEM / "seed.py").read_text())
     )
-    return load(path)
+    return load_module(path)
 
 
 def plan_of(module, cfg: sim.Config):

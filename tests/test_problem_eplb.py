@@ -4,8 +4,6 @@ through the real `evolve eval` CLI, the README's baseline numbers, and a scripte
 from __future__ import annotations
 
 import ast
-import importlib.util
-import itertools
 import sys
 import tomllib
 from pathlib import Path
@@ -17,11 +15,13 @@ from evaluators import kit
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from tests.cli_helpers import archive_json, block, evolve, run_args
 from tests.problem_hostile import (
-    END,
     FAKE_PRINT,
     START,
     assert_fails,
+    block_body,
+    complete_baseline,
     eval_json,
+    load_module,
     short_timeout_copy,
     with_block,
 )
@@ -30,7 +30,6 @@ from tests.scripted_llm import Reply, ScriptedLLM
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "eplb"
 BASELINES = PROBLEM / "baselines"
-_ids = itertools.count()
 
 # Measured with `evolve eval problems/eplb problems/eplb/baselines/<file> --split <s> --json`
 # (README.md, "Reference numbers"). Balancedness is deterministic; the score moves with the
@@ -43,29 +42,10 @@ README = {
 }
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_eplb_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
-ev = load(PROBLEM / "evaluator.py")
+ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim
-seed = load(PROBLEM / "seed.py")
-
-
-def block_body(path: Path) -> str:
-    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
-
-
-def whole(baseline: str, dest: Path) -> Path:
-    """A baseline (its EVOLVE-BLOCK only) completed with the seed's fixed code, as `evolve eval` does."""
-    path = dest / baseline
-    path.write_text(complete_from_seed((BASELINES / baseline).read_text(), (PROBLEM / "seed.py").read_text()))
-    return path
+seed = load_module(PROBLEM / "seed.py")
 
 
 def run(program: Path, split: str) -> dict:
@@ -232,7 +212,7 @@ def test_problem_toml_and_fixed_code():
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
-    good = ev.evaluate(str(whole("round_robin.py", tmp_path)), "train")["outputs"]
+    good = ev.evaluate(str(complete_baseline(PROBLEM, "round_robin.py", tmp_path)), "train")["outputs"]
     assert ev.score(good, "train")["score"] > 0
     cases = {
         "placements": {"call_s": good["call_s"]},
@@ -430,7 +410,7 @@ def vectorised_seed() -> str:
 
 
 def test_vectorised_greedy_gives_the_same_placements_faster(tmp_path):
-    fast = load(with_block(PROBLEM, vectorised_seed(), tmp_path))
+    fast = load_module(with_block(PROBLEM, vectorised_seed(), tmp_path))
     w = sim.generate_trace(5, sim.DRIFT, windows=1)[0]
     for a, b in zip(fast.rebalance_experts(w, 288, 8, 4, 32), seed.rebalance_experts(w, 288, 8, 4, 32),
                     strict=True):

@@ -5,9 +5,7 @@ README's hit rates, and a scripted run. Nothing here asserts a wall-clock time."
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
-import itertools
 import random
 import sys
 import tarfile
@@ -26,11 +24,12 @@ from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
 from tests.cli_helpers import archive_json, block, evolve, run_args
 from tests.problem_hostile import (
-    END,
     FAKE_PRINT,
-    START,
     assert_fails,
+    block_body,
+    complete_baseline,
     eval_json,
+    load_module,
     short_timeout_copy,
     with_block,
 )
@@ -40,7 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_sql"
 BASELINES = PROBLEM / "baselines"
 DATA = PROBLEM / "data"
-_ids = itertools.count()
 
 # README.md, "Reference numbers": mean hit rate over the split's tables (deterministic; the
 # score also carries the measured runtime, so it is never compared exactly).
@@ -84,32 +82,11 @@ SHAPES = {
 }
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_llm_sql_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
-ev = load(PROBLEM / "evaluator.py")
+ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim
-seed = load(PROBLEM / "seed.py")
-fetcher = load(PROBLEM / "fetch_data.py")
-
-
-def block_body(path: Path) -> str:
-    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
-
-
-def whole(baseline: str, dest: Path) -> Path:
-    """A baseline (its EVOLVE-BLOCK only) completed with the seed's fixed code, as `evolve eval` does."""
-    path = dest / baseline
-    path.write_text(
-        complete_from_seed((BASELINES / baseline).read_text(), (PROBLEM / "seed.py").read_text())
-    )
-    return path
+seed = load_module(PROBLEM / "seed.py")
+fetcher = load_module(PROBLEM / "fetch_data.py")
 
 
 def tiny(
@@ -252,7 +229,7 @@ def test_check_plan_accepts_names_positions_tuples_and_numpy():
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
-    good = ev.evaluate(str(whole("original_order.py", tmp_path)), "test")["outputs"]
+    good = ev.evaluate(str(complete_baseline(PROBLEM, "original_order.py", tmp_path)), "test")["outputs"]
     assert ev.score(good, "test")["metrics"]["hit_rate"] == pytest.approx(
         README[("original_order.py", "test")], abs=5e-7
     )
@@ -441,7 +418,7 @@ def test_ggr_by_hand(tmp_path):
     df = pd.DataFrame(
         {"k": ["x", "x", "x"], "t": ["Fixed wing", "Glider", "Fixed wing"], "id": ["1", "2", "3"]}
     )
-    ggr = load(whole("greedy_group_recursion.py", tmp_path))
+    ggr = load_module(complete_baseline(PROBLEM, "greedy_group_recursion.py", tmp_path))
     rows, fields = ggr.reorder(df, [])
     assert rows == [0, 2, 1]
     assert fields == [["t", "k", "id"], ["t", "k", "id"], ["k", "t", "id"]]

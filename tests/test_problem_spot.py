@@ -5,8 +5,6 @@ scripted 20-iteration run."""
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import json
 import re
 import shutil
@@ -25,6 +23,7 @@ from tests.problem_hostile import (
     START,
     assert_fails,
     eval_json,
+    load_module,
     short_timeout_copy,
     with_block,
 )
@@ -33,18 +32,9 @@ from tests.scripted_llm import Reply, ScriptedLLM
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "spot_scheduling"
 BASELINES = PROBLEM / "baselines"
-_ids = itertools.count()
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_spot_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = load(PROBLEM / "evaluator.py")
+ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim  # spot_sim.py, through kit.include
 S, D, N = sim.SPOT, sim.ON_DEMAND, sim.NONE
 
@@ -361,7 +351,7 @@ def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch
     folder, so it includes its own spot_sim module."""
     copy = tmp_path / "spot_scheduling"
     shutil.copytree(PROBLEM, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    patched = load(copy / "evaluator.py")
+    patched = load_module(copy / "evaluator.py")
     assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
     for prelude in (PATCH_PRICES, PATCH_LOG):

@@ -6,8 +6,6 @@ hostile candidates through the real CLI, the baselines' README numbers, and a sc
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import re
 import shutil
 import sys
@@ -27,6 +25,7 @@ from tests.problem_hostile import (
     START,
     assert_fails,
     eval_json,
+    load_module,
     short_timeout_copy,
     with_block,
 )
@@ -36,18 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "spot_multi_region"
 BASELINES = PROBLEM / "baselines"
 SINGLE = ROOT / "problems" / "spot_scheduling"  # holds spot_sim.py, the simulator of both
-_ids = itertools.count()
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_spot_multi_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ev = load(PROBLEM / "evaluator.py")
+ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim  # ../spot_scheduling/spot_sim.py, through problem.toml's include and kit.include
 S, D, N = sim.SPOT, sim.ON_DEMAND, sim.NONE
 
@@ -181,7 +171,7 @@ def test_codes_rle_and_replay():
 def test_one_simulator_for_both_problems():
     """The single-region problem is this simulator with one zone: its evaluator includes the same
     spot_sim.py, and a zone that is never used changes nothing."""
-    single = load(SINGLE / "evaluator.py")
+    single = load_module(SINGLE / "evaluator.py")
     assert single.sim is sim and Path(sim.__file__) == SINGLE / "spot_sim.py"
     assert not (PROBLEM / "simulator.py").exists() and not (SINGLE / "simulator.py").exists()
     steps = [(S, 0), (S, 0), (N, 0), (S, 0), (S, 0)]  # test_problem_spot's preemption case
@@ -196,7 +186,7 @@ def test_one_simulator_for_both_problems():
 def test_one_zone_multi_region_costs_exactly_the_single_region_score(tmp_path):
     """greedy_multi, run with this problem's state and decide() rules on spot_scheduling's
     one-zone train scenarios, makes greedy's decisions and costs exactly its single-region score."""
-    single = load(SINGLE / "evaluator.py")
+    single = load_module(SINGLE / "evaluator.py")
     scs = single.make_scenarios("train")
     multi_greedy = kit.load(str(with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path)), "decide")
     single_greedy = kit.load(str(with_block(SINGLE, block_of(SINGLE / "baselines" / "greedy.py"), tmp_path)), "decide")
@@ -370,7 +360,7 @@ def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch
     the evaluator's modules even in the process that runs evaluate() (they did when the
     candidate was imported there). The patched evaluator is a copy of the folders, so it
     includes its own spot_sim module."""
-    patched = load(copy_with_include(tmp_path) / "evaluator.py")
+    patched = load_module(copy_with_include(tmp_path) / "evaluator.py")
     assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
     for prelude in (PATCH_SIM, PATCH_LOG):

@@ -5,8 +5,6 @@ and a scripted run."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import itertools
 import json
 import random
 import sys
@@ -21,11 +19,12 @@ from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from tests.cli_helpers import archive_json, block, evolve, run_args
 from tests.problem_hostile import (
-    END,
     FAKE_PRINT,
-    START,
     assert_fails,
+    block_body,
+    complete_baseline,
     eval_json,
+    load_module,
     short_timeout_copy,
     with_block,
 )
@@ -35,7 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "txn_scheduling"
 BASELINES = PROBLEM / "baselines"
 DATA = data_dir_for(PROBLEM) / "adrs_workloads.json"
-_ids = itertools.count()
 
 # README.md, "Reference numbers": score = -(sum of makespans); all deterministic.
 README = {
@@ -48,30 +46,11 @@ README = {
 }
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_txn_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
-ev = load(PROBLEM / "evaluator.py")
+ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim
-seed = load(PROBLEM / "seed.py")
-fetcher = load(PROBLEM / "fetch_workloads.py")
-
-
-def block_body(path: Path) -> str:
-    return path.read_text().split(START)[1].split(END)[0].strip("\n") + "\n"
-
-
-def whole(baseline: str, dest: Path) -> Path:
-    """A baseline (its EVOLVE-BLOCK only) completed with the seed's fixed code, as `evolve eval` does."""
-    path = dest / baseline
-    path.write_text(complete_from_seed((BASELINES / baseline).read_text(), (PROBLEM / "seed.py").read_text()))
-    return path
+seed = load_module(PROBLEM / "seed.py")
+fetcher = load_module(PROBLEM / "fetch_workloads.py")
 
 
 def T(text: str):
@@ -235,7 +214,7 @@ def test_problem_toml_and_fixed_code():
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
-    good = ev.evaluate(str(whole("sequential.py", tmp_path)), "train")["outputs"]
+    good = ev.evaluate(str(complete_baseline(PROBLEM, "sequential.py", tmp_path)), "train")["outputs"]
     assert ev.score(good, "train")["score"] == -537.0
     cases = {
         "'orders' list": {},
