@@ -15,10 +15,8 @@ prints a lot ends with the statuses it always had.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import itertools
 import json
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,7 +29,7 @@ from evaluators.sandbox import INVALID, OK, RUNTIME_ERROR, EvalRequest, EvalResu
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
-from tests.problem_hostile import END, START
+from tests.problem_hostile import END, START, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 BINPACK = ROOT / "problems" / "binpack"
@@ -42,18 +40,10 @@ _ids = itertools.count()
 needs_landlock = pytest.mark.skipif(landlock.abi_version() < 1, reason="the kernel has no Landlock")
 
 
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"_remote_test_{next(_ids)}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 binpack, spot, multi = (
-    _load(BINPACK / "evaluator.py"),
-    _load(SPOT / "evaluator.py"),
-    _load(MULTI / "evaluator.py"),
+    load_module(BINPACK / "evaluator.py"),
+    load_module(SPOT / "evaluator.py"),
+    load_module(MULTI / "evaluator.py"),
 )
 
 
