@@ -42,17 +42,33 @@ def _writable_dir(path: str) -> bool:
 @functools.cache
 def layout() -> Layout | None:
     """The usable hierarchy, or None (not root, or no memory controller we may write);
-    empty groups that dead processes left behind are removed on the way."""
+    empty groups that dead processes left behind are removed on the way. A live
+    process's group is left alone even while empty: it may be about to join it."""
     found = _layout()
     if found is not None:
         for root in {found.memory, found.pids} - {None}:
             for entry in os.scandir(root):
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_dir(follow_symlinks=False) and not _owner_alive(entry.name):
                     try:
                         os.rmdir(entry.path)  # fails, harmlessly, for a group in use
                     except OSError:
                         pass
     return found
+
+
+def _owner_alive(name: str) -> bool:
+    """Whether the process that made group `slot-SLOT-PID-N` still runs (pid reuse errs
+    toward keeping an empty group until a later sweep)."""
+    parts = name.split("-")
+    if len(parts) != 4 or parts[0] != "slot" or not parts[2].isdigit():
+        return False
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _layout() -> Layout | None:
