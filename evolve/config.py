@@ -27,6 +27,8 @@ class RunConfig:
     time_limit_s: float | None = None
     sandbox: str = "auto"  # docker if its engine and image are there, else local
     require_isolation: bool = False  # refuse a local sandbox that lost any isolation guarantee
+    ray_address: str | None = None  # --sandbox ray: the cluster (None: a private instance)
+    ray_node_sandbox: str = "auto"  # --sandbox ray: each node's own sandbox
     num_islands: int = 3
     migration_interval: int = 20  # finished iterations between ring migrations
     edit_format: str = "block"

@@ -17,7 +17,14 @@ from pydantic import BaseModel
 
 from evolve.data import DataFile
 from evolve.edits.blocks import END, START, find_blocks
-from evolve.problem_model import LLMDefaults, ModelDefault, Problem, ProblemError, Stage
+from evolve.problem_model import (
+    LLMDefaults,
+    ModelDefault,
+    Problem,
+    ProblemError,
+    Resources,
+    Stage,
+)
 from evolve.settings import OpenEvolveConfig, ProblemToml, SettingsError, validate
 from evolve.settings.environ import resolve_env
 from evolve.settings.errors import Style
@@ -124,6 +131,7 @@ def _load_native(root: Path, shown: Path, ov: Overrides) -> Problem:
         max_code_bytes=1024 * ev.max_code_kb,
         env=_env(ev.env, f"{toml_path}: [evaluation] env"),
         seed_path=seed_path,
+        resources=Resources(**ev.resources.model_dump()),
     )
     _check_evaluator(root, shown)
     return problem

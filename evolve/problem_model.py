@@ -52,6 +52,16 @@ class LLMDefaults:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """What one evaluation asks of a Ray node ([evaluation.resources]); the sandbox's own
+    limits still apply on the node. memory_mb None: the evaluation's memory limit."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    memory_mb: int | None = None
+
+
+@dataclass(frozen=True)
 class Problem:
     name: str
     description: str
@@ -85,6 +95,7 @@ class Problem:
     seed: int | None = None  # the run's seed (OpenEvolve's random_seed)
     migration_interval: int | None = None
     seed_path: Path | None = None  # where the seed was read, when not root / entry
+    resources: Resources = field(default_factory=Resources)
 
     @property
     def prompt_dir(self) -> Path:

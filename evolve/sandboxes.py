@@ -1,7 +1,9 @@
 """Pick a sandbox backend by name; every backend implements evaluators.sandbox.Sandbox.
 
 `auto` (the default) is docker where a Docker engine answers and the sandbox
-image exists, else local; one line on stderr says which and why. With docker, a
+image exists, else local; one line on stderr says which and why. `ray` sends each
+evaluation to a Ray cluster, where each node runs it in its own docker or local
+sandbox (evaluators/ray_sandbox.py). With docker, a
 problem folder's requirements.txt is layered on the image (built on first use:
 evaluators/image_layers.py); the local sandbox runs on this interpreter, where
 `evolve check` reports what is missing (evolve/requirements.py).
@@ -11,10 +13,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from evaluators.sandbox import Sandbox
 
-BACKENDS = ("local", "docker")
+if TYPE_CHECKING:
+    from evaluators.ray_sandbox import RayOptions
+    from evolve.problem_model import Problem
+
+BACKENDS = ("local", "docker", "ray")
 CHOICES = ("auto", *BACKENDS)
 ISOLATION_ENV = "EVOLVE_LOCAL_ISOLATION"  # "off": no namespaces (debugging a problem's evaluator)
 
@@ -64,10 +71,18 @@ def make_sandbox(
     run_id: str | None = None,
     require_isolation: bool = False,
     problem_dir: str | None = None,
+    isolate: bool | None = None,
+    ray: RayOptions | None = None,
 ) -> Sandbox:
     """The backend `name` ("auto" picks one); `require_isolation` refuses a local sandbox
     that lost any of its isolation guarantees on this machine instead of warning;
-    `problem_dir`: the problem whose requirements.txt a Docker sandbox's image must carry."""
+    `problem_dir`: the problem whose requirements.txt a Docker sandbox's image must carry;
+    `isolate`: the local sandbox's namespaces (None: on unless $EVOLVE_LOCAL_ISOLATION=off);
+    `ray`: where a ray sandbox sends its tasks (None: a private instance, one CPU a task)."""
+    if isolate is None:
+        isolate = os.environ.get(ISOLATION_ENV, "on") != "off"
+    if name == "ray":
+        return _ray(ray, run_id, require_isolation, isolate)
     if name == "auto":
         name, why = default_backend()
         print(f"sandbox: {name} ({why})", file=sys.stderr, flush=True)
@@ -78,7 +93,7 @@ def make_sandbox(
             local = LocalSandbox(
                 max_parallel=max(1, parallel) + 1,
                 require_isolation=require_isolation,
-                isolate=os.environ.get(ISOLATION_ENV, "on") != "off",
+                isolate=isolate,
             )
         except IsolationMissing as e:
             raise SandboxUnavailable(f"--require-isolation: {e}") from None
@@ -90,6 +105,41 @@ def make_sandbox(
     if name == "docker":
         return _docker(parallel, run_id, problem_dir)
     raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")
+
+
+def ray_options(
+    problem: Problem, address: str | None, node_sandbox: str = "auto", retries: int = 2
+) -> RayOptions:
+    """What each Ray task of this problem asks of its node ([evaluation.resources])."""
+    from evaluators.ray_node import NodeOptions
+    from evaluators.ray_sandbox import RayOptions
+
+    r = problem.resources
+    return RayOptions(
+        address=address,
+        node=NodeOptions(sandbox=node_sandbox),
+        cpus=r.cpus,
+        gpus=r.gpus,
+        memory_mb=r.memory_mb or problem.memory_mb,
+        retries=retries,
+    )
+
+
+def _ray(
+    options: RayOptions | None, run_id: str | None, require_isolation: bool, isolate: bool
+) -> Sandbox:
+    from dataclasses import replace
+
+    from evaluators.ray_sandbox import RayOptions, RaySandbox, RayUnavailable
+
+    options = options or RayOptions()
+    node = replace(
+        options.node, isolate=isolate, require_isolation=require_isolation, run_id=run_id
+    )
+    try:
+        return RaySandbox(replace(options, node=node))
+    except RayUnavailable as e:
+        raise SandboxUnavailable(str(e)) from None
 
 
 def _docker(parallel: int, run_id: str | None, problem_dir: str | None) -> Sandbox:

@@ -157,7 +157,7 @@ def cmd_eval(args) -> int:
     from evolve.edits.blocks import complete_from_seed
     from evolve.evaluation import CandidateEvaluator
     from evolve.problem import Overrides, load_problem
-    from evolve.sandboxes import make_sandbox
+    from evolve.sandboxes import make_sandbox, ray_options
 
     problem = load_problem(args.problem_dir, Overrides.from_args(args))
     path = Path(args.program)
@@ -177,7 +177,11 @@ def cmd_eval(args) -> int:
     if args.stage and args.split:
         raise UsageError("--stage and --split: give one (a stage names its own split)")
     sandbox = make_sandbox(
-        args.sandbox, 1, require_isolation=args.require_isolation, problem_dir=str(problem.root)
+        args.sandbox,
+        1,
+        require_isolation=args.require_isolation,
+        problem_dir=str(problem.root),
+        ray=ray_options(problem, args.ray_address, args.ray_node_sandbox),
     )
     try:
         ev = CandidateEvaluator(problem, sandbox)

@@ -20,7 +20,7 @@ from evolve.problem import Problem
 def cmd_check(args) -> int:
     from evolve.evaluation import CandidateEvaluator
     from evolve.problem import Overrides, ProblemError, load_problem, require_blocks
-    from evolve.sandboxes import make_sandbox
+    from evolve.sandboxes import make_sandbox, ray_options
 
     try:
         problem = load_problem(args.problem_dir, Overrides.from_args(args))
@@ -30,7 +30,11 @@ def cmd_check(args) -> int:
     for line in describe(problem):
         print(safe_text(line))
     sandbox = make_sandbox(
-        args.sandbox, 1, require_isolation=args.require_isolation, problem_dir=str(problem.root)
+        args.sandbox,
+        1,
+        require_isolation=args.require_isolation,
+        problem_dir=str(problem.root),
+        ray=ray_options(problem, args.ray_address, args.ray_node_sandbox),
     )
     failed = False
     try:

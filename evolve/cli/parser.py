@@ -12,7 +12,8 @@ from evolve import __version__
 from evolve.cli.archive import add_parser as add_archive_parser
 from evolve.cli.ui import add_parser as add_ui_parser
 
-SANDBOXES = ("auto", "local", "docker")  # evolve.sandboxes.CHOICES, without importing it here
+SANDBOXES = ("auto", "local", "docker", "ray")  # evolve.sandboxes.CHOICES, not imported here
+NODE_SANDBOXES = ("auto", "docker", "local")  # evaluators.ray_node.NODE_SANDBOXES
 
 
 class Parser(argparse.ArgumentParser):
@@ -161,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--iterations", type=_integer(0), help="new total number of iterations")
     res.add_argument("--runs-dir", metavar="DIR")
     res.add_argument("--no-progress", action="store_true")
+    res.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="a run on --sandbox ray: the cluster's address now (default: the one it started with)",
+    )
 
     ev = sub.add_parser("eval", help="score one program file in the sandbox")
     ev.add_argument("problem_dir", metavar="PROBLEM_DIR")
@@ -180,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--sandbox", choices=SANDBOXES, default="auto", help="where the program runs (default auto)"
     )
+    _ray_flags(ev)
     _require_isolation(ev)
     _problem_flags(ev)
 
@@ -188,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument(
         "--sandbox", choices=SANDBOXES, default="auto", help="where the seed runs (default auto)"
     )
+    _ray_flags(ck)
     _require_isolation(ck)
     _problem_flags(ck)
 
@@ -233,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_archive_parser(sub)
-    add_ui_parser(sub, SANDBOXES, _integer)
+    add_ui_parser(sub, SANDBOXES[:-1], _integer)  # baselines score here: no ray
     return ap
 
 
@@ -283,8 +291,10 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--sandbox",
         choices=SANDBOXES,
-        help="where candidates run (default auto: docker if its engine and image are there, else local)",
+        help="where candidates run (default auto: docker if its engine and image are there, "
+        "else local; ray: tasks on a Ray cluster)",
     )
+    _ray_flags(run, default=None)
     _require_isolation(run, default=None)
     run.add_argument(
         "--islands", type=_integer(1), help="number of islands (default: problem's, else 3)"
@@ -337,6 +347,22 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--no-progress", action="store_true", help="plain log lines instead of the live display"
+    )
+
+
+def _ray_flags(p: argparse.ArgumentParser, default: str | None = "auto") -> None:
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="with --sandbox ray: the cluster's head (`ray start --head` prints it; "
+        "default: a private Ray instance on this machine, for this command only)",
+    )
+    p.add_argument(
+        "--ray-node-sandbox",
+        choices=NODE_SANDBOXES,
+        default=default,
+        help="with --sandbox ray: how each node runs a candidate (default auto: docker where "
+        "the node has its engine and image, else local)",
     )
 
 

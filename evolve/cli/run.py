@@ -29,7 +29,7 @@ from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
 from evolve.problem import Overrides, Problem, ProblemError, load_problem, require_blocks
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
-from evolve.sandboxes import make_sandbox
+from evolve.sandboxes import make_sandbox, ray_options
 from evolve.settings.report import ignored_lines
 
 # `evolve run`'s flags (argparse dests, each None unless given) and the RunConfig fields
@@ -37,7 +37,8 @@ from evolve.settings.report import ignored_lines
 _FLAGS = (
     "iterations api_base parallel llm_parallel seed budget_usd time_limit sandbox "
     "require_isolation islands migration_interval edit_format crossover_rate temperature "
-    "max_tokens llm_timeout llm_retries llm_backoff prices context_window"
+    "max_tokens llm_timeout llm_retries llm_backoff prices context_window ray_address "
+    "ray_node_sandbox"
 ).split()
 _FIELD_OF = {
     "time_limit": "time_limit_s",
@@ -215,6 +216,8 @@ def cmd_resume(args) -> int:
         cfg = RunConfig.from_json(run["config"])
         if args.iterations is not None:
             cfg = cfg.with_(iterations=args.iterations)
+        if args.ray_address is not None:  # the cluster may live elsewhere now
+            cfg = cfg.with_(ray_address=args.ray_address)
         try:  # the run's own --env/--timeout/..., a NAME alone read from the environment again
             problem = load_problem(run["problem_dir"], cfg.overrides())
         except ProblemError as e:
@@ -300,6 +303,7 @@ def _execute_with(
         run_id=run_id,
         require_isolation=cfg.require_isolation,
         problem_dir=str(problem.root),
+        ray=ray_options(problem, cfg.ray_address, cfg.ray_node_sandbox),
     )
     llm_cfg = llm_config(cfg, problem)  # with the keys, read now
     llm = LLMClient(

@@ -33,6 +33,14 @@ class CascadeStage(Section):
     threshold: FiniteFloat | None = None
 
 
+class ResourcesTable(Section):
+    """What one evaluation asks of a Ray node (--sandbox ray)."""
+
+    cpus: PositiveFloat = 1.0
+    gpus: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
+    memory_mb: PositiveInt | None = None
+
+
 class EvaluationTable(Section):
     timeout_s: PositiveFloat = 60.0
     memory_mb: PositiveInt = 2048
@@ -42,6 +50,7 @@ class EvaluationTable(Section):
     cascade: list[CascadeStage] = []
     max_code_kb: PositiveInt = 64  # larger candidates are recorded invalid, never evaluated
     env: list[EnvEntry] = []  # NAME=VALUE, or NAME: the value the controller has at load time
+    resources: ResourcesTable = ResourcesTable()
 
 
 class FeaturesTable(Section):

@@ -1,0 +1,120 @@
+"""A problem folder packed to travel with a Ray task, so no node needs a shared file system.
+
+The controller packs the problem folder (and its data folder and shared includes, where
+they live elsewhere) once per run into one tar in memory; Ray's object store carries it
+to each node once. A node unpacks it once per content hash into its own cache, and
+every evaluation's paths are rewritten from the controller's to the node's copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from evaluators.sandbox import EvalRequest
+
+MAX_BUNDLE_MB = 1024  # a problem folder larger than this belongs on the nodes already
+SKIP = {"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+CACHE_DIR = "evolve-ray-bundles"
+
+
+class BundleError(ValueError):
+    """The folder cannot travel with a task; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """The packed files, their hash, and where each packed root came from."""
+
+    digest: str
+    data: bytes
+    roots: tuple[tuple[str, str], ...]  # (absolute path on the controller, name in the tar)
+
+
+def pack(problem_dir: str, data_dir: str | None = None, includes: tuple[str, ...] = ()) -> Bundle:
+    """Everything an evaluation of this problem may read, as one tar."""
+    roots = [(str(Path(problem_dir).resolve()), "problem")]
+    if data_dir and not _inside(Path(data_dir).resolve(), Path(roots[0][0])):
+        roots.append((str(Path(data_dir).resolve()), "data"))
+    for i, inc in enumerate(includes):
+        path = Path(inc).resolve()
+        if not any(_inside(path, Path(r)) for r, _ in roots):
+            roots.append((str(path), f"include/{i}/{path.name}"))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
+        for src, name in roots:
+            if os.path.exists(src):
+                tar.add(src, arcname=name, filter=_normalise)
+    data = buf.getvalue()
+    if len(data) > MAX_BUNDLE_MB << 20:
+        raise BundleError(
+            f"{problem_dir}: the problem's files are {len(data) >> 20} MB; a Ray task carries "
+            f"at most {MAX_BUNDLE_MB} MB (put large data on the nodes and point EVOLVE_DATA_DIR at it)"
+        )
+    return Bundle(hashlib.sha256(data).hexdigest(), data, tuple(roots))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _normalise(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """Skip caches; readable by every sandbox uid, writable by none; no owner names."""
+    if set(Path(info.name).parts) & SKIP or info.name.endswith(".pyc"):
+        return None
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = 0
+    executable = info.isdir() or info.mode & 0o111
+    info.mode = 0o755 if executable else 0o644
+    return info
+
+
+def unpack(data: bytes, digest: str, cache_root: str | None = None) -> Path:
+    """The bundle's folder on this node: unpacked on first use, atomically, then reused."""
+    root = Path(cache_root or tempfile.gettempdir(), CACHE_DIR)
+    root.mkdir(mode=0o755, parents=True, exist_ok=True)
+    final = root / digest
+    if final.is_dir():
+        return final
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise BundleError(f"bundle {digest[:12]}: its bytes do not match their hash")
+    work = Path(tempfile.mkdtemp(prefix=f".{digest[:12]}-", dir=root))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(work, filter="data")
+        work.chmod(0o755)
+        try:
+            work.rename(final)
+        except OSError:  # another worker of this node unpacked it first
+            if not final.is_dir():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def relocate(req: EvalRequest, roots: tuple[tuple[str, str], ...], where: Path) -> EvalRequest:
+    """The request with every controller path moved into the node's copy."""
+
+    def moved(path: str | None) -> str | None:
+        if path is None:
+            return None
+        for src, name in roots:
+            if path == src or path.startswith(src + os.sep):
+                return str(where / name) + path[len(src) :]
+        return path
+
+    return replace(
+        req,
+        problem_dir=moved(req.problem_dir) or req.problem_dir,
+        data_dir=moved(req.data_dir),
+        includes=tuple(moved(p) or p for p in req.includes),
+        hidden=tuple(moved(p) or p for p in req.hidden),
+    )

@@ -1,0 +1,79 @@
+"""What a Ray task runs on its node: the node's own sandbox evaluates the candidate.
+
+The task brings the request and the packed problem folder (evaluators/bundle.py); the
+node unpacks the folder once, keeps one sandbox per worker process (a Ray worker runs one
+task at a time), and runs the same harness under the same limits as on the controller.
+If the controller dies, Ray kills its workers, and each evaluation dies with its worker
+as it would with the controller (bubblewrap's --die-with-parent, the fallback's watchdog,
+Docker's owner label for the next sweep).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, replace
+
+from evaluators.bundle import relocate, unpack
+from evaluators.sandbox import EvalRequest, EvalResult, Sandbox
+
+NODE_SANDBOXES = ("auto", "docker", "local")
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """How the node sandboxes an evaluation: as the controller would have."""
+
+    sandbox: str = "auto"  # auto: docker where this node has its engine and image, else local
+    isolate: bool = True  # the local sandbox's namespaces (EVOLVE_LOCAL_ISOLATION=off: False)
+    require_isolation: bool = False
+    run_id: str | None = None
+
+
+@dataclass
+class NodeReply:
+    result: EvalResult
+    node: str  # host name and Ray node id: where it ran
+
+
+_sandboxes: dict[tuple, Sandbox] = {}
+
+
+def evaluate_on_node(
+    req: EvalRequest,
+    bundle: bytes,
+    digest: str,
+    roots: tuple[tuple[str, str], ...],
+    opts: NodeOptions,
+) -> NodeReply:
+    where = unpack(bundle, digest)
+    req = relocate(req, roots, where)
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if gpus is not None:  # the GPUs Ray gave this task, and no others
+        req = replace(req, env={**req.env, "CUDA_VISIBLE_DEVICES": gpus})
+    key = (opts, req.problem_dir if opts.sandbox != "local" else None)
+    sandbox = _sandboxes.get(key)
+    if sandbox is None:
+        sandbox = _sandboxes[key] = _make(opts, req.problem_dir)
+    return NodeReply(sandbox.evaluate(req), _node_name())
+
+
+def _node_name() -> str:
+    import ray
+
+    return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
+
+
+def _make(opts: NodeOptions, problem_dir: str) -> Sandbox:
+    # the node runs the evolve package too (it unpickled this function): the same choice of
+    # backend as `--sandbox auto|docker|local` makes on the controller
+    from evolve.sandboxes import make_sandbox
+
+    return make_sandbox(
+        opts.sandbox,
+        0,  # one evaluation at a time in this worker (+1 slot, unused)
+        run_id=opts.run_id,
+        require_isolation=opts.require_isolation,
+        problem_dir=problem_dir,
+        isolate=opts.isolate,
+    )

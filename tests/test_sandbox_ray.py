@@ -1,0 +1,479 @@
+"""--sandbox ray on a real two-node Ray cluster on 127.0.0.1 (tests/ray_support.py).
+
+Evaluations spread over both nodes and score as the local sandbox scores them; a worker
+node killed mid-run is survived; kill -9 of the controller leaves nothing running on the
+cluster and `resume` neither loses nor repeats a finished evaluation; Ctrl-C cancels what
+is in flight; an evaluation whose worker keeps dying is recorded as the infrastructure's
+failure; a missing package, a dead address or an impossible request is one line.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import itertools
+import os
+import signal
+import sqlite3
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+import pytest
+
+from evaluators.bundle import BundleError, pack, relocate, unpack
+from evaluators.local import LocalSandbox
+from evaluators.sandbox import OK, SANDBOX_ERROR, EvalRequest
+from evolve.evaluation import CandidateEvaluator
+from evolve.problem import load_problem
+from evolve.sandboxes import make_sandbox, ray_options
+from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
+from tests.docker_support import docker_image  # noqa: F401 (a fixture)
+from tests.problem_hostile import block_body
+from tests.ray_support import LoopbackCluster, ray_env
+from tests.scripted_llm import Reply, ScriptedLLM
+
+BINPACK = ROOT / "problems" / "binpack"
+MARGIN_S = 60  # a guard for a loaded machine: a limit, never a timing
+
+# f(x) forks a child that sleeps under a marker (so a test can find where it runs),
+# sleeps itself, then answers; every reply is different code, so nothing is a duplicate
+CANDIDATE = """def f(x):
+    import os, time
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["{mark}-{k}", "{child_s}"])
+    time.sleep({sleep_s})
+    return x + {k}
+"""
+
+EVALUATOR = '''
+import hashlib, importlib.util, os, uuid
+
+def evaluate(program_path, split):
+    code = open(program_path).read()
+    spec = importlib.util.spec_from_file_location("cand", program_path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    value = float(m.f(3))
+    marks = os.environ.get("MARKS")
+    if marks:  # one file per finished evaluation (the sandbox's isolation is off for this)
+        h = hashlib.sha256(code.encode()).hexdigest()[:16]
+        open(os.path.join(marks, f"end-{h}-{uuid.uuid4().hex}"), "w").close()
+    return {"outputs": {"value": value}}
+
+def score(outputs, split):
+    return {"score": -abs(outputs["value"] - 10.0), "metrics": {"value": outputs["value"]}}
+'''
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = LoopbackCluster(cpus_per_node=1).start(workers=1)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def sleepy_problem(root: Path, timeout_s: int = 60) -> Path:
+    root.mkdir()
+    (root / "problem.toml").write_text(
+        '[problem]\nname = "sleepy"\nentry = "seed.py"\n'
+        f'[evaluation]\ntimeout_s = {timeout_s}\nsplits = ["train"]\n'
+    )
+    (root / "seed.py").write_text("# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n")
+    (root / "evaluator.py").write_text(EVALUATOR)
+    return root
+
+
+class Script:
+    """Candidates that sleep `sleep_s` with a marked child; the first `slow` sleep longer."""
+
+    def __init__(self, mark: str, sleep_s: float = 1.0, slow: int = 0, slow_s: float = 120) -> None:
+        self.mark, self.sleep_s, self.slow, self.slow_s = mark, sleep_s, slow, slow_s
+        self.count = itertools.count(1)
+        self.lock = threading.Lock()
+
+    def __call__(self, request: dict) -> Reply:
+        with self.lock:
+            k = next(self.count)
+        s = self.slow_s if k <= self.slow else self.sleep_s
+        body = CANDIDATE.format(mark=self.mark, k=k, child_s=600, sleep_s=s)
+        return Reply(f"```python\n# EVOLVE-BLOCK-START\n{body}# EVOLVE-BLOCK-END\n```")
+
+
+def marked(mark: str) -> list[psutil.Process]:
+    out = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        if p.info["status"] != psutil.STATUS_ZOMBIE and mark in " ".join(p.info["cmdline"] or []):
+            out.append(p)
+    return out
+
+
+def ray_tasks_running() -> list[int]:
+    """Ray workers busy with one of our evaluations, on any node of this machine."""
+    return [
+        p.pid
+        for p in psutil.process_iter(["cmdline", "status"])
+        if p.info["status"] != psutil.STATUS_ZOMBIE
+        and " ".join(p.info["cmdline"] or []).startswith("ray::evaluate_on_node")
+    ]
+
+
+def task_worker(p: psutil.Process) -> psutil.Process | None:
+    """The Ray worker process an evaluation's process descends from."""
+    try:
+        for a in p.parents():
+            if " ".join(a.cmdline()).startswith("ray::"):
+                return a
+    except psutil.Error:
+        pass
+    return None
+
+
+def wait_for(cond, guard_s: float, what: str, proc=None):
+    end = time.monotonic() + guard_s
+    while True:
+        got = cond()
+        if got:
+            return got
+        if proc is not None:
+            assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end, what
+        time.sleep(0.1)
+
+
+def statuses(runs: Path, run_id: str) -> dict[int, tuple]:
+    if not (runs / "archive.db").exists():
+        return {}
+    db = sqlite3.connect(runs / "archive.db")
+    try:
+        rows = db.execute(
+            "SELECT iteration, status, score, code_hash FROM programs WHERE run_id=? AND status!='pending'",
+            (run_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:
+        rows = []
+    finally:
+        db.close()
+    return {r[0]: r for r in rows}
+
+
+def ray_args(cluster: LoopbackCluster, *extra: str) -> tuple[str, ...]:
+    return ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local", *extra)
+
+
+# ---------------------------------------------------------------- the bundle
+
+
+def test_bundle_carries_the_folder_its_outside_data_and_includes(tmp_path):
+    problem, data, shared = tmp_path / "p", tmp_path / "d", tmp_path / "shared.py"
+    (problem / "__pycache__").mkdir(parents=True)
+    (problem / "evaluator.py").write_text("x = 1\n")
+    (problem / "__pycache__" / "evaluator.cpython-311.pyc").write_bytes(b"junk")
+    data.mkdir()
+    (data / "held_out.csv").write_text("1,2\n")
+    (data / "held_out.csv").chmod(0o600)
+    shared.write_text("y = 2\n")
+    b = pack(str(problem), str(data), (str(shared),))
+    assert b.digest == pack(str(problem), str(data), (str(shared),)).digest  # deterministic
+    where = unpack(b.data, b.digest, str(tmp_path / "node"))
+    assert unpack(b.data, b.digest, str(tmp_path / "node")) == where  # unpacked once
+    assert (where / "problem" / "evaluator.py").read_text() == "x = 1\n"
+    assert not (where / "problem" / "__pycache__").exists()
+    assert (where / "data" / "held_out.csv").stat().st_mode & 0o777 == 0o644  # every uid reads
+    req = EvalRequest(
+        problem_dir=str(problem), program_code="", program_name="seed.py", split="train",
+        data_dir=str(data), includes=(str(shared),), hidden=(str(data / "held_out.csv"),),
+    )
+    moved = relocate(req, b.roots, where)
+    assert Path(moved.problem_dir) == where / "problem"
+    assert Path(moved.hidden[0]).read_text() == "1,2\n"
+    assert Path(moved.includes[0]).read_text() == "y = 2\n"
+    with pytest.raises(BundleError, match="do not match their hash"):
+        unpack(b.data + b"x", b.digest, str(tmp_path / "other"))
+
+
+# ---------------------------------------------------------------- the same scores, both nodes
+
+
+def test_scores_match_the_local_sandbox_and_spread_over_both_nodes(cluster):
+    problem = load_problem(BINPACK)
+    fixed = problem.seed_code
+    first_fit = (BINPACK / "baselines" / "first_fit.py").read_text()
+    from evolve.edits.blocks import complete_from_seed
+
+    candidates = {
+        "seed": fixed,
+        "first_fit": complete_from_seed(first_fit, fixed),
+        "syntax": fixed.replace(block_body(BINPACK / "seed.py"), "def priority(item, bins):\n    return (\n"),
+        "wrong_shape": fixed.replace(
+            block_body(BINPACK / "seed.py"), "def priority(item, bins):\n    return bins[:1]\n"
+        ),
+        "raises": fixed.replace(
+            block_body(BINPACK / "seed.py"), "def priority(item, bins):\n    return UNKNOWN\n"
+        ),
+    }
+    local = CandidateEvaluator(problem, LocalSandbox(max_parallel=2))
+    ray = CandidateEvaluator(
+        problem, make_sandbox("ray", 2, ray=ray_options(problem, cluster.address, "local"))
+    )
+    try:
+        with ThreadPoolExecutor(4) as pool:  # several in flight: the tasks spread
+            remote = dict(zip(candidates, pool.map(lambda c: ray.run_split(c, "quick"), candidates.values()), strict=True))
+            again = list(pool.map(lambda c: ray.run_split(c, "quick"), [fixed] * 4))
+        for name, code in candidates.items():
+            want = local.run_split(code, "quick")
+            got = remote[name]
+            assert (got.status, got.score, got.metrics) == (want.status, want.score, want.metrics), name
+        assert [r.score for r in again] == [remote["seed"].score] * 4
+        assert remote["seed"].status == OK and remote["syntax"].status == "syntax_error"
+        placements = ray.sandbox.placements  # type: ignore[attr-defined]
+        assert len(placements) == 2 and sum(placements.values()) == len(candidates) + 4, placements
+    finally:
+        ray.sandbox.close()
+        local.sandbox.close()
+
+
+def test_a_node_with_docker_runs_the_candidate_in_its_container(cluster, docker_image):  # noqa: F811
+    problem = load_problem(BINPACK)
+    code = problem.seed_code.replace(
+        block_body(BINPACK / "seed.py"),
+        "def priority(item, bins):\n    import socket\n    socket.create_connection(('127.0.0.1', 9), 1)\n    return -bins\n",
+    )
+    ray = CandidateEvaluator(
+        problem, make_sandbox("ray", 1, ray=ray_options(problem, cluster.address, "docker"))
+    )
+    local = CandidateEvaluator(problem, LocalSandbox())
+    try:
+        seed, want = ray.run_split(problem.seed_code, "quick"), local.run_split(problem.seed_code, "quick")
+        assert (seed.status, seed.score) == (OK, want.score)
+        netted = ray.run_split(code, "quick")  # --network none: not even the node's loopback
+        assert netted.status == "runtime_error", netted.artifacts
+    finally:
+        ray.sandbox.close()
+        local.sandbox.close()
+
+
+# ---------------------------------------------------------------- faults
+
+
+def test_a_worker_node_killed_mid_run_is_survived(cluster, tmp_path):
+    problem = sleepy_problem(tmp_path / "sleepy")
+    mark = f"zzray{uuid.uuid4().hex[:10]}"
+    runs = tmp_path / "runs"
+    worker_sessions = {os.getsid(w.pid) for w in cluster.workers}
+
+    def on_worker_node() -> bool:
+        for p in marked(mark):
+            w = task_worker(p)
+            try:
+                if w is not None and os.getsid(w.pid) in worker_sessions:
+                    return True
+            except ProcessLookupError:
+                pass
+        return False
+
+    try:
+        with ScriptedLLM(Script(mark, sleep_s=3)) as srv:
+            proc = popen(
+                *run_args(srv.base_url, runs, *ray_args(cluster, "--parallel", "2", "--run-id", "node"),
+                          problem=problem, iterations=6),
+                extra_env=ray_env(),
+            )
+            wait_for(on_worker_node, 180, "no evaluation ever ran on the worker node", proc)
+            cluster.kill_worker()  # mid-evaluation: its raylet, object store and workers
+            out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        assert "lost to the infrastructure" in err, err[-3000:]
+        rows = statuses(runs, "node")
+        assert sorted(rows) == list(range(7))
+        assert {r[1] for r in rows.values()} == {"ok"}, rows  # resubmitted, never blamed
+    finally:
+        for p in marked(mark):
+            p.kill()
+        if not cluster.workers:
+            cluster.add_worker()
+
+
+def test_an_evaluation_whose_worker_keeps_dying_is_the_infrastructures_failure(cluster, tmp_path):
+    problem = load_problem(sleepy_problem(tmp_path / "sleepy"))
+    mark = f"zzdie{uuid.uuid4().hex[:10]}"
+    code = problem.seed_code.replace("def f(x):\n    return x\n", CANDIDATE.format(mark=mark, k=1, child_s=600, sleep_s=60))
+    sandbox = make_sandbox("ray", 1, ray=ray_options(problem, cluster.address, "local", retries=1))
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def killer():  # the node's worker dies under every attempt (an OOM kill, a lost node)
+        while not stop.is_set():
+            for p in marked(mark):
+                w = task_worker(p)
+                if w is not None and w.pid not in killed:
+                    killed.append(w.pid)
+                    w.kill()
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    try:
+        r = CandidateEvaluator(problem, sandbox).run_split(code, "train")
+    finally:
+        stop.set()
+        t.join()
+        sandbox.close()
+        for p in marked(mark):
+            p.kill()
+    assert r.status == SANDBOX_ERROR and r.score is None
+    assert "infrastructure failure, not the candidate's" in r.artifacts["error"], r.artifacts
+    assert r.artifacts["attempts"] == "2" and len(killed) == 2
+
+
+def test_kill_9_of_the_controller_leaves_nothing_on_the_cluster_and_resume_is_exactly_once(cluster, tmp_path):
+    problem = sleepy_problem(tmp_path / "sleepy", timeout_s=30)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    marks.chmod(0o777)
+    mark = f"zzkill{uuid.uuid4().hex[:10]}"
+    runs = tmp_path / "runs"
+    env = {**ray_env(), "EVOLVE_LOCAL_ISOLATION": "off"}  # the evaluator writes its marks
+    args = ray_args(cluster, "--parallel", "2", "--run-id", "k", "--env", f"MARKS={marks}")
+    try:
+        with ScriptedLLM(Script(mark, sleep_s=0.5, slow=0)) as srv:
+            proc = popen(*run_args(srv.base_url, runs, *args, problem=problem, iterations=10), extra_env=env)
+            wait_for(lambda: len(statuses(runs, "k")) >= 4 and marked(mark), 240, "the run never got going", proc)
+            before = statuses(runs, "k")
+            ends_before = end_marks(marks)
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            # Ray kills the dead driver's workers, and each evaluation dies with its worker
+            end = time.monotonic() + MARGIN_S
+            while (marked(mark) or ray_tasks_running()) and time.monotonic() < end:
+                time.sleep(0.2)
+            assert marked(mark) == [] and ray_tasks_running() == []
+            resumed = evolve("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env, timeout=600)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+    finally:
+        for p in marked(mark):
+            p.kill()
+    after = statuses(runs, "k")
+    assert sorted(after) == list(range(11))
+    for it, row in before.items():
+        assert after[it] == row  # nothing finished before the kill changed
+    ends = end_marks(marks)
+    for it, row in before.items():  # a finished evaluation never ran again
+        if row[1] == "ok" and it > 0:
+            h = hashlib.sha256(_code(runs, "k", it).encode()).hexdigest()[:16]
+            assert ends[h] == ends_before[h] == 1, (it, ends[h], ends_before[h])
+    run = archive_json(runs, "runs")[0]
+    assert run["status"] == "finished" and run["iterations_done"] == 10
+
+
+def test_ctrl_c_cancels_what_is_in_flight(cluster, tmp_path):
+    problem = sleepy_problem(tmp_path / "sleepy", timeout_s=300)
+    mark = f"zzint{uuid.uuid4().hex[:10]}"
+    runs = tmp_path / "runs"
+    try:
+        with ScriptedLLM(Script(mark, slow=100, slow_s=250)) as srv:
+            proc = popen(
+                *run_args(srv.base_url, runs, *ray_args(cluster, "--parallel", "2", "--run-id", "int"),
+                          problem=problem, iterations=4),
+                extra_env=ray_env(),
+            )
+            wait_for(lambda: len(marked(mark)) >= 2, 240, "the slow candidates never started", proc)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 130, err[-3000:]
+        # cancelled, not waited for: the candidates would sleep 250 s, their deadline is 300 s
+        end = time.monotonic() + MARGIN_S
+        while (marked(mark) or ray_tasks_running()) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert marked(mark) == [] and ray_tasks_running() == []
+        run = archive_json(runs, "runs")[0]
+        assert run["status"] == "stopped" and run["stop_reason"] == "interrupted"
+    finally:
+        for p in marked(mark):
+            p.kill()
+
+
+# ---------------------------------------------------------------- bad input, one line
+
+
+def test_a_dead_address_is_one_line(tmp_path):
+    with socket_port() as port:
+        r = evolve("eval", BINPACK, BINPACK / "seed.py", "--sandbox", "ray", "--ray-address", f"127.0.0.1:{port}")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"--ray-address 127.0.0.1:{port}: no Ray cluster answers there" in r.stderr
+
+
+def test_without_the_ray_package_the_error_says_how_to_install_it(tmp_path):
+    fake = tmp_path / "fake" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    r = evolve("eval", BINPACK, BINPACK / "seed.py", "--sandbox", "ray",
+               extra_env={"PYTHONPATH": f"{fake.parent}:{ROOT}"})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "the `ray` package is not installed: pip install -e '.[ray]'" in r.stderr
+
+
+def test_a_problem_asking_for_more_than_the_cluster_has_is_one_line(cluster, tmp_path):
+    problem = sleepy_problem(tmp_path / "gpu")
+    toml = problem / "problem.toml"
+    toml.write_text(toml.read_text() + "[evaluation.resources]\ngpus = 1\n")
+    r = evolve("eval", problem, problem / "seed.py", *ray_args(cluster), extra_env=ray_env())
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "each evaluation asks for 1 GPU, and the cluster has 0 in all" in r.stderr
+
+
+class socket_port:
+    """A loopback port that nothing listens on (bound, never listening)."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        return self.s.getsockname()[1]
+
+    def __exit__(self, *exc) -> None:
+        self.s.close()
+
+
+def end_marks(marks: Path) -> collections.Counter:
+    return collections.Counter(f.name.split("-")[1] for f in marks.glob("end-*"))
+
+
+def _code(runs: Path, run_id: str, it: int) -> str:
+    db = sqlite3.connect(runs / "archive.db")
+    (code,) = db.execute("SELECT code FROM programs WHERE run_id=? AND iteration=?", (run_id, it)).fetchone()
+    db.close()
+    return code
+
+
+@pytest.mark.parametrize(
+    ("table", "fragment"),
+    [
+        ("gpus = -1", "gpus"),
+        ("cpus = 0", "cpus"),
+        ("disks = 2", "unknown key 'disks'"),
+    ],
+)
+def test_bad_resources_name_the_field(tmp_path, table, fragment):
+    problem = sleepy_problem(tmp_path / "bad")
+    toml = problem / "problem.toml"
+    toml.write_text(toml.read_text() + f"[evaluation.resources]\n{table}\n")
+    r = evolve("check", problem, "--sandbox", "local")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    line = r.stderr.strip()
+    assert "\n" not in line and "[evaluation] resources" in line and fragment in line, line
+
+
+def test_declared_resources_reach_the_ray_task(tmp_path):
+    problem = sleepy_problem(tmp_path / "res")
+    toml = problem / "problem.toml"
+    toml.write_text(toml.read_text().replace("timeout_s = 60", "timeout_s = 60\nmemory_mb = 512")
+                    + "[evaluation.resources]\ncpus = 0.5\ngpus = 1\n")
+    opts = ray_options(load_problem(problem), "127.0.0.1:6379", "docker")
+    assert (opts.cpus, opts.gpus, opts.memory_mb, opts.node.sandbox) == (0.5, 1.0, 512, "docker")
