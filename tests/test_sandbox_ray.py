@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import itertools
+import json
 import os
 import signal
 import sqlite3
@@ -329,6 +330,50 @@ def test_an_evaluation_whose_worker_keeps_dying_is_the_infrastructures_failure(c
     assert r.status == SANDBOX_ERROR and r.score is None
     assert "infrastructure failure, not the candidate's" in r.artifacts["error"], r.artifacts
     assert r.artifacts["attempts"] == "2" and len(killed) == 2
+
+
+def test_a_task_that_ray_cancels_is_resubmitted(cluster, tmp_path):
+    problem = load_problem(sleepy_problem(tmp_path / "sleepy"))
+    mark = f"zzcancel{uuid.uuid4().hex[:10]}"
+    code = problem.seed_code.replace(
+        "def f(x):\n    return x\n", CANDIDATE.format(mark=mark, k=7, child_s=600, sleep_s=3)
+    )
+    sandbox = make_sandbox("ray", 1, ray=ray_options(problem, cluster.address, "local"))
+    import ray
+
+    def cancel_once():  # as an operator's `ray.cancel` would, while the candidate runs
+        wait_for(lambda: marked(mark), 120, "the candidate never started")
+        for task in list(sandbox._inflight):  # type: ignore[attr-defined]
+            ray.cancel(task, force=True)
+
+    t = threading.Thread(target=cancel_once, daemon=True)
+    t.start()
+    try:
+        r = CandidateEvaluator(problem, sandbox).run_split(code, "train")
+    finally:
+        t.join()
+        sandbox.close()
+        for p in marked(mark):
+            p.kill()
+    assert (r.status, r.metrics) == (OK, {"value": 10.0}), r.artifacts
+    assert sandbox.infra_failures == 1  # type: ignore[attr-defined]
+
+
+def test_without_an_address_a_private_instance_lives_as_long_as_the_command():
+    def instances() -> set[int]:
+        return {p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "gcs_server"}
+
+    before = instances()
+    args = ("eval", BINPACK, BINPACK / "seed.py", "--stage", "quick", "--json")
+    r = evolve(*args, "--sandbox", "ray", "--ray-node-sandbox", "local", extra_env=ray_env())
+    local = evolve(*args, "--sandbox", "local")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout)["score"] == json.loads(local.stdout)["score"]
+    assert "sandbox: ray ran 1 evaluations on 1 node(s)" in r.stderr
+    end = time.monotonic() + MARGIN_S
+    while instances() - before and time.monotonic() < end:
+        time.sleep(0.2)
+    assert instances() - before == set()  # ray.shutdown() stopped what ray.init() started
 
 
 def test_kill_9_of_the_controller_leaves_nothing_on_the_cluster_and_resume_is_exactly_once(cluster, tmp_path):
