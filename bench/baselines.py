@@ -2,7 +2,8 @@
 
     python bench/baselines.py [--problems A B] [--sandbox local] [--compare OLD.json]
 
-Writes bench/results/baselines.json and prints a markdown table; with
+Writes bench/results/baselines.json and prints a markdown table (with each evaluation's
+wall time in the sandbox, one split alone, no cascade); with
 --compare, lists every score or metric that differs from an earlier run (the
 problem READMEs' numbers must be reproduced bit for bit). Metrics that are
 timings (`runtime*`, `*_ms`, and eplb's speed terms) are left out of the comparison.
@@ -49,7 +50,12 @@ def score_all(names: list[str], sandbox_name: str) -> dict[str, dict]:
                 for split in filter(None, (problem.train_split, problem.test_split)):
                     r = ev.run_split(code, split)
                     key = f"{name}/{path.relative_to(problem.root)}/{split}"
-                    out[key] = {"status": r.status, "score": r.score, "metrics": r.metrics}
+                    out[key] = {
+                        "status": r.status,
+                        "score": r.score,
+                        "metrics": r.metrics,
+                        "eval_s": round(r.wall_s, 2),
+                    }
                     print(f"{key}: {r.status} {r.score}", file=sys.stderr, flush=True)
     finally:
         sandbox.close()
@@ -83,10 +89,10 @@ def main() -> int:
     scores = score_all(names, args.sandbox)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(scores, indent=1, sort_keys=True))
-    print("| program | split | status | score |\n|---|---|---|---|")
+    print("| program | split | status | score | eval s |\n|---|---|---|---|---|")
     for key, r in scores.items():
         program, split = key.rsplit("/", 1)
-        print(f"| {program} | {split} | {r['status']} | {r['score']!r} |")
+        print(f"| {program} | {split} | {r['status']} | {r['score']!r} | {r['eval_s']} |")
     if args.compare:
         diffs = differences(json.loads(args.compare.read_text()), scores)
         print("\n".join(diffs) if diffs else f"identical to {args.compare} (timings aside)")
