@@ -94,7 +94,7 @@ class RaySandbox:
                 address=address,
                 include_dashboard=False,
                 log_to_driver=False,
-                logging_level=logging.WARNING,
+                logging_level=logging.ERROR,  # not its notices (token auth on, ...)
                 namespace="evolve",
                 num_cpus=None if address else os.cpu_count() or 1,
             )
