@@ -4,18 +4,23 @@ Problems ship their files in `<problem>/data/` and declare each in problem.toml
 (`[[data]]` with path, url, sha256). The trusted controller checks them before
 any evaluation (downloading a missing one that has a url) and hands the folder
 to the sandbox as EVOLVE_DATA_DIR; candidates and evaluators never need the
-network. `evolve data fetch` downloads them again on purpose.
+network. `evolve data fetch` downloads them again on purpose; a problem's fetch_data.py
+does the same with `fetch_verified` and `fetch_main`, optionally from a mirror (BASE/<path>).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import io
 import os
-import shutil
+import sys
 import tempfile
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 DATA_ENV = "EVOLVE_DATA_DIR"
 
@@ -81,18 +86,113 @@ def fetch(files: list[DataFile], data_dir: Path, timeout_s: float = 60.0) -> lis
     return done
 
 
+def mirror_source(f: DataFile, base: str | None) -> str:
+    """Where to read one file: its url; or, given a mirror, BASE/<path> (BASE a folder, or a
+    URL: https://, file:// included)."""
+    if base is None:
+        if not f.url:
+            raise DataError(f"{f.path}: no url to download it from (a mirror BASE may hold it)")
+        return f.url
+    if os.path.isdir(base):
+        return os.path.join(base, f.path)
+    return base.rstrip("/") + "/" + f.path
+
+
+def fetch_verified(
+    files: list[DataFile],
+    data_dir: Path,
+    base: str | None = None,
+    *,
+    source: Callable[[DataFile, str | None], str] = mirror_source,
+    timeout_s: float = 60.0,
+) -> list[Path]:
+    """Read every file from `source(file, base)` (its url, or BASE/<path>), check its SHA-256
+    and write it atomically into data_dir; returns the paths written. The first file that does
+    not match raises DataError and is never written (the copy already there stays); a file that
+    cannot be read raises its OSError."""
+    written = []
+    for f in files:
+        where = source(f, base)
+        with _open(where, timeout_s) as src:
+            got = _save(src, data_dir / f.path, f.sha256)
+        if got is not None:
+            raise DataError(
+                f"{where}: SHA-256 {got}, expected {f.sha256}; the upstream file changed"
+            )
+        written.append(data_dir / f.path)
+    return written
+
+
+def fetch_main(
+    argv: list[str] | None,
+    doc: str | None,
+    fetch: Callable[[str, Path], list[Path]],
+    data_dir: Path,
+    *,
+    flag: str = "--base",
+    default: str | None = None,
+    help: str | None = None,
+) -> int:
+    """A problem's fetch_data.py command line: `[FLAG SOURCE] [--data-dir DIR]`, then
+    fetch(SOURCE, DIR); prints each path written, or `error: ...` on stderr and returns 1."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument(
+        flag, dest="source", metavar=flag.lstrip("-").upper(), default=default, help=help
+    )
+    parser.add_argument("--data-dir", type=Path, default=data_dir)
+    args = parser.parse_args(argv)
+    try:
+        for path in fetch(args.source, args.data_dir):
+            print(path)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def read_source(source: str, timeout_s: float = 60.0) -> bytes:
+    """The bytes at `source`: a local file, or a URL (https://, file:// included)."""
+    with _open(source, timeout_s) as src:
+        return src.read()
+
+
+def write_atomic(target: Path, data: bytes) -> None:
+    """Replace target with data in one step (creating its folder)."""
+    _save(io.BytesIO(data), target, None)
+
+
 def _download(f: DataFile, target: Path, timeout_s: float) -> None:
     assert f.url is not None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(f.url, timeout=timeout_s) as resp:
-            shutil.copyfileobj(resp, out)
-        if f.sha256 and sha256_of(Path(tmp)) != f.sha256.lower():
-            raise DataError(f"{f.url}: downloaded file does not match SHA-256 {f.sha256}")
-        os.replace(tmp, target)  # atomic: a killed download never leaves a half file behind
+        with urllib.request.urlopen(f.url, timeout=timeout_s) as src:
+            got = _save(src, target, f.sha256)
     except OSError as e:
         raise DataError(f"{f.url}: download failed: {e}") from None
+    if got is not None:
+        raise DataError(f"{f.url}: downloaded file does not match SHA-256 {f.sha256}")
+
+
+def _open(source: str, timeout_s: float) -> IO[bytes]:
+    if os.path.isfile(source):
+        return open(source, "rb")
+    return urllib.request.urlopen(source, timeout=timeout_s)
+
+
+def _save(src: IO[bytes], target: Path, sha256: str | None) -> str | None:
+    """Copy src into target, replacing it only if what was read has the SHA-256 `sha256` (or
+    none is asked); returns the SHA-256 read when it does not match (target untouched)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
+    h = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in iter(lambda: src.read(1 << 20), b""):
+                h.update(chunk)
+                out.write(chunk)
+        if sha256 and h.hexdigest() != sha256.lower():
+            return h.hexdigest()
+        os.replace(tmp, target)  # atomic: a killed download never leaves a half file behind
+        return None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -91,6 +91,15 @@ def test_not_a_problem_folder(tmp_path):
         load_problem(tmp_path / "missing")
 
 
+@pytest.mark.parametrize(
+    "problem", sorted(p.parent.name for p in ROOT.glob("problems/*/problem.toml"))
+)
+def test_nothing_reads_the_shared_data_folder(problem):
+    """A problem's data files ship in its data/; no code of the problem looks elsewhere."""
+    for path in (ROOT / "problems" / problem).rglob("*.py"):
+        assert "shared/" not in path.read_text(), path
+
+
 def test_every_shipped_problem_loads_and_marks_its_blocks():
     """The schemas accept every problem folder in the repository as it is."""
     from evolve.problem import require_blocks

@@ -456,8 +456,3 @@ def test_scripted_run_of_20_iterations(tmp_path):
     best = archive_json(tmp_path, "best", "--problem", "gpu_placement")
     assert best["iteration"] > 0 and "partial" in best["code"]
     assert best["score"] > README[("best_fit.py", "train")] and best["test_score"] is not None
-
-
-def test_nothing_reads_the_shared_data_folder():
-    for path in PROBLEM.rglob("*.py"):
-        assert "shared/" not in path.read_text(), path

@@ -586,9 +586,3 @@ def test_scripted_run_of_20_iterations(tmp_path):
     best = archive_json(runs, "best", "--problem", "llm_serving")
     assert best["iteration"] > 0 and "lexsort" in best["code"]
     assert best["score"] > README[("fcfs.py", "train")] and best["test_score"] is not None
-
-
-def test_nothing_reads_the_shared_data_folder():
-    """The data files ship in the problem's data/; no code of the problem looks elsewhere."""
-    for path in PROBLEM.rglob("*.py"):
-        assert "shared/" not in path.read_text(), path

@@ -15,16 +15,14 @@ not the one problem.toml records.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import hashlib
 import json
-import os
 import sys
-import tempfile
 import tomllib
-import urllib.request
 from pathlib import Path
+
+from evolve.data import fetch_main, read_source, write_atomic
 
 HERE = Path(__file__).resolve().parent
 (DATA,) = tomllib.loads((HERE / "problem.toml").read_text())["data"]  # its path and SHA-256
@@ -108,40 +106,27 @@ def render(datasets: dict[str, dict[str, dict]]) -> bytes:
 
 def fetch(url: str, data_dir: Path, timeout_s: float = 60.0) -> Path:
     """Read the notebook, extract, verify, and write data_dir/funsearch_or3_weibull5k.json atomically."""
-    if os.path.isfile(url):
-        text = Path(url).read_text(encoding="utf-8")
-    else:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            text = resp.read().decode("utf-8")
-    data = render(extract(text))
+    data = render(extract(read_source(url, timeout_s).decode("utf-8")))
     digest, want = hashlib.sha256(data).hexdigest(), DATA["sha256"]
     if digest != want:
         raise ValueError(
             f"{url}: the extracted datasets have SHA-256 {digest}, expected "
             f"{want}; the upstream notebook changed"
         )
-    target = data_dir / DATA["path"]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, target)
-    return target
+    write_atomic(data_dir / DATA["path"], data)
+    return data_dir / DATA["path"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--url", default=UPSTREAM_URL, help="bin_packing.ipynb: a URL or a local path"
+    return fetch_main(
+        argv,
+        __doc__,
+        lambda url, data_dir: [fetch(url, data_dir)],
+        HERE / "data",
+        flag="--url",
+        default=UPSTREAM_URL,
+        help="bin_packing.ipynb: a URL or a local path",
     )
-    parser.add_argument("--data-dir", type=Path, default=HERE / "data")
-    args = parser.parse_args(argv)
-    try:
-        print(fetch(args.url, args.data_dir))
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -13,18 +13,21 @@ matches; one that does not is never written, and the copy already there stays.
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import os
 import sys
-import tempfile
 import tomllib
-import urllib.request
+from dataclasses import asdict
 from pathlib import Path
+
+from evolve.data import DataFile, fetch_main, fetch_verified
 
 HERE = Path(__file__).resolve().parent
 FILES = tomllib.loads((HERE / "problem.toml").read_text())["data"]  # path, url, sha256, splits
 UPSTREAM_BASE = "https://raw.githubusercontent.com/wfcommons/WfInstances/main"
+HELP = (
+    "a URL or folder laid out like the WfInstances repository, or a flat folder "
+    f"of the files (default: each file's url in problem.toml, under {UPSTREAM_BASE})"
+)
 
 
 def repo_path(entry: dict) -> str:
@@ -46,51 +49,14 @@ def source_of(entry: dict, base: str | None) -> str:
     return base.rstrip("/") + "/" + repo_path(entry)
 
 
-def read(source: str, timeout_s: float = 60.0) -> bytes:
-    if os.path.isfile(source):
-        return Path(source).read_bytes()
-    with urllib.request.urlopen(source, timeout=timeout_s) as resp:
-        return resp.read()
-
-
 def fetch(base: str | None, data_dir: Path) -> list[Path]:
     """Fetch and verify every file; write each atomically. Raises on the first mismatch."""
-    written = []
-    for entry in FILES:
-        source = source_of(entry, base)
-        data = read(source)
-        digest = hashlib.sha256(data).hexdigest()
-        if digest != entry["sha256"]:
-            raise ValueError(
-                f"{source}: SHA-256 {digest}, expected {entry['sha256']}; the upstream file changed"
-            )
-        target = data_dir / entry["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-        written.append(target)
-    return written
+    files = [DataFile(**e) for e in FILES]
+    return fetch_verified(files, data_dir, base, source=lambda f, b: source_of(asdict(f), b))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--base",
-        default=None,
-        help="a URL or folder laid out like the WfInstances repository, or a flat folder "
-        f"of the files (default: each file's url in problem.toml, under {UPSTREAM_BASE})",
-    )
-    parser.add_argument("--data-dir", type=Path, default=HERE / "data")
-    args = parser.parse_args(argv)
-    try:
-        for path in fetch(args.base, args.data_dir):
-            print(path)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return fetch_main(argv, __doc__, fetch, HERE / "data", help=HELP)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,13 @@ import argparse
 import csv
 import hashlib
 import io
-import os
 import random
 import sys
-import tempfile
 import tomllib
 import urllib.request
 from pathlib import Path
+
+from evolve.data import write_atomic
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM = (
@@ -158,15 +158,9 @@ def fetch(source: str, data_dir: Path) -> list[Path]:
         got = hashlib.sha256(data).hexdigest()
         if got != want.get(name):
             raise ValueError(f"{name}: SHA-256 {got} is not {want.get(name)} (upstream changed?)")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    written = []
     for name, data in files.items():
-        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=f".{name}.")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, data_dir / name)
-        written.append(data_dir / name)
-    return written
+        write_atomic(data_dir / name, data)
+    return [data_dir / name for name in files]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,16 +15,14 @@ are the ones problem.toml records.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import os
 import re
 import sys
-import tempfile
 import tomllib
-import urllib.request
 from pathlib import Path
+
+from evolve.data import fetch_main, read_source, write_atomic
 
 HERE = Path(__file__).resolve().parent
 DATA = {d["path"]: d["sha256"] for d in tomllib.loads((HERE / "problem.toml").read_text())["data"]}
@@ -60,41 +58,26 @@ def split(upstream: bytes) -> dict[str, bytes]:
 
 def fetch(url: str, data_dir: Path, timeout_s: float = 60.0) -> list[Path]:
     """Read the benchmark file, split, verify, and write both parts atomically."""
-    if os.path.isfile(url):
-        raw = Path(url).read_bytes()
-    else:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            raw = resp.read()
-    parts = split(raw)
+    parts = split(read_source(url, timeout_s))
     for file, data in parts.items():
         digest = hashlib.sha256(data).hexdigest()
         if digest != DATA[file]:
             raise ValueError(f"{file}: SHA-256 {digest}, expected {DATA[file]}")
-    data_dir.mkdir(parents=True, exist_ok=True)
-    written = []
     for file, data in parts.items():
-        fd, tmp = tempfile.mkstemp(dir=data_dir, prefix=".part-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, data_dir / file)
-        written.append(data_dir / file)
-    return written
+        write_atomic(data_dir / file, data)
+    return [data_dir / file for file in parts]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument(
-        "--url", default=UPSTREAM_URL, help="benchmark_instances.json: a URL or a local path"
+    return fetch_main(
+        argv,
+        __doc__,
+        fetch,
+        HERE / "data",
+        flag="--url",
+        default=UPSTREAM_URL,
+        help="benchmark_instances.json: a URL or a local path",
     )
-    parser.add_argument("--data-dir", type=Path, default=HERE / "data")
-    args = parser.parse_args(argv)
-    try:
-        for path in fetch(args.url, args.data_dir):
-            print(path)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
