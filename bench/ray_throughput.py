@@ -15,7 +15,8 @@
    another, in this process through LocalSandbox and through RaySandbox (2 slots); the
    overhead per task is the difference of the median wall times (request in, result out).
 
-The clusters are real `ray start` nodes on 127.0.0.1 (tests/ray_support.py). Writes
+The clusters are real `ray start` nodes on 127.0.0.1 (tests/ray_support.py), without
+token authentication (RAY_AUTH_MODE=disabled, for them and every driver here). Writes
 bench/results/ray_throughput.json.
 """
 
@@ -43,7 +44,7 @@ from evaluators.local import LocalSandbox  # noqa: E402
 from evolve.evaluation import CandidateEvaluator  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
 from evolve.sandboxes import make_sandbox, ray_options  # noqa: E402
-from tests.ray_support import LoopbackCluster  # noqa: E402
+from tests.ray_support import AUTH_OFF, LoopbackCluster  # noqa: E402
 from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 
 EVALUATOR = """
@@ -135,6 +136,7 @@ def main() -> None:
     ap.add_argument("--sleep", type=float, default=2.0, help="seconds the evaluator sleeps")
     ap.add_argument("--repeat", type=int, default=20, help="evaluations for the dispatch overhead")
     args = ap.parse_args()
+    os.environ.update(AUTH_OFF)  # the drivers here and in the runs agree with the clusters
     console = Console(stderr=True)
     work = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     problem = make_problem(work / "sleeper")

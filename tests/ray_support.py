@@ -7,6 +7,9 @@ the head starts with it set (and binds 127.0.0.1), and the worker node starts th
 `python tests/ray_support.py start ...`, which keeps its loopback address as given.
 Each node runs `ray start --block` in its own session, so a test can kill one node
 (its raylet and workers) without `ray stop`, which would stop every Ray on the machine.
+Token authentication is off for the cluster and every driver (RAY_AUTH_MODE=disabled):
+Ray 2.60 turns it on for a head when ~/.ray/auth_token exists (a private instance writes
+one), and a driver must then agree; these tests make both sides say the same.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RAY = str(Path(sys.executable).with_name("ray"))
-BASE_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(ROOT)}
+AUTH_OFF = {"RAY_AUTH_MODE": "disabled"}
+BASE_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(ROOT), **AUTH_OFF}
 
 
 def _free_port() -> int:
@@ -53,13 +57,17 @@ class LoopbackCluster:
         )
 
     def start(self, workers: int = 1) -> LoopbackCluster:
-        self.head = self._start(
-            ["--head", f"--port={self.port}", "--include-dashboard=false", f"--temp-dir={self.temp}"],
-            "0", [RAY],
-        )
-        self.wait_nodes(1)
-        for _ in range(workers):
-            self.add_worker()
+        try:
+            self.head = self._start(
+                ["--head", f"--port={self.port}", "--include-dashboard=false", f"--temp-dir={self.temp}"],
+                "0", [RAY],
+            )
+            self.wait_nodes(1)
+            for _ in range(workers):
+                self.add_worker()
+        except BaseException:
+            self.stop()  # nothing of a failed start stays behind
+            raise
         return self
 
     def add_worker(self) -> None:
@@ -125,7 +133,7 @@ def _kill_session(proc: subprocess.Popen) -> None:
 
 def ray_env() -> dict[str, str]:
     """What an `evolve` subprocess needs to drive the loopback cluster."""
-    return {"RAY_USAGE_STATS_ENABLED": "0"}
+    return {"RAY_USAGE_STATS_ENABLED": "0", **AUTH_OFF}
 
 
 if __name__ == "__main__":  # `ray start` for a worker node that keeps its loopback address

@@ -34,7 +34,7 @@ from evolve.sandboxes import make_sandbox, ray_options
 from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
 from tests.docker_support import docker_image  # noqa: F401 (a fixture)
 from tests.problem_hostile import block_body
-from tests.ray_support import LoopbackCluster, ray_env
+from tests.ray_support import AUTH_OFF, LoopbackCluster, ray_env
 from tests.scripted_llm import Reply, ScriptedLLM
 
 BINPACK = ROOT / "problems" / "binpack"
@@ -46,6 +46,12 @@ CANDIDATE = """def f(x):
     import os, time
     if os.fork() == 0:
         os.execv("/bin/sleep", ["{mark}-{k}", "{child_s}"])
+    time.sleep({sleep_s})
+    return x + {k}
+"""
+
+PLAIN = """def f(x):
+    import time
     time.sleep({sleep_s})
     return x + {k}
 """
@@ -70,8 +76,20 @@ def score(outputs, split):
 '''
 
 
+@pytest.fixture(scope="module", autouse=True)
+def drivers_without_token_auth():
+    """This process's Ray drivers (the in-process sandboxes) agree with the test cluster."""
+    before = os.environ.get("RAY_AUTH_MODE")
+    os.environ.update(AUTH_OFF)
+    yield
+    if before is None:
+        os.environ.pop("RAY_AUTH_MODE", None)
+    else:
+        os.environ["RAY_AUTH_MODE"] = before
+
+
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(drivers_without_token_auth):
     c = LoopbackCluster(cpus_per_node=1).start(workers=1)
     try:
         yield c
@@ -91,10 +109,14 @@ def sleepy_problem(root: Path, timeout_s: int = 60) -> Path:
 
 
 class Script:
-    """Candidates that sleep `sleep_s` with a marked child; the first `slow` sleep longer."""
+    """Candidates that sleep `sleep_s` with a marked child (none with `fork=False`); the
+    first `slow` sleep `slow_s`."""
 
-    def __init__(self, mark: str, sleep_s: float = 1.0, slow: int = 0, slow_s: float = 120) -> None:
+    def __init__(
+        self, mark: str, sleep_s: float = 1.0, slow: int = 0, slow_s: float = 120, fork: bool = True
+    ) -> None:
         self.mark, self.sleep_s, self.slow, self.slow_s = mark, sleep_s, slow, slow_s
+        self.template = CANDIDATE if fork else PLAIN
         self.count = itertools.count(1)
         self.lock = threading.Lock()
 
@@ -102,7 +124,7 @@ class Script:
         with self.lock:
             k = next(self.count)
         s = self.slow_s if k <= self.slow else self.sleep_s
-        body = CANDIDATE.format(mark=self.mark, k=k, child_s=600, sleep_s=s)
+        body = self.template.format(mark=self.mark, k=k, child_s=600, sleep_s=s)
         return Reply(f"```python\n# EVOLVE-BLOCK-START\n{body}# EVOLVE-BLOCK-END\n```")
 
 
@@ -376,35 +398,51 @@ def test_without_an_address_a_private_instance_lives_as_long_as_the_command():
     assert instances() - before == set()  # ray.shutdown() stopped what ray.init() started
 
 
-def test_kill_9_of_the_controller_leaves_nothing_on_the_cluster_and_resume_is_exactly_once(cluster, tmp_path):
+def test_kill_9_of_the_controller_leaves_nothing_running_on_the_cluster(cluster, tmp_path):
+    problem = sleepy_problem(tmp_path / "sleepy", timeout_s=300)
+    mark = f"zzkill{uuid.uuid4().hex[:10]}"
+    runs = tmp_path / "runs"
+    try:
+        with ScriptedLLM(Script(mark, slow=100, slow_s=250)) as srv:  # far past MARGIN_S
+            proc = popen(
+                *run_args(srv.base_url, runs, *ray_args(cluster, "--parallel", "2", "--run-id", "k9"),
+                          problem=problem, iterations=4),
+                extra_env=ray_env(),
+            )
+            wait_for(lambda: len(marked(mark)) >= 2, 240, "the slow candidates never started", proc)
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        # Ray kills the dead driver's workers, and each evaluation dies with its worker
+        # (bubblewrap's namespace goes with it), long before the candidates' own deadline
+        end = time.monotonic() + MARGIN_S
+        while (marked(mark) or ray_tasks_running()) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert marked(mark) == [] and ray_tasks_running() == []
+    finally:
+        for p in marked(mark):
+            p.kill()
+
+
+def test_resume_after_kill_9_neither_loses_nor_repeats_an_evaluation(cluster, tmp_path):
     problem = sleepy_problem(tmp_path / "sleepy", timeout_s=30)
     marks = tmp_path / "marks"
     marks.mkdir()
     marks.chmod(0o777)
-    mark = f"zzkill{uuid.uuid4().hex[:10]}"
     runs = tmp_path / "runs"
     env = {**ray_env(), "EVOLVE_LOCAL_ISOLATION": "off"}  # the evaluator writes its marks
     args = ray_args(cluster, "--parallel", "2", "--run-id", "k", "--env", f"MARKS={marks}")
-    try:
-        with ScriptedLLM(Script(mark, sleep_s=0.5, slow=0)) as srv:
-            proc = popen(*run_args(srv.base_url, runs, *args, problem=problem, iterations=10), extra_env=env)
-            wait_for(lambda: len(statuses(runs, "k")) >= 4 and marked(mark), 240, "the run never got going", proc)
-            before = statuses(runs, "k")
-            ends_before = end_marks(marks)
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate()
-            # Ray kills the dead driver's workers, and each evaluation dies with its worker
-            end = time.monotonic() + MARGIN_S
-            while (marked(mark) or ray_tasks_running()) and time.monotonic() < end:
-                time.sleep(0.2)
-            assert marked(mark) == [] and ray_tasks_running() == []
-            resumed = evolve("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env, timeout=600)
-        assert resumed.returncode == 0, resumed.stderr[-3000:]
-    finally:
-        for p in marked(mark):
-            p.kill()
+    with ScriptedLLM(Script("unused", sleep_s=0.5, fork=False)) as srv:
+        proc = popen(*run_args(srv.base_url, runs, *args, problem=problem, iterations=10), extra_env=env)
+        wait_for(lambda: len(statuses(runs, "k")) >= 4 and ray_tasks_running(), 240,
+                 "the run never got going", proc)
+        before = statuses(runs, "k")
+        ends_before = end_marks(marks)
+        proc.send_signal(signal.SIGKILL)  # with evaluations in flight on the cluster
+        proc.communicate()
+        resumed = evolve("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = statuses(runs, "k")
-    assert sorted(after) == list(range(11))
+    assert sorted(after) == list(range(11))  # none lost
     for it, row in before.items():
         assert after[it] == row  # nothing finished before the kill changed
     ends = end_marks(marks)
