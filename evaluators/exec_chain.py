@@ -32,6 +32,10 @@ import shutil
 from evaluators.sandbox import Limits
 
 WATCHDOG_GRACE_S = 1.0  # after the deadline: a live controller always acts first
+# RLIMIT_CPU is a backstop behind the wall-clock deadline, never a race with it: CPU time
+# counts from the interpreter's start, the deadline from when the sandbox saw the harness
+# start, which on a loaded machine can be seconds later
+CPU_SLACK_S = 10
 _TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 # Join each cgroup (its cgroup.procs file), then become the rest of the command line.
 _JOIN = (
@@ -67,10 +71,15 @@ def join_cgroups(procs_files: tuple[str, ...]) -> list[str]:
     return [tool("sh"), "-c", _JOIN, "sh", str(len(procs_files)), *procs_files]
 
 
+def cpu_limit_s(limits: Limits) -> int:
+    """The soft RLIMIT_CPU (SIGXCPU); the hard one is a second later (SIGKILL)."""
+    return math.ceil(limits.timeout_s) + CPU_SLACK_S
+
+
 def rlimits(limits: Limits, nproc: int) -> list[str]:
     """Memory, CPU time (SIGXCPU at the soft limit, SIGKILL at the hard), file size,
     no core files, and processes of the real uid."""
-    cpu = math.ceil(limits.timeout_s) + 1
+    cpu = cpu_limit_s(limits)
     return [
         tool("prlimit"),
         f"--as={_capped(resource.RLIMIT_AS, limits.memory_mb * 2**20)}",

@@ -345,9 +345,12 @@ class LocalSandbox:
                 raise RuntimeError(f"the sandbox could not start the harness: {why}")
             if self.isolation.bwrap and proc.returncode == 1 and data is None:
                 note = (note + "; " if note else "") + (why or "the sandbox could not start")
+            rc = proc.returncode
+            if self.isolation.bwrap and data is None and 128 < rc < 128 + signal.NSIG:
+                rc = 128 - rc  # bubblewrap exits 128 + N for a child killed by signal N
             return ProcRun(
                 data,
-                proc.returncode,
+                rc,
                 not finished,
                 tail(out_f, limits.max_output_kb),
                 tail(err_f, limits.max_output_kb),

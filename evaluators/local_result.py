@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from evaluators.exec_chain import cpu_limit_s
 from evaluators.sandbox import (
     INVALID,
     OK,
@@ -134,7 +135,7 @@ def _exit_reason(rc: int, limits: Limits, stderr: str) -> tuple[str, str]:
     if sig == signal.SIGXCPU:
         return (
             TIMEOUT,
-            f"killed by SIGXCPU: CPU time limit ({math.ceil(limits.timeout_s) + 1} s) exceeded",
+            f"killed by SIGXCPU: CPU time limit ({cpu_limit_s(limits)} s) exceeded",
         )
     if sig == signal.SIGXFSZ:
         return (

@@ -293,6 +293,21 @@ def test_os_exit_without_result(sandbox: LocalSandbox, tmp_root: Path) -> None:
     assert res.artifacts["error"] == "process exited with code 3 without a result"
 
 
+@pytest.mark.parametrize(
+    ("sig", "status", "error"),
+    [
+        ("SIGXCPU", "timeout", "killed by SIGXCPU: CPU time limit (12 s) exceeded"),
+        ("SIGSEGV", RUNTIME_ERROR, "killed by SIGSEGV (not by the sandbox deadline"),
+    ],
+)
+def test_a_harness_killed_by_a_signal_is_named(
+    sandbox: LocalSandbox, tmp_root: Path, sig: str, status: str, error: str
+) -> None:
+    """Under bubblewrap too (it exits 128 + N for a child killed by signal N)."""
+    res = hostile(sandbox, tmp_root, f"import os, signal\nos.kill(os.getpid(), signal.{sig})\n")
+    assert res.status == status and res.artifacts["error"].startswith(error), res.artifacts
+
+
 @pytest.mark.parametrize("value", ["float('nan')", "float('inf')", "'high'", "None"])
 def test_non_finite_score_is_invalid(sandbox: LocalSandbox, tmp_root: Path, value: str) -> None:
     res = hostile(sandbox, tmp_root, f"def solve():\n    return {value}\n")
