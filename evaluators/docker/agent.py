@@ -232,17 +232,21 @@ def _reap() -> list[tuple[int, int]]:
 def kill_all(skip: int | None = None) -> tuple[int, bool]:
     """SIGKILL everything but us until nothing is left; (processes killed but `skip`, clean)."""
     end = time.monotonic() + KILL_WAIT_S
-    first = [pid for pid, zombie in _others() if not zombie and pid != skip]
+    # live ones now, and whatever a round of SIGKILL still found (a pid-hopping process can
+    # slip between the reads of one /proc scan, never past a kill of every process)
+    killed = {pid for pid, zombie in _others() if not zombie and pid != skip}
     while True:
         try:
             os.kill(-1, signal.SIGKILL)  # CAP_KILL: every process, never PID 1 (us)
         except ProcessLookupError:
             pass
         _reap()
-        if not _others():
-            return len(first), True
+        left = _others()
+        if not left:
+            return len(killed), True
+        killed.update(pid for pid, _zombie in left if pid != skip)
         if time.monotonic() > end:
-            return len(first), False
+            return len(killed), False
         time.sleep(0.002)
 
 
