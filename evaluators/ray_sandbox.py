@@ -205,6 +205,9 @@ class RaySandbox:
 
 
 def _one_line(e: BaseException) -> str:
+    cause = getattr(e, "cause", None)  # RayTaskError: what our code raised on the node
+    if isinstance(cause, BaseException):
+        return _one_line(cause)
     text = str(e).strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
