@@ -21,6 +21,7 @@ import json
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from evolve.edits.blocks import complete_from_seed
@@ -70,6 +71,19 @@ def with_block(problem: Path, body: str, dest: Path, prelude: str = "") -> Path:
     path = Path(dest) / f"cand{next(_ids)}.py"
     path.write_text(f"{head}{START}\n{prelude}{body.rstrip()}\n{END}{tail}")
     return path
+
+
+def run_in_process(problem: Path, ev, program: Path, split: str) -> dict:
+    """The problem's evaluate() then its trusted score(), in this process (the candidate in
+    its own worker); a block-only file gets the seed's fixed code, as `evolve eval` does."""
+    from evaluators import kit
+
+    code = program.read_text()
+    whole = complete_from_seed(code, (problem / _entry(problem)).read_text())
+    if whole != code:
+        program = Path(tempfile.mkdtemp()) / _entry(problem)
+        program.write_text(whole)
+    return kit.evaluate_and_score(ev, str(program), split)
 
 
 def eval_json(problem: Path, program: Path, split: str | None = "train", timeout: float = 240) -> dict:

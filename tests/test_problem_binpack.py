@@ -5,14 +5,12 @@ CLI, the README's baseline numbers, the fetch script, and a scripted run."""
 from __future__ import annotations
 
 import json
-import tempfile
 import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from evaluators import kit
 from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
@@ -27,6 +25,7 @@ from tests.problem_hostile import (
     block_body,
     eval_json,
     load_module,
+    run_in_process,
     with_block,
 )
 from tests.scripted_llm import Reply, ScriptedLLM
@@ -51,14 +50,7 @@ fetcher = load_module(PROBLEM / "fetch_data.py")
 
 
 def run(program: Path, split: str) -> dict:
-    """evaluate() then the trusted score(), in this process (the candidate in its own worker);
-    a block-only file gets the seed's fixed code, as `evolve eval` does."""
-    code = program.read_text()
-    whole = complete_from_seed(code, (PROBLEM / "seed.py").read_text())
-    if whole != code:
-        program = Path(tempfile.mkdtemp()) / "seed.py"
-        program.write_text(whole)
-    return kit.evaluate_and_score(ev, str(program), split)
+    return run_in_process(PROBLEM, ev, program, split)
 
 
 # ---------------------------------------------------------------- FunSearch's loop, by hand

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sys
-import tempfile
 import tomllib
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from tests.problem_hostile import (
     block_body,
     eval_json,
     load_module,
+    run_in_process,
     short_timeout_copy,
     with_block,
 )
@@ -56,14 +56,7 @@ VARIANT = {name: src for name, _, src in GPU_PLACEMENT_VARIANTS}
 
 
 def run(program: Path, split: str) -> dict:
-    """evaluate() then the trusted score(), in this process (the candidate in its own worker);
-    a block-only file gets the seed's fixed code, as `evolve eval` does."""
-    code = program.read_text()
-    whole = complete_from_seed(code, (PROBLEM / "seed.py").read_text())
-    if whole != code:
-        program = Path(tempfile.mkdtemp()) / "seed.py"
-        program.write_text(whole)
-    return kit.evaluate_and_score(ev, str(program), split)
+    return run_in_process(PROBLEM, ev, program, split)
 
 
 def policy(body: str):
