@@ -25,7 +25,8 @@ import tempfile
 from pathlib import Path
 
 from evolve.edits.blocks import complete_from_seed
-from tests.cli_helpers import evolve
+from tests.cli_helpers import archive_json, evolve, run_args
+from tests.scripted_llm import ScriptedLLM
 
 START, END = "# EVOLVE-BLOCK-START", "# EVOLVE-BLOCK-END"
 FAILED = ("invalid", "runtime_error", "syntax_error", "timeout")
@@ -118,6 +119,18 @@ def short_timeout_copy(problem: Path, dest: Path, timeout_s: float = 3.0) -> Pat
     assert n == 1, f"{toml}: expected exactly one timeout_s line"
     toml.write_text(text)
     return copy
+
+
+def scripted_run(problem: Path, replies: list, runs: Path, iterations: int = 20) -> dict:
+    """A run of `iterations` on the scripted server's replies must finish; the problem's best."""
+    with ScriptedLLM.from_list(replies) as srv:
+        r = evolve(*run_args(srv.base_url, runs, problem=problem, iterations=iterations), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    [run] = archive_json(runs, "runs")
+    assert run["iterations_done"] == iterations and run["status"] == "finished"
+    name = re.search(r'(?m)^name\s*=\s*"([^"]+)"', (problem / "problem.toml").read_text())
+    assert name is not None
+    return archive_json(runs, "best", "--problem", name.group(1))
 
 
 def _entry(problem: Path) -> str:

@@ -16,7 +16,7 @@ from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
 from tests.binpack_edits import BINPACK_VARIANTS
-from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.cli_helpers import block
 from tests.problem_hostile import (
     END,
     FAKE_PRINT,
@@ -26,9 +26,10 @@ from tests.problem_hostile import (
     eval_json,
     load_module,
     run_in_process,
+    scripted_run,
     with_block,
 )
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.scripted_llm import Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "binpack"
@@ -444,11 +445,6 @@ def test_scripted_run_of_20_iterations(tmp_path):
         block("def priority(item, bins):\n    return np.append(bins, 0.0)\n", "A virtual new bin."),
         Reply("Let me think about this some more."),
     ]
-    with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run_info = archive_json(tmp_path, "runs")[0]
-    assert run_info["iterations_done"] == 20 and run_info["status"] == "finished"
-    best = archive_json(tmp_path, "best", "--problem", "binpack")
+    best = scripted_run(PROBLEM, replies, tmp_path)
     assert best["iteration"] > 0 and "bins.max()" in best["code"]
     assert best["score"] > README[("best_fit.py", "train")] and best["test_score"] is not None

@@ -20,7 +20,7 @@ from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.cli_helpers import block, evolve
 from tests.problem_data import check_download_round_trip, data_files
 from tests.problem_hostile import (
     FAKE_PRINT,
@@ -28,10 +28,11 @@ from tests.problem_hostile import (
     block_body,
     eval_json,
     load_module,
+    scripted_run,
     short_timeout_copy,
     with_block,
 )
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.scripted_llm import Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "cloudcast"
@@ -502,12 +503,7 @@ def test_scripted_run_of_20_iterations(tmp_path):
         Reply("Let me think about this some more."),
     ]
     runs = tmp_path / "runs"
-    with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, runs, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    [run] = archive_json(runs, "runs")
-    assert run["iterations_done"] == 20 and run["status"] == "finished"
-    best = archive_json(runs, "best", "--problem", "cloudcast")
+    best = scripted_run(PROBLEM, replies, runs)
     assert best["iteration"] > 0 and "cheapest_from" in best["code"]
     assert round(best["score"], 2) == README[("steiner_greedy.py", "train")]
     assert round(best["test_score"], 2) == README[("steiner_greedy.py", "test")]

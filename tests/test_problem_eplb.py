@@ -13,7 +13,7 @@ import pytest
 
 from evaluators import kit
 from evolve.edits.blocks import complete_from_seed, fixed_parts
-from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.cli_helpers import block
 from tests.problem_hostile import (
     FAKE_PRINT,
     START,
@@ -22,10 +22,11 @@ from tests.problem_hostile import (
     complete_baseline,
     eval_json,
     load_module,
+    scripted_run,
     short_timeout_copy,
     with_block,
 )
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.scripted_llm import Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "eplb"
@@ -425,12 +426,7 @@ def test_scripted_run_of_20_iterations(tmp_path):
         block(f"def {CALL}:\n    return np.zeros(3\n", "Broken on purpose."),
         Reply("I have no idea."),
     ]
-    with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run_info = archive_json(tmp_path, "runs")[0]
-    assert run_info["iterations_done"] == 20 and run_info["status"] == "finished"
-    best = archive_json(tmp_path, "best", "--problem", "eplb")
+    best = scripted_run(PROBLEM, replies, tmp_path)
     assert best["iteration"] > 0 and "np.argmin" in best["code"]  # the vectorised greedy won
     assert best["metrics"]["balancedness"] == pytest.approx(README[("deepseek_eplb.py", "train")]["balancedness"],
                                                             abs=5e-5)

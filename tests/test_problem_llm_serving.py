@@ -21,7 +21,7 @@ from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.cli_helpers import block, evolve
 from tests.llm_serving_edits import LLM_SERVING_VARIANTS
 from tests.problem_hostile import (
     END,
@@ -31,10 +31,11 @@ from tests.problem_hostile import (
     block_body,
     eval_json,
     load_module,
+    scripted_run,
     short_timeout_copy,
     with_block,
 )
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.scripted_llm import Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_serving"
@@ -578,11 +579,6 @@ def test_scripted_run_of_20_iterations(tmp_path):
         for name in ("adaptive_chunks", "idle", "unknown_request", "syntax_error", "runtime_error")
     ] + [Reply("Let me think about this some more.")]
     runs = tmp_path / "runs"
-    with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, runs, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    [info] = archive_json(runs, "runs")
-    assert info["iterations_done"] == 20 and info["status"] == "finished"
-    best = archive_json(runs, "best", "--problem", "llm_serving")
+    best = scripted_run(PROBLEM, replies, runs)
     assert best["iteration"] > 0 and "lexsort" in best["code"]
     assert best["score"] > README[("fcfs.py", "train")] and best["test_score"] is not None

@@ -22,7 +22,7 @@ from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.cli_helpers import block, evolve
 from tests.problem_hostile import (
     FAKE_PRINT,
     assert_fails,
@@ -30,10 +30,11 @@ from tests.problem_hostile import (
     complete_baseline,
     eval_json,
     load_module,
+    scripted_run,
     short_timeout_copy,
     with_block,
 )
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.scripted_llm import Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_sql"
@@ -547,12 +548,7 @@ def test_scripted_run_of_20_iterations(tmp_path):
         block("def reorder(df, groups):\n    return sorted(df\n", "Sort it."),
         Reply("Let me think about this some more."),
     ]
-    with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run_info = archive_json(tmp_path, "runs")[0]
-    assert run_info["iterations_done"] == 20 and run_info["status"] == "finished"
-    best = archive_json(tmp_path, "best", "--problem", "llm_sql")
+    best = scripted_run(PROBLEM, replies, tmp_path)
     assert best["iteration"] > 0 and "heapq" in best["code"]
     assert round(best["metrics"]["hit_rate"], 6) == README[("greedy_group_recursion.py", "train")]
     assert (

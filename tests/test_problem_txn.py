@@ -17,7 +17,7 @@ import pytest
 from evaluators import kit
 from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, fixed_parts
-from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.cli_helpers import block, evolve
 from tests.problem_hostile import (
     FAKE_PRINT,
     assert_fails,
@@ -25,10 +25,11 @@ from tests.problem_hostile import (
     complete_baseline,
     eval_json,
     load_module,
+    scripted_run,
     short_timeout_copy,
     with_block,
 )
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.scripted_llm import Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "txn_scheduling"
@@ -351,11 +352,6 @@ def test_scripted_run_of_20_iterations(tmp_path):
         block("def schedule(txns):\n    return sorted(txns, key=len\n", "Shortest first."),
         Reply("Let me think about this some more."),
     ]
-    with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run_info = archive_json(tmp_path, "runs")[0]
-    assert run_info["iterations_done"] == 20 and run_info["status"] == "finished"
-    best = archive_json(tmp_path, "best", "--problem", "txn_scheduling")
+    best = scripted_run(PROBLEM, replies, tmp_path)
     assert best["iteration"] > 0 and "RESTARTS" in best["code"]
     assert best["score"] > README[("smf.py", "train")] and best["test_score"] is not None
