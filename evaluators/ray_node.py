@@ -17,8 +17,6 @@ from dataclasses import dataclass, replace
 from evaluators.bundle import relocate, unpack
 from evaluators.sandbox import EvalRequest, EvalResult, Sandbox
 
-NODE_SANDBOXES = ("auto", "docker", "local")
-
 
 @dataclass(frozen=True)
 class NodeOptions:

@@ -13,7 +13,7 @@ from evolve.cli.archive import add_parser as add_archive_parser
 from evolve.cli.ui import add_parser as add_ui_parser
 
 SANDBOXES = ("auto", "local", "docker", "ray")  # evolve.sandboxes.CHOICES, not imported here
-NODE_SANDBOXES = ("auto", "docker", "local")  # evaluators.ray_node.NODE_SANDBOXES
+NODE_SANDBOXES = ("auto", "docker", "local")  # what evolve.sandboxes.make_sandbox builds on a node
 
 
 class Parser(argparse.ArgumentParser):
