@@ -45,6 +45,15 @@ class RunConfig:
     prompt_style: str = "full"  # full | short
     num_inspirations: int = 3  # shown per prompt, at most
     max_attempts: int = 5  # recent attempts shown per prompt, at most
+    # The search (evolve/search/): what a call may cost and how clones and failures are met.
+    max_calls: int | None = None  # answered LLM calls after which the run stops
+    max_resamples: int = 2  # a reply that repeats a program is asked again this often
+    repair_attempts: int = 1  # calls to fix a child that failed with an error
+    temperatures: tuple[float, ...] = ()  # drawn per call; () = (temperature,)
+    meta_interval: int = 0  # calls between meta-notes; 0: none
+    stagnation: int = 0  # iterations without a new best that start a burst; 0: never
+    burst_calls: int = 4  # calls of a stagnation burst
+    escalation_model: str | None = None  # the burst's model (None: the bandit's other pick)
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
     eval_env: tuple[str, ...] = ()  # as given: NAME (read again at resume) or NAME=VALUE
@@ -86,6 +95,16 @@ class RunConfig:
                 self.num_inspirations >= 0 and self.max_attempts >= 0,
                 "prompt item counts must be >= 0",
             ),
+            (self.max_calls is None or self.max_calls >= 1, "--max-calls must be >= 1"),
+            (self.max_resamples >= 0, "--max-resamples must be >= 0"),
+            (self.repair_attempts >= 0, "--repair-attempts must be >= 0"),
+            (
+                all(0.0 <= t <= 2.0 for t in self.temperatures),
+                "--temperatures must each be within [0, 2]",
+            ),
+            (self.meta_interval >= 0, "--meta-interval must be >= 0"),
+            (self.stagnation >= 0, "--stagnation must be >= 0"),
+            (self.burst_calls >= 1, "--burst-calls must be >= 1"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -121,6 +140,7 @@ class RunConfig:
         d = dict(d)
         d["models"] = tuple(ModelSpec(*m[:3]) for m in d["models"])
         d["eval_env"] = tuple(d.get("eval_env", ()))
+        d["temperatures"] = tuple(d.get("temperatures", ()))
         return cls(**d)
 
     def with_(self, **changes) -> RunConfig:

@@ -14,26 +14,31 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from evolve.archive import Archive, ProgramRow
+from evolve.asking import Ask, Asker
+from evolve.candidates import new_row, program_id, reply_to_row
 from evolve.config import RunConfig
-from evolve.edits import apply_reply, normalized_hash
-from evolve.evaluation import INVALID, CandidateEvaluator, Outcome, too_large
+from evolve.evaluation import INVALID, CandidateEvaluator, Outcome
 from evolve.llm import LLMClient, LLMError
-from evolve.llm.client import FailedAttempt
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem import Problem
 from evolve.prompts import PromptBuilder
 from evolve.proposal import NoParent, Proposer
 from evolve.run_state import NullObserver, RunObserver, RunStats
+from evolve.search.meta import MAX_LINES, parse_notes, summaries
+from evolve.search.state import SearchSettings, SearchState
 
 # An endpoint that answered this session and then answers nothing for this long ends the run
 # (failed, resumable); shorter outages are ridden out, their iterations asked again.
 MAX_LLM_OUTAGE_S = 300.0
-LONG_LLM_WAIT_S = 5.0  # a retry waiting this long (outage, Retry-After) is also a note
 
 
 class RunAborted(RuntimeError):
     """The run cannot go on (endpoint down, seed broken); the archive stays resumable."""
+
+
+class CallsSpent(Exception):
+    """The run's --max-calls are answered: the iteration asking ends, its slot stays free."""
 
 
 @dataclass
@@ -44,10 +49,6 @@ class RunSummary:
     iterations_done: int
     best_score: float | None
     seed_score: float | None
-
-
-def program_id(run_id: str, iteration: int) -> str:
-    return f"{run_id}:{iteration}"
 
 
 class Controller:
@@ -80,13 +81,27 @@ class Controller:
             cfg.crossover_rate,
             self.observer.note,
         )
+        self.search = SearchState(
+            SearchSettings(
+                {m.name: m.weight for m in cfg.models},
+                cfg.temperatures or (cfg.temperature,),
+                cfg.repair_attempts,
+                cfg.stagnation,
+                cfg.burst_calls,
+                cfg.escalation_model,
+                cfg.seed,
+            )
+        )
+        self.notes = ""  # the latest meta-notes, shown in every prompt
+        self.replaying = False  # rebuild: decisions are replayed from the archive, not taken
+        self.meta_lock = asyncio.Lock()
         self.eval_sem = asyncio.Semaphore(cfg.parallel)
-        self.llm_sem = asyncio.Semaphore(cfg.llm_parallel)
         self.in_flight_hashes: dict[str, str] = {}
         self.stats = RunStats(target=cfg.iterations)
+        self.asker = Asker(
+            archive, run_id, llm, cfg.llm_parallel, self.stats, self.observer, self._refresh
+        )
         self.last_migration = -1  # `done` at the last ring migration
-        self.llm_successes = 0
-        self.llm_ok_at = time.monotonic()  # the last answer (or the start)
         self.started = time.monotonic()
 
     # ---- setup -------------------------------------------------------------
@@ -95,7 +110,7 @@ class Controller:
             return
         self.observer.note("evaluating the seed program")
         out = await asyncio.to_thread(self.evaluator.evaluate, self.problem.seed_code)
-        row = self._row(0, 0, self.problem.seed_code, None, None, "seed", None, None, "")
+        row = new_row(self.run_id, self.problem, 0, 0, self.problem.seed_code, kind="seed", diff="")
         await self._apply_outcome(row, out)
         self.archive.insert_program(row)
         if row.status != "ok":
@@ -115,13 +130,45 @@ class Controller:
         await self._rescore_test(row)
 
     def rebuild(self) -> None:
-        """Derive the population from the archive (fresh start and resume alike)."""
+        """Derive the population and the search's state from the archive (fresh start and
+        resume alike): programs in order, each island restart where it was taken."""
+        resets = [d for d in self.archive.decisions(self.run_id) if d["kind"] == "stagnation"]
+        added = 0
+        self.replaying = True
         for p in self.archive.programs(self.run_id, "status!='pending'"):
-            self.pop.add(p)
-            self._count(p)
+            while resets and resets[0]["at_done"] <= added:
+                self._replay_reset(resets.pop(0)["detail"])
+            self._add(p)
+            added += p.iteration > 0
+        self.replaying = False
+        for d in resets:
+            self._replay_reset(d["detail"])
         for pid, island, _ in self.archive.migrations(self.run_id):
             self.pop.migrate(pid, island)
-        self.stats.set_usage(self.archive.usage(self.run_id))
+        for model in self.archive.rejected_by_model(self.run_id):
+            self.search.rejected(model)
+        asked = self.archive.repair_parents(self.run_id)
+        self.search.repairs = type(self.search.repairs)(
+            pid for pid in self.search.repairs if pid not in asked
+        )
+        self._restore_notes()
+        usage = self.archive.usage(self.run_id)
+        self.stats.set_usage(usage)
+        self.stats.calls = usage["answered"]
+        self.stats.rejected = len(self.archive.rejected_by_model(self.run_id))
+
+    def _replay_reset(self, detail: dict) -> None:
+        if detail.get("island") is not None and detail.get("from"):
+            self.pop.reset_island(int(detail["island"]), str(detail["from"]))
+
+    def _restore_notes(self) -> None:
+        """The latest meta-note; a meta reply stored before a kill gets its note now."""
+        for call in self.archive.meta_calls(self.run_id):
+            if call["text"] is None:
+                text = parse_notes(call["reply"])
+                self.archive.add_meta_note(self.run_id, self.stats.calls, call["call_id"], text)
+                call["text"] = text
+            self.notes = call["text"] or self.notes
 
     # ---- main loop ---------------------------------------------------------
     async def run(self) -> RunSummary:
@@ -172,7 +219,16 @@ class Controller:
         ).fetchone()
         return int(r[0])
 
+    def _calls_left(self) -> int | None:
+        """Calls --max-calls still allows, those in flight counted as spent."""
+        if self.cfg.max_calls is None:
+            return None
+        return self.cfg.max_calls - self.stats.calls - self.stats.llm_in_flight
+
     def _stop_reason(self) -> str | None:
+        left = self._calls_left()
+        if left is not None and left <= 0:
+            return f"{self.cfg.max_calls} LLM calls answered (--max-calls)"
         if self.cfg.budget_usd is not None and self.stats.cost_usd >= self.cfg.budget_usd:
             return f"budget of ${self.cfg.budget_usd:g} spent (${self.stats.cost_usd:.4f})"
         if (
@@ -184,7 +240,8 @@ class Controller:
 
     def _final_status(self) -> tuple[str, str | None]:
         reason = self._stop_reason()
-        if self._done() >= self.cfg.iterations:
+        spent = self.cfg.max_calls is not None and self.stats.calls >= self.cfg.max_calls
+        if self._done() >= self.cfg.iterations or spent:
             return "finished", None
         return "stopped", reason
 
@@ -194,12 +251,14 @@ class Controller:
         for prow in self.archive.programs(self.run_id, "status='pending'"):
             tasks.add(asyncio.create_task(self._evaluate_candidate(prow)))
         replies = self.archive.unconsumed_replies(self.run_id)
+        iteration_of: dict[asyncio.Task, int] = {}  # the tasks that ask the LLM
         for call in replies:
-            tasks.add(asyncio.create_task(self._consume_reply(call)))
+            t = asyncio.create_task(self._iteration(call["iteration"], stored=call))
+            iteration_of[t] = call["iteration"]
+            tasks.add(t)
         taken = self.archive.iterations(self.run_id) | {c["iteration"] for c in replies}
         free = [i for i in range(1, self.cfg.iterations + 1) if i not in taken]
         retry: list[int] = []
-        iteration_of: dict[asyncio.Task, int] = {}  # the tasks that ask the LLM
         limit = self.cfg.parallel + self.cfg.llm_parallel
         try:
             while free or retry or tasks:
@@ -215,12 +274,12 @@ class Controller:
                 for t in done:
                     iteration = iteration_of.pop(t, None)
                     exc = t.exception()
-                    if exc is None:
+                    if exc is None or isinstance(exc, CallsSpent):
                         continue
                     if isinstance(exc, LLMError) and iteration is not None:
                         retry.append(iteration)
-                        down_s = time.monotonic() - self.llm_ok_at
-                        if self.llm_successes == 0 or down_s >= MAX_LLM_OUTAGE_S:
+                        down_s = time.monotonic() - self.asker.ok_at
+                        if self.asker.successes == 0 or down_s >= MAX_LLM_OUTAGE_S:
                             fatal = fatal or RunAborted(f"LLM endpoint unreachable: {exc}")
                     else:
                         fatal = fatal or exc
@@ -234,143 +293,204 @@ class Controller:
                 await asyncio.gather(*tasks, return_exceptions=True)
 
     # ---- one iteration -----------------------------------------------------
-    async def _iteration(self, it: int) -> None:
-        island = it % self.cfg.num_islands
-        try:
-            proposal = self.proposer.propose(island)
-        except NoParent as e:
-            raise RunAborted(str(e)) from None
-        parent, second, fmt = proposal.parent, proposal.second, proposal.edit_format
-        messages = proposal.messages
-        model = self.llm.pick_model()
-        self.stats.llm_in_flight += 1
-        self._refresh()
-
-        def record(
-            content: str | None,
-            error: str | None,
-            tokens_in: int,
-            tokens_out: int,
-            cost_usd: float,
-            latency_s: float,
-        ) -> int:
-            """One LLM call into the archive, answered or failed."""
-            second_id = second.program_id if second else None
-            return self.archive.insert_llm_call(
-                self.run_id,
-                it,
-                island,
-                parent.program_id,
-                second_id,
-                fmt,
-                model,
-                messages,
-                content,
-                error,
-                tokens_in,
-                tokens_out,
-                cost_usd,
-                latency_s,
-            )
-
-        def on_retry(attempt: FailedAttempt) -> None:
-            """A failed attempt that will be tried again: one llm_calls row (no reply, its
-            error) and the status line; a long wait is also a note."""
-            record(None, attempt.describe(), 0, 0, 0.0, attempt.latency_s)
-            self.stats.add_llm_fault(attempt.fault, retried=True)
-            self._refresh()
-            if attempt.wait_s >= LONG_LLM_WAIT_S:
-                self.observer.note(
-                    f"LLM {model}: {attempt.error}; waiting {attempt.wait_s:.0f} s"
-                    f"{' (Retry-After)' if attempt.retry_after_s is not None else ''}"
-                    f" before attempt {attempt.attempt + 1}/{attempt.max_attempts}"
-                )
-
-        try:
-            async with self.llm_sem:
-                reply = await self.llm.complete(
-                    messages, model, seed=self.cfg.seed * 100003 + it, on_retry=on_retry
-                )
-        except LLMError as e:
-            record(None, str(e), 0, 0, 0.0, e.latency_s)
-            self.stats.add_llm_fault(e.fault, retried=False)
-            self._refresh()
-            self.observer.note(f"LLM call for iteration {it} failed: {e}")
-            raise
-        finally:
-            self.stats.llm_in_flight -= 1
-        self.llm_ok_at = time.monotonic()
-        self.llm_successes += 1
-        call_id = record(
-            reply.content,
-            None,
-            reply.prompt_tokens,
-            reply.completion_tokens,
-            reply.cost_usd,
-            reply.latency_s,
-        )
-        self.stats.add_call(reply.prompt_tokens, reply.completion_tokens, reply.cost_usd)
-        await self._consume_reply(
-            {
-                "call_id": call_id,
-                "iteration": it,
-                "island": island,
-                "parent_id": parent.program_id,
-                "second_parent_id": second.program_id if second else None,
-                "edit_format": fmt,
-                "model": model,
-                "reply": reply.content,
-            }
-        )
-
-    async def _consume_reply(self, call: dict) -> None:
-        parent = self._program(call["parent_id"])
-        asked = "block" if call["edit_format"] == "crossover" else call["edit_format"]
-        edit = apply_reply(_code(parent), call["reply"], asked)
-        kind = "crossover" if call["edit_format"] == "crossover" else "mutation"
-        # over the size cap: invalid, unevaluated, and not stored twice (the reply has it)
-        too_big = too_large(self.problem, edit.code) if edit.ok and edit.code else None
-        row = self._row(
-            call["iteration"],
-            call["island"],
-            None if too_big else edit.code,
-            parent.program_id,
-            call["second_parent_id"],
-            kind,
-            edit.kind,
-            call["model"],
-            None if too_big else edit.diff,
-        )
-        row.llm_call_id = call["call_id"]
-        if not edit.ok or edit.code is None:
-            row.status, row.code = "invalid_edit", None
-            row.artifacts = {"error": f"the reply could not be applied: {edit.error}"}
+    async def _iteration(self, it: int, stored: dict | None = None) -> None:
+        """Fill slot `it`: ask (a reply stored before a kill is used first), and ask again,
+        hotter and told so, while the reply repeats a program of the run (each rejected
+        reply stays an llm_calls row); then evaluate what came back."""
+        resample = self.archive.rejected_calls(self.run_id, it)
+        while True:
+            if stored is not None:
+                call, stored = stored, None
+            else:
+                call = await self._ask(it, resample)
+            row = self._candidate(call)
+            if (
+                row.status == "duplicate"
+                and resample < self.cfg.max_resamples
+                and self._stop_reason() is None
+            ):
+                self.archive.reject_call(call["call_id"], "rejected_duplicate")
+                self.search.rejected(call["model"])
+                self.stats.rejected += 1
+                resample += 1
+                continue
+            break
+        if row.status != "pending":
             return self._finish_now(row)
-        if too_big:
-            row.status, row.artifacts = INVALID, {"error": too_big}
-            self.observer.note(
-                f"iteration {row.iteration} recorded invalid, unevaluated: {too_big}"
-            )
-            return self._finish_now(row)
-        assert row.code_hash is not None  # _row hashes the code it is given
-        dup = self.archive.hash_seen(self.run_id, row.code_hash) or self.in_flight_hashes.get(
-            row.code_hash
-        )
-        if dup:
-            row.status = "duplicate"
-            row.artifacts = {
-                "error": f"duplicate of {dup}: the program was already evaluated in this run"
-            }
-            return self._finish_now(row)
-        row.status = "pending"
         self.archive.insert_program(row)
         await self._evaluate_candidate(row)
 
+    async def _ask(self, it: int, resample: int) -> dict:
+        """One LLM call for slot `it`, recorded whether answered or failed. Its prompt is
+        built once the call may go out, from the population as it is then: a failure that
+        finished meanwhile is repaired first."""
+        async with self.asker.slot():
+            await self._maybe_meta(it)
+            left = self._calls_left()
+            if left is not None and left <= 0:
+                raise CallsSpent()
+            return await self._ask_now(it, resample)
+
+    async def _ask_now(self, it: int, resample: int) -> dict:
+        island = it % self.cfg.num_islands
+        repair = None if resample else self.search.next_repair()
+        proposal = self.proposer.repair(self._program(repair), self.notes) if repair else None
+        if proposal is None:
+            try:
+                proposal = self.proposer.propose(island, resample, self.notes)
+            except NoParent as e:
+                raise RunAborted(str(e)) from None
+        fmt = proposal.edit_format
+        purpose = (
+            "repair"
+            if fmt == "repair"
+            else "resample"
+            if resample
+            else "crossover"
+            if fmt == "crossover"
+            else "mutation"
+        )
+        choice = self.search.choose(resample)
+        second = proposal.second.program_id if proposal.second else None
+        reply = await self.asker.ask(
+            Ask(
+                it,
+                island,
+                proposal.parent.program_id,
+                second,
+                fmt,
+                purpose,
+                proposal.messages,
+                choice,
+                self.cfg.seed * 100003 + it * 16 + resample,
+            )
+        )
+        return {
+            "call_id": reply[0],
+            "iteration": it,
+            "island": island,
+            "parent_id": proposal.parent.program_id,
+            "second_parent_id": second,
+            "edit_format": fmt,
+            "model": choice.model,
+            "reply": reply[1],
+        }
+
+    async def _maybe_meta(self, it: int) -> None:
+        """Every --meta-interval answered calls, one call writes the run's meta-notes."""
+        every = self.cfg.meta_interval
+        if not every or self.stats.calls < every:
+            return
+        async with self.meta_lock:
+            written = len(self.archive.meta_calls(self.run_id))
+            left = self._calls_left()
+            if self.stats.calls < (written + 1) * every or (left is not None and left <= 1):
+                return
+            children = self.archive.programs(self.run_id, "iteration>0 AND status!='pending'")
+            scores = {p.program_id: p.score for p in self.archive.programs(self.run_id)}
+            best = self.pop.best()
+            messages = self.prompts.meta(
+                summaries(children, scores),
+                self.notes,
+                self.stats.seed_score,
+                best.score if best else None,
+                MAX_LINES,
+            )
+            ask = Ask(
+                it,
+                it % self.cfg.num_islands,
+                None,
+                None,
+                "meta",
+                "meta",
+                messages,
+                self.search.choose(),
+                self.cfg.seed * 100003 + it * 16 + 15,
+            )
+            call_id, reply = await self.asker.ask(ask)
+            self.notes = parse_notes(reply)
+            self.archive.add_meta_note(self.run_id, self.stats.calls, call_id, self.notes)
+            self.observer.note(f"meta-notes after {self.stats.calls} calls")
+
+    def _candidate(self, call: dict) -> ProgramRow:
+        """The program a reply makes (not yet stored): pending, or why it is not evaluated."""
+        row = reply_to_row(call, self._program(call["parent_id"]), self.run_id, self.problem)
+        if row.status == INVALID:
+            self.observer.note(
+                f"iteration {row.iteration} recorded invalid, unevaluated: {row.artifacts['error']}"
+            )
+        elif row.status == "pending":
+            assert row.code_hash is not None  # reply_to_row hashes the code it keeps
+            dup = self.archive.hash_seen(self.run_id, row.code_hash) or self.in_flight_hashes.get(
+                row.code_hash
+            )
+            if dup:
+                row.status = "duplicate"
+                row.artifacts = {
+                    "error": f"duplicate of {dup}: the program was already evaluated in this run"
+                }
+        return row
+
     def _finish_now(self, row: ProgramRow) -> None:
         self.archive.insert_program(row)
+        self._add(row)
+        self._refresh()
+
+    def _add(self, row: ProgramRow) -> bool:
+        """A finished program into the population, the search's state and the counts; True
+        if it is a new best. After a stagnation it restarts the worst island."""
+        prev_best = self.pop.best()
+        novel = self.pop.novel(row)
         self.pop.add(row)
         self._count(row)
-        self._refresh()
+        best = (
+            row.status == "ok"
+            and row.score is not None
+            and (prev_best is None or row.score > prev_best.score)
+        )
+        parent = self.pop.members.get(row.parent_id or "")
+        self.search.finished(row, parent.score if parent else None, novel, best, self._depth(row))
+        self.stats.novel += novel and row.iteration > 0
+        if self.search.stagnant() and not self.replaying:
+            self._on_stagnation()
+        return best
+
+    def _depth(self, row: ProgramRow) -> int:
+        """Repairs in a row that led to row."""
+        depth, p = 0, row
+        while p.kind == "repair" and p.parent_id:
+            depth += 1
+            parent = self.archive.get_program(p.parent_id)
+            if parent is None:
+                break
+            p = parent
+        return depth
+
+    def _on_stagnation(self) -> None:
+        """No new best for --stagnation iterations: a burst of calls on the escalation model
+        at the hottest temperature, and the worst island restarted from the best program."""
+        self.search.start_burst()
+        best = self.pop.selectable_best()
+        island = self.pop.worst_island(best.program_id if best else None)
+        detail = {
+            "model": self.search.escalation_model(),
+            "calls": self.cfg.burst_calls,
+            "island": island,
+            "from": best.program_id if best else None,
+            "after": self.cfg.stagnation,
+        }
+        if island is not None and best is not None:
+            self.pop.reset_island(island, best.program_id)
+        self.archive.add_decision(self.run_id, self.stats.done, "stagnation", detail)
+        restart = (
+            f"; island {island} restarted from {best.program_id}"
+            if island is not None and best
+            else ""
+        )
+        self.observer.note(
+            f"no new best in {self.cfg.stagnation} iterations: {self.cfg.burst_calls} calls on"
+            f" {detail['model']}{restart}"
+        )
 
     async def _evaluate_candidate(self, row: ProgramRow) -> None:
         if row.code_hash:
@@ -387,39 +507,13 @@ class Controller:
             self.archive.finish_program(row)
         finally:
             self.in_flight_hashes.pop(row.code_hash or "", None)
-        prev_best = self.pop.best()
-        self.pop.add(row)
-        self._count(row)
+        best = self._add(row)
         self._refresh()
-        if (
-            row.status == "ok"
-            and row.score is not None
-            and (prev_best is None or row.score > prev_best.score)
-        ):
+        if best:
             self.observer.note(f"new best {row.score:.6g} at iteration {row.iteration}")
             await self._rescore_test(row)
 
     # ---- helpers -------------------------------------------------------------
-    def _row(
-        self, it, island, code, parent_id, second_id, kind, edit_kind, model, diff
-    ) -> ProgramRow:
-        return ProgramRow(
-            program_id=program_id(self.run_id, it),
-            run_id=self.run_id,
-            problem=self.problem.name,
-            iteration=it,
-            island=island,
-            status="pending",
-            code=code,
-            parent_id=parent_id,
-            second_parent_id=second_id,
-            kind=kind,
-            edit_kind=edit_kind,
-            model=model,
-            diff=diff,
-            code_hash=normalized_hash(code) if code is not None else None,
-        )
-
     async def _apply_outcome(self, row: ProgramRow, out: Outcome) -> None:
         row.status, row.score, row.scores = out.status, out.score, out.scores
         row.metrics, row.artifacts, row.eval_s = out.metrics, out.artifacts, out.eval_s

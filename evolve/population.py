@@ -8,6 +8,10 @@ A program can be skipped (its prompt cannot be packed into the model's window,
 recorded as the row's skip_reason): it still counts for the best score, but it
 is never an elite, so never a parent, a crossover partner, an inspiration or a
 migrant.
+
+Programs that behave alike (the same train score and per-instance numbers: FunSearch's
+signature) form one cluster, represented by its shortest program; the others are
+skipped the same way, so the search stops feeding the model many texts of one behaviour.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from difflib import SequenceMatcher
 
 from evolve.archive import ProgramRow
 from evolve.edits.blocks import evolvable_text
+from evolve.search.behaviour import signature
 
 DIVERSITY_CHARS = 16 * 1024  # seed and program together; longer pairs are compared by line
 
@@ -122,18 +127,20 @@ class Population:
         self.members: dict[str, Member] = {}
         self.skipped: set[str] = set()  # never selected again (see skip)
         self._best: Member | None = None  # members are never removed, so a running max is exact
+        self.clusters: dict[str, tuple[str, int]] = {}  # signature -> (representative, length)
+        self.signature_of: dict[str, str] = {}
 
     # ---- building ----------------------------------------------------------
     def add(self, p: ProgramRow, island: int | None = None) -> bool:
         """Offer a finished program to its island; True if it became an elite."""
+        sig = signature(p.score, p.metrics) if p.status == "ok" else None
         if p.parent_id:
-            error = p.artifacts.get("error") or p.artifacts.get("traceback", "")
-            summary = (error.strip().splitlines() or [""])[-1][:200] if error else ""
-            self.children[p.parent_id].append(Attempt(p.iteration, p.status, p.score, summary))
-        if p.status != "ok" or p.score is None or p.cell is None:
+            self.children[p.parent_id].append(self._attempt(p, sig))
+        if p.status != "ok" or p.score is None or p.cell is None or sig is None:
             return False
         m = Member(p.program_id, p.score, p.cell, p.iteration)
         self.members[p.program_id] = m
+        self.signature_of[p.program_id] = sig
         if self._best is None or (m.score, -m.iteration) > (
             self._best.score,
             -self._best.iteration,
@@ -141,7 +148,33 @@ class Population:
             self._best = m
         if p.skip_reason:  # skipped before (a resumed run): never offered again
             self.skipped.add(m.program_id)
+        length = len(evolvable_text(p.code or ""))
+        rep = self.clusters.get(sig)
+        if rep is not None and rep[0] != p.program_id:
+            if length >= rep[1]:  # behaves as an earlier program and is no shorter
+                self.skipped.add(m.program_id)
+                return False
+            self.skip(rep[0])  # the shorter program represents the cluster from now on
+        self.clusters[sig] = (p.program_id, length)
         return self._place(m, p.island if island is None else island)
+
+    def novel(self, p: ProgramRow) -> bool:
+        """Does p (evaluated, not yet added) behave unlike every program so far?"""
+        sig = signature(p.score, p.metrics) if p.status == "ok" else None
+        return sig is not None and sig not in self.clusters
+
+    def _attempt(self, p: ProgramRow, sig: str | None) -> Attempt:
+        """What the parent's prompt says of this child: its error's last line, or that it
+        repeated or behaved exactly like its parent (small models then try elsewhere)."""
+        error = p.artifacts.get("error") or p.artifacts.get("traceback", "")
+        summary = (error.strip().splitlines() or [""])[-1][:200] if error else ""
+        if p.status == "duplicate":
+            summary = "repeated an earlier program: write a different one"
+        elif sig is not None and sig == self.signature_of.get(p.parent_id or ""):
+            summary = "same results as the current code: the change did nothing, try another idea"
+        elif sig is not None and sig in self.clusters:
+            summary = "same results as an earlier program"
+        return Attempt(p.iteration, p.status, p.score, summary)
 
     def skip(self, program_id: str) -> None:
         """Never select program_id again; the best of the rest offered to its cell takes
@@ -179,6 +212,29 @@ class Population:
         m = self.members.get(program_id)
         if m is not None:
             self._place(m, to_island)
+
+    def worst_island(self, keep: str | None) -> int | None:
+        """The island whose best is lowest, other than one holding `keep` (None: one island)."""
+        if len(self.islands) < 2:
+            return None
+        ranked = sorted(
+            (
+                i
+                for i, isl in enumerate(self.islands)
+                if keep not in {m.program_id for m in isl.elites.values()}
+            ),
+            key=lambda i: b.score if (b := self.islands[i].best()) else -math.inf,
+        )
+        return ranked[0] if ranked else None
+
+    def reset_island(self, island: int, program_id: str) -> None:
+        """Restart an island from one program: its elites are forgotten (a stagnation)."""
+        isl = self.islands[island % len(self.islands)]
+        isl.elites.clear()
+        isl.placed.clear()
+        m = self.members.get(program_id)
+        if m is not None:
+            self._place(m, island)
 
     def migration_plan(self) -> list[tuple[str, int]]:
         """Ring migration: each island's best moves to the next island."""

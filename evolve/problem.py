@@ -126,6 +126,8 @@ def _load_native(root: Path, shown: Path, ov: Overrides) -> Problem:
         population_size=evo.population_size,
         iterations=evo.iterations,
         edit_format=evo.edit_format,
+        hints=tuple(h.strip() for h in p.hints if h.strip()),
+        search=cfg.search.settings(),
         data=_data_files(cfg.data, toml_path, list(splits)),
         include=_includes(root, p.include, f"{toml_path} [problem]"),
         max_code_bytes=1024 * ev.max_code_kb,
@@ -327,5 +329,6 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         parallel=ev.parallel_evaluations,
         seed=cfg.random_seed if cfg.random_seed is not None else db.random_seed,
         migration_interval=db.migration_interval,
+        search=cfg.evolve.search.settings(),
         seed_path=seed_path,
     )

@@ -94,6 +94,8 @@ class Problem:
     parallel: int | None = None  # evaluations in flight (OpenEvolve's parallel_evaluations)
     seed: int | None = None  # the run's seed (OpenEvolve's random_seed)
     migration_interval: int | None = None
+    hints: tuple[str, ...] = ()  # known ideas (problem.toml [problem] hints): one per prompt
+    search: dict = field(default_factory=dict)  # [search] / evolve.search: RunConfig fields
     seed_path: Path | None = None  # where the seed was read, when not root / entry
     resources: Resources = field(default_factory=Resources)
 

@@ -21,7 +21,7 @@ from evolve.problem import Problem
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"  # package data
 EDIT_FORMATS = ("diff", "block", "full")
-PROMPT_STYLES = ("full", "short")
+PROMPT_STYLES = ("full", "short", "funsearch")
 ARTIFACT_STEPS = (
     600,
     200,
@@ -40,12 +40,26 @@ class ShownProgram:
 
 
 @dataclass(frozen=True)
+class Version:
+    """One earlier version in a FunSearch prompt: its evolving code, renamed NAME_vK."""
+
+    name: str
+    code: str
+    score: float | None
+
+
+@dataclass(frozen=True)
 class PromptContext:
     parent: ShownProgram
-    edit_format: str  # diff | block | full | crossover
+    edit_format: str  # diff | block | full | crossover | funsearch | repair
     inspirations: list[ShownProgram] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     second: ShownProgram | None = None
+    notes: str = ""  # the run's latest meta-notes (system prompt: they change rarely)
+    hint: str = ""  # one of the problem's known ideas
+    retry: str = ""  # why this call is asked again (its last reply repeated a program)
+    versions: list[Version] = field(default_factory=list)  # funsearch: oldest first
+    target: str = ""  # funsearch: the function the model writes, NAME_vK
 
 
 class PromptBuilder:
@@ -108,8 +122,8 @@ class PromptBuilder:
 
     def _template(self, name: str) -> str:
         """NAME.j2, or NAME_short.j2 in the short style where there is one; a problem's own
-        NAME.j2 wins over our generic short one."""
-        if self.style == "short":
+        NAME.j2 wins over our generic short one. FunSearch prompts are short ones."""
+        if self.style in ("short", "funsearch"):
             own = self.problem.prompt_dir
             if (own / f"{name}_short.j2").is_file() or (
                 not (own / f"{name}.j2").is_file()
@@ -120,18 +134,45 @@ class PromptBuilder:
 
     def render(self, ctx: PromptContext, problem: Problem | None = None) -> list[dict]:
         problem = problem or self.problem
-        system = self.env.get_template(self._template("system")).render(problem=problem)
+        system = self.env.get_template(self._template("system")).render(
+            problem=problem, notes=ctx.notes
+        )
         user = self.env.get_template(self._template(ctx.edit_format)).render(
             problem=problem,
             parent=ctx.parent,
             inspirations=ctx.inspirations,
             attempts=ctx.attempts,
             second=ctx.second,
+            hint=ctx.hint,
+            retry=ctx.retry,
+            versions=ctx.versions,
+            target=ctx.target,
+            last=ctx.versions[-1].name if ctx.versions else "",
         )
         return [
             {"role": "system", "content": system.strip()},
             {"role": "user", "content": user.strip()},
         ]
+
+    def meta(
+        self,
+        attempts: list[str],
+        notes: str,
+        seed_score: float | None,
+        best_score: float | None,
+        max_lines: int,
+    ) -> list[dict]:
+        """The messages of a meta-notes call: recent attempts in, advice out."""
+        user = self.env.get_template("meta.j2").render(
+            problem=self.problem,
+            attempts=attempts,
+            notes=notes,
+            seed_score=seed_score,
+            best_score=best_score,
+            max_lines=max_lines,
+        )
+        system = "You review an evolution run of programs and write short, concrete advice."
+        return [{"role": "system", "content": system}, {"role": "user", "content": user.strip()}]
 
     def tokens(self, messages: list[dict]) -> int:
         return messages_tokens(messages, self._count)
@@ -155,7 +196,7 @@ class PromptBuilder:
             ctx = replace(
                 ctx, attempts=list(ctx.attempts)[-self.max_attempts :] if self.max_attempts else []
             )
-        if self.style == "short":
+        if self.style in ("short", "funsearch"):
             ctx = _shorten(ctx)
         self.last_dropped = []
         if self.budget is None:

@@ -10,13 +10,19 @@ picked. Only when no program at all can be a parent does the run end (NoParent).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evolve.archive import Archive, ProgramRow
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import PromptTooLong
 from evolve.population import Population
-from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
+from evolve.prompts import PromptBuilder, PromptContext, ShownProgram, Version, evolving_code
+from evolve.search.versions import block_functions, versioned
+
+RETRY_NOTE = (
+    "Your previous answer repeated a program that was already tried. "
+    "Write a different one: change how it decides, not only its constants."
+)
 
 ARTIFACT_CHARS = 1500  # per artifact shown in a prompt
 
@@ -29,7 +35,7 @@ class NoParent(RuntimeError):
 class Proposal:
     parent: ProgramRow
     second: ProgramRow | None  # a crossover's partner
-    edit_format: str  # the run's, or "crossover"
+    edit_format: str  # the run's, or crossover | funsearch | repair
     messages: list[dict]
 
 
@@ -53,7 +59,8 @@ class Proposer:
         self.edit_format, self.crossover_rate, self.note = edit_format, crossover_rate, note
         self.last_skip: str | None = None  # "PROGRAM: reason" of this session's latest skip
 
-    def propose(self, island: int) -> Proposal:
+    def propose(self, island: int, resample: int = 0, notes: str = "") -> Proposal:
+        """The next call's prompt; `resample` > 0: the last reply repeated a program."""
         while True:
             chosen = self.pop.select_parent(island)
             if chosen is None:
@@ -64,22 +71,39 @@ class Proposer:
                 partner = self.pop.select_second_parent(parent.program_id)
                 if partner is not None:
                     second, fmt = self.program(partner.program_id), "crossover"
+            inspirations = [
+                self.program(m.program_id) for m in self.pop.inspirations(island, parent.program_id)
+            ]
             ctx = PromptContext(
                 parent=shown(parent, full=True),
                 edit_format=fmt,
-                inspirations=[
-                    shown(self.program(m.program_id))
-                    for m in self.pop.inspirations(island, parent.program_id)
-                ],
+                inspirations=[shown(p) for p in inspirations],
                 attempts=self.pop.attempts(parent.program_id),
                 second=shown(second, full=True) if second else None,
+                notes=notes,
+                hint=self._hint(),
+                retry=RETRY_NOTE if resample else "",
             )
+            if self.prompts.style == "funsearch" and second is None:
+                ctx = funsearch_context(ctx, parent, inspirations[:1])
             try:
-                return Proposal(parent, second, fmt, self.prompts.build(ctx))
+                return Proposal(parent, second, ctx.edit_format, self.prompts.build(ctx))
             except PromptTooLong as e:
                 # Packing drops the second parent and the inspirations before it gives up:
                 # what does not fit is the parent itself.
                 self.skip(parent, str(e))
+
+    def repair(self, failed: ProgramRow, notes: str = "") -> Proposal | None:
+        """A call that fixes a failed child, shown its error; None if it cannot fit."""
+        ctx = PromptContext(parent=shown(failed, full=True), edit_format="repair", notes=notes)
+        try:
+            return Proposal(failed, None, "repair", self.prompts.build(ctx))
+        except PromptTooLong:
+            return None
+
+    def _hint(self) -> str:
+        hints = self.prompts.problem.hints
+        return self.pop.rng.choice(hints) if hints else ""
 
     def skip(self, parent: ProgramRow, reason: str) -> None:
         self.archive.skip_parent(parent.program_id, reason)
@@ -99,6 +123,33 @@ class Proposer:
             f"no program can be a parent: every program that scored ({len(self.pop.members)})"
             f" has a prompt too long for the model's context window{last}"
         )
+
+
+def funsearch_context(
+    ctx: PromptContext, parent: ProgramRow, others: list[ProgramRow]
+) -> PromptContext:
+    """FunSearch's prompt: the parent and the island's best other program, ordered by
+    score and renamed _v0, _v1; the model writes _v2. A block without functions keeps the
+    run's own prompt."""
+    names = block_functions(parent.code or "")
+    if not names:
+        return ctx
+    chosen = sorted([parent, *others], key=lambda p: (p.score is not None, p.score or 0.0))
+    versions = [
+        Version(
+            f"{names[0]}_v{k}",
+            versioned(evolving_code(p.code or ""), names, k),
+            p.score,
+        )
+        for k, p in enumerate(chosen)
+    ]
+    return replace(
+        ctx,
+        edit_format="funsearch",
+        versions=versions,
+        target=f"{names[0]}_v{len(versions)}",
+        inspirations=[],
+    )
 
 
 def shown(p: ProgramRow, full: bool = False) -> ShownProgram:

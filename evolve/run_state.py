@@ -27,6 +27,9 @@ class RunStats:
     llm_retries: int = 0  # failed LLM attempts that were tried again (this session)
     llm_failed: int = 0  # LLM calls that failed on their last attempt (this session)
     llm_last_fault: str | None = None  # the latest failed attempt's: "HTTP 500", "timeout", ...
+    calls: int = 0  # LLM calls answered (resamples, repairs and meta-notes included)
+    rejected: int = 0  # of those, replies that repeated a program and were asked again
+    novel: int = 0  # children that behave unlike every earlier program
 
     def add_llm_fault(self, fault: str, retried: bool) -> None:
         """A failed LLM attempt: retried, or the last of its call."""

@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 
 from evolve.archive import Archive, ProgramRow
+from evolve.archive.schema import SCHEMA_VERSION
 from evolve.config import RunConfig
 from evolve.controller import Controller
 from evolve.evaluation import CandidateEvaluator
@@ -329,6 +330,10 @@ def test_an_archive_of_schema_2_gains_the_skip_column(tmp_path):
     Archive(runs).close()
     db = sqlite3.connect(runs / "archive.db")
     db.execute("ALTER TABLE programs DROP COLUMN skip_reason")
+    for col in ("purpose", "outcome", "temperature", "decision"):  # schema 4's
+        db.execute(f"ALTER TABLE llm_calls DROP COLUMN {col}")
+    for table in ("decisions", "meta_notes", "bench_runs"):
+        db.execute(f"DROP TABLE {table}")
     db.execute("PRAGMA user_version=2")
     db.commit()
     db.close()
@@ -336,7 +341,8 @@ def test_an_archive_of_schema_2_gains_the_skip_column(tmp_path):
     archive.create_run("r", "toy", "/nowhere", {}, 3)
     archive.insert_program(_row(0, 1.0, skip="why"))
     assert archive.get_program("r:0").skip_reason == "why"
-    assert archive.db.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert archive.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert archive.meta_notes("r") == [] and archive.decisions("r") == []
 
 
 def test_the_sandbox_never_sees_an_oversized_candidate(tmp_path):

@@ -13,8 +13,10 @@ from evolve.archive.faults import ArchiveError
 
 # The schema's version, kept in `PRAGMA user_version`. 1 is the first released schema
 # (its archives say 0: it predates the versioning); 2 records each run's owner; 3 why a
-# program is no longer picked as a parent (programs.skip_reason).
-SCHEMA_VERSION = 3
+# program is no longer picked as a parent (programs.skip_reason); 4 what each LLM call was for
+# and what became of it (llm_calls.purpose, outcome, temperature, decision), the run's
+# search decisions, its meta-notes and `evolve bench` results.
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -77,7 +79,11 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     cost_usd REAL NOT NULL DEFAULT 0,
     latency_s REAL NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    purpose TEXT,                  -- mutation | crossover | repair | resample | meta (NULL: before v4)
+    outcome TEXT,                  -- NULL: its reply became the iteration's program; rejected_duplicate
+    temperature REAL,
+    decision TEXT                  -- why this model and temperature (bandit, stagnation burst, ...)
 );
 CREATE INDEX IF NOT EXISTS llm_calls_run_iter ON llm_calls(run_id, iteration);
 CREATE TABLE IF NOT EXISTS migrations (
@@ -87,17 +93,36 @@ CREATE TABLE IF NOT EXISTS migrations (
     at_iteration INTEGER NOT NULL,
     PRIMARY KEY (run_id, program_id, to_island)
 );
+CREATE TABLE IF NOT EXISTS decisions (
+    decision_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    at_done INTEGER NOT NULL,      -- finished iterations when it was taken
+    kind TEXT NOT NULL,            -- stagnation | island_reset | burst_end | ...
+    detail_json TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decisions_run ON decisions(run_id, decision_id);
+CREATE TABLE IF NOT EXISTS meta_notes (
+    note_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    at_calls INTEGER NOT NULL,     -- LLM calls answered when it was written
+    call_id INTEGER,               -- the llm_calls row that wrote it
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS meta_notes_run ON meta_notes(run_id, note_id);
+CREATE TABLE IF NOT EXISTS bench_runs (
+    bench_id TEXT NOT NULL,        -- one `evolve bench` invocation
+    problem TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls INTEGER NOT NULL,        -- the budget of LLM calls
+    result_json TEXT NOT NULL DEFAULT '{}',  -- normalised held-out score, yields, tokens, wall time, curve
+    created_at REAL NOT NULL,
+    PRIMARY KEY (bench_id, problem, seed)
+);
 """
-
-# Each step takes an archive from the version before it to its key, inside the one
-# transaction that also sets user_version: a crash mid-way leaves the old archive intact.
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    2: (
-        "ALTER TABLE runs ADD COLUMN owner_pid INTEGER",
-        "ALTER TABLE runs ADD COLUMN owner_host TEXT",
-    ),
-    3: ("ALTER TABLE programs ADD COLUMN skip_reason TEXT",),
-}
 
 
 def statements(script: str) -> list[str]:
@@ -109,6 +134,33 @@ def statements(script: str) -> list[str]:
             out.append(buf.strip())
             buf = ""
     return out
+
+
+V4_TABLES = ("decisions", "meta_notes", "bench_runs")
+
+
+def _names_table(stmt: str, tables: tuple[str, ...]) -> bool:
+    """A CREATE TABLE or CREATE INDEX statement of one of `tables`."""
+    head = stmt.split("(")[0].split()
+    return bool(head) and head[-1] in tables
+
+
+# Each step takes an archive from the version before it to its key, inside the one
+# transaction that also sets user_version: a crash mid-way leaves the old archive intact.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: (
+        "ALTER TABLE runs ADD COLUMN owner_pid INTEGER",
+        "ALTER TABLE runs ADD COLUMN owner_host TEXT",
+    ),
+    3: ("ALTER TABLE programs ADD COLUMN skip_reason TEXT",),
+    4: (
+        "ALTER TABLE llm_calls ADD COLUMN purpose TEXT",
+        "ALTER TABLE llm_calls ADD COLUMN outcome TEXT",
+        "ALTER TABLE llm_calls ADD COLUMN temperature REAL",
+        "ALTER TABLE llm_calls ADD COLUMN decision TEXT",
+        *(st for st in statements(SCHEMA) if _names_table(st, V4_TABLES)),
+    ),
+}
 
 
 def user_version(db: sqlite3.Connection) -> int:

@@ -346,12 +346,17 @@ class Archive:
         completion_tokens: int,
         cost_usd: float,
         latency_s: float,
+        *,
+        purpose: str | None = None,
+        temperature: float | None = None,
+        decision: str | None = None,
     ) -> int:
         with self.tx() as db:
             cur = db.execute(
                 """INSERT INTO llm_calls (run_id, iteration, island, parent_id, second_parent_id,
                    edit_format, model, prompt_json, reply, error, prompt_tokens, completion_tokens,
-                   cost_usd, latency_s, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   cost_usd, latency_s, created_at, purpose, temperature, decision)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (
                     run_id,
                     iteration,
@@ -368,15 +373,48 @@ class Archive:
                     cost_usd,
                     latency_s,
                     time.time(),
+                    purpose,
+                    temperature,
+                    decision,
                 ),
             )
             assert cur.lastrowid is not None  # set by the INSERT
             return cur.lastrowid
 
+    def reject_call(self, call_id: int, outcome: str) -> None:
+        """The call's reply did not become its iteration's program (it repeated one)."""
+        with self.tx() as db:
+            db.execute("UPDATE llm_calls SET outcome=? WHERE call_id=?", (outcome, call_id))
+
+    def rejected_calls(self, run_id: str, iteration: int) -> int:
+        r = self.db.execute(
+            "SELECT COUNT(*) FROM llm_calls WHERE run_id=? AND iteration=? AND outcome IS NOT NULL",
+            (run_id, iteration),
+        ).fetchone()
+        return int(r[0])
+
+    def rejected_by_model(self, run_id: str) -> list[str]:
+        """The model of each rejected call (the bandit counts them as calls that gave nothing)."""
+        rows = self.db.execute(
+            "SELECT model FROM llm_calls WHERE run_id=? AND outcome IS NOT NULL ORDER BY call_id",
+            (run_id,),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def repair_parents(self, run_id: str) -> set[str]:
+        """The failed programs a repair call was made for (answered or not)."""
+        rows = self.db.execute(
+            "SELECT DISTINCT parent_id FROM llm_calls WHERE run_id=? AND purpose='repair'",
+            (run_id,),
+        ).fetchall()
+        return {r[0] for r in rows}
+
     def unconsumed_replies(self, run_id: str) -> list[dict]:
-        """Replies received before a crash whose iteration has no program yet."""
+        """Replies received before a crash whose iteration has no program yet (a rejected
+        reply or a meta-note is not an iteration's reply)."""
         rows = self.db.execute(
             """SELECT c.* FROM llm_calls c WHERE c.run_id=? AND c.reply IS NOT NULL
+               AND c.outcome IS NULL AND COALESCE(c.purpose, '') != 'meta'
                AND NOT EXISTS (SELECT 1 FROM programs p WHERE p.run_id=c.run_id AND p.iteration=c.iteration)
                AND c.call_id = (SELECT MAX(call_id) FROM llm_calls c2 WHERE c2.run_id=c.run_id
                                 AND c2.iteration=c.iteration AND c2.reply IS NOT NULL)
@@ -385,9 +423,54 @@ class Archive:
         ).fetchall()
         return [dict(r) for r in rows]
 
+    # ---- meta-notes and search decisions -------------------------------------
+    def meta_calls(self, run_id: str) -> list[dict]:
+        """Every answered meta-notes call, with its note if one was stored."""
+        rows = self.db.execute(
+            """SELECT c.call_id, c.reply, n.text FROM llm_calls c
+               LEFT JOIN meta_notes n ON n.call_id = c.call_id
+               WHERE c.run_id=? AND c.purpose='meta' AND c.reply IS NOT NULL
+               ORDER BY c.call_id""",
+            (run_id,),
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    def add_meta_note(self, run_id: str, at_calls: int, call_id: int, text: str) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO meta_notes (run_id, at_calls, call_id, text, created_at)"
+                " VALUES (?,?,?,?,?)",
+                (run_id, at_calls, call_id, text, time.time()),
+            )
+
+    def meta_notes(self, run_id: str) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT at_calls, call_id, text, created_at FROM meta_notes WHERE run_id=?"
+            " ORDER BY note_id",
+            (run_id,),
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    def add_decision(self, run_id: str, at_done: int, kind: str, detail: dict) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO decisions (run_id, at_done, kind, detail_json, created_at)"
+                " VALUES (?,?,?,?,?)",
+                (run_id, at_done, kind, json.dumps(detail), time.time()),
+            )
+
+    def decisions(self, run_id: str) -> list[dict]:
+        rows = self.db.execute(
+            "SELECT at_done, kind, detail_json, created_at FROM decisions WHERE run_id=?"
+            " ORDER BY decision_id",
+            (run_id,),
+        ).fetchall()
+        return [{**dict(r), "detail": json.loads(r["detail_json"])} for r in rows]
+
     def usage(self, run_id: str) -> dict:
         r = self.db.execute(
-            """SELECT COUNT(*) AS calls, COALESCE(SUM(prompt_tokens),0) AS prompt_tokens,
+            """SELECT COUNT(*) AS calls, COUNT(reply) AS answered,
+                      COALESCE(SUM(prompt_tokens),0) AS prompt_tokens,
                       COALESCE(SUM(completion_tokens),0) AS completion_tokens,
                       COALESCE(SUM(cost_usd),0) AS cost_usd FROM llm_calls WHERE run_id=?""",
             (run_id,),
@@ -410,3 +493,26 @@ class Archive:
             (run_id,),
         ).fetchall()
         return [tuple(r) for r in rows]
+
+    # ---- benchmarks (`evolve bench`) ------------------------------------------
+    def add_bench_run(
+        self,
+        bench_id: str,
+        problem: str,
+        seed: int,
+        run_id: str,
+        model: str,
+        calls: int,
+        result: dict,
+    ) -> None:
+        """One run of a benchmark and what it measured (replaced if measured again)."""
+        with self.tx() as db:
+            db.execute(
+                """INSERT OR REPLACE INTO bench_runs (bench_id, problem, seed, run_id, model,
+                   calls, result_json, created_at) VALUES (?,?,?,?,?,?,?,?)""",
+                (bench_id, problem, seed, run_id, model, calls, json.dumps(result), time.time()),
+            )
+
+    def bench_exists(self, bench_id: str) -> bool:
+        r = self.db.execute("SELECT 1 FROM bench_runs WHERE bench_id=? LIMIT 1", (bench_id,))
+        return r.fetchone() is not None

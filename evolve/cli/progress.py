@@ -32,8 +32,11 @@ def status_line(s: RunStats) -> str:
     seed = "" if s.seed_score is None else f" (seed {s.seed_score:.6g})"
     test = "" if s.best_test is None else f", held-out {s.best_test:.6g}"
     tokens = s.prompt_tokens + s.completion_tokens
+    new = f", {s.novel} new behaviours" if s.novel else ""
+    rejected = f", {s.rejected} clones asked again" if s.rejected else ""
     return (
-        f"best {best}{test}{seed} | valid {valid} | {tokens:,} tokens ${s.cost_usd:.4f}"
+        f"best {best}{test}{seed} | valid {valid}{new} | {s.calls} calls{rejected}"
+        f" | {tokens:,} tokens ${s.cost_usd:.4f}"
         f" | in flight: {s.llm_in_flight} LLM, {s.eval_in_flight} eval{llm_faults(s)}"
     )
 

@@ -38,7 +38,8 @@ _FLAGS = (
     "iterations api_base parallel llm_parallel seed budget_usd time_limit sandbox "
     "require_isolation islands migration_interval edit_format crossover_rate temperature "
     "max_tokens llm_timeout llm_retries llm_backoff prices context_window ray_address "
-    "ray_node_sandbox"
+    "ray_node_sandbox max_calls max_resamples repair_attempts temperatures prompt_style "
+    "meta_interval stagnation burst_calls escalation_model"
 ).split()
 _FIELD_OF = {
     "time_limit": "time_limit_s",
@@ -112,6 +113,9 @@ def _from_profile(prof: ModelProfile) -> dict:
         "max_attempts": prof.max_attempts,
         "llm_parallel": prof.llm_parallel,
         "llm_timeout_s": prof.llm_timeout_s,
+        "temperatures": prof.temperatures,
+        "meta_interval": prof.meta_interval,
+        "stagnation": prof.stagnation,
     }
     return {k: v for k, v in out.items() if v is not None}
 
@@ -134,6 +138,7 @@ def _from_problem(problem: Problem, prof: ModelProfile) -> dict:
         "parallel": problem.parallel,
         "seed": problem.seed,
         "migration_interval": problem.migration_interval,
+        **problem.search,
     }
     return {k: v for k, v in out.items() if v is not None}
 

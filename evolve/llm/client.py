@@ -166,6 +166,7 @@ class LLMClient:
         model: str,
         seed: int | None = None,
         on_retry: RetryHook | None = None,
+        temperature: float | None = None,
     ) -> LLMReply:
         """One chat completion. Each failed attempt that is retried goes to `on_retry`
         (called before the wait); the last failure raises LLMError."""
@@ -209,7 +210,7 @@ class LLMClient:
                         messages=cast(
                             list[ChatCompletionMessageParam], messages
                         ),  # role/content dicts
-                        temperature=self.cfg.temperature,
+                        temperature=self.cfg.temperature if temperature is None else temperature,
                         max_tokens=self.cfg.max_tokens,
                         **extra,
                     )

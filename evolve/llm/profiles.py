@@ -27,6 +27,11 @@ class ModelProfile:
         None  # requests in flight the endpoint handles well (None: no advice)
     )
     llm_timeout_s: float | None = None
+    # The search (evolve/search/): temperatures drawn per call, FunSearch or block prompts,
+    # meta-notes every N calls and stagnation bursts after K iterations (0: off).
+    temperatures: tuple[float, ...] = ()
+    meta_interval: int = 0
+    stagnation: int = 0
 
 
 # The bundled local models: llama-cpp-python serves one request at a time on
@@ -42,6 +47,8 @@ LOCAL_SMALL = ModelProfile(
     max_attempts=3,
     llm_parallel=1,
     llm_timeout_s=600.0,
+    temperatures=(0.6, 0.9, 1.2),
+    stagnation=8,
 )
 # Open-weights models served by the user (Ollama, llama.cpp, vLLM), by size in the name.
 OPEN_SMALL = ModelProfile(  # <= 8B: Ollama's default window is small
@@ -53,6 +60,8 @@ OPEN_SMALL = ModelProfile(  # <= 8B: Ollama's default window is small
     prompt_style="short",
     num_inspirations=1,
     max_attempts=3,
+    temperatures=(0.6, 0.9, 1.2),
+    stagnation=8,
 )
 OPEN_MEDIUM = ModelProfile(  # 9B .. 40B
     "open-medium",

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section
+from evolve.settings.search import SearchTable
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -25,6 +26,7 @@ class ProblemTable(Section):
     metric: str = "score"
     direction: Literal["maximize", "minimize"] = "maximize"
     domain_notes: str = ""
+    hints: list[str] = []  # known ideas; each prompt shows one, drawn per call
     include: list[str] = []  # files of other folders the evaluator imports (kit.include)
 
 
@@ -77,4 +79,5 @@ class ProblemToml(Section):
     evaluation: EvaluationTable = EvaluationTable()
     features: FeaturesTable = FeaturesTable()
     evolution: EvolutionTable = EvolutionTable()
+    search: SearchTable = SearchTable()
     data: list[DataEntry] = []

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, Field, field_validator
 from evolve.settings import openevolve_keys as keys
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section
+from evolve.settings.search import SearchTable
 from evolve.settings.urls import check_url
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -146,6 +147,7 @@ class EvolveSection(OESection):
     uses = keys.EVOLVE_USES
     env: list[EnvEntry] = []
     initial_program: str | None = None
+    search: SearchTable = SearchTable()
 
 
 class OpenEvolveConfig(OESection):

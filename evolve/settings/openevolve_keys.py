@@ -192,4 +192,6 @@ TRACE_IGNORED = dict.fromkeys(
 EVOLVE_USES = {
     "env": "environment variables for the evaluator: NAME (from this environment) or NAME=VALUE (--env)",
     "initial_program": "the seed program, relative to the folder (--initial-program)",
+    "search": "how the search spends its calls: max_calls, max_resamples, repair_attempts, "
+    "temperatures, prompt_style, meta_interval, stagnation, burst_calls (the flags of those names)",
 }
