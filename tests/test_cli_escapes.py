@@ -287,3 +287,41 @@ def test_check_and_run_show_a_hostile_seed_escaped(problem, tmp_path):
     rc, out, _ = cli("archive", "runs", "--runs-dir", runs)
     assert rc == 0
     assert_neutral(out, "F\\x08G\\x7fH", MARKUP)
+
+
+# ---- what the search recorded (schema 4) ---------------------------------------------------
+
+
+def test_archive_show_says_how_a_program_was_proposed(search_archive):
+    ids, runs = search_archive.ids, search_archive.runs_dir
+    rc, out, err = cli("archive", "show", ids["failed"], "--runs-dir", runs)
+    assert rc == 0, err
+    # the model's rejected reply is shown as text, its escape sequence visible, not sent
+    assert_neutral(out, "\\x1b]0;pwned\\x07", "the same program again </textarea><script>")
+    assert re.search(r"purpose +│ resample", out) and re.search(r"temperature +│ 1 ", out)
+    assert "UCB 0.812 (mean reward 0.300 over 4 calls)" in out
+    assert "rejected replies of iteration 1 (1:" in out
+    assert "call 1 to model-a, mutation, temperature 0.7: repeated a program" in out
+    rc, out, err = cli("archive", "show", ids["repair"], "--runs-dir", runs)
+    assert rc == 0, err
+    assert f"{ids['failed']}: shown its error and fixed it" in out and "repair of" in out
+    assert "stagnation burst on model-b (2 calls left)" in out and "rejected replies" not in out
+    rc, out, _ = cli("archive", "show", ids["failed"], "--json", "--runs-dir", runs)
+    prop = json.loads(out)["proposal"]
+    assert prop["decision"].startswith("UCB") and prop["rejected_calls"][0]["outcome"] == (
+        "rejected_duplicate"
+    )
+
+
+def test_archive_runs_counts_calls_rejected_and_repairs(search_archive):
+    runs = search_archive.runs_dir
+    rc, out, err = cli("archive", "runs", "--json", "--runs-dir", runs)
+    assert rc == 0, err
+    (run,) = json.loads(out)
+    assert (run["calls"], run["rejected"], run["repairs"]) == (5, 1, 1)
+    rc, out, _ = cli("archive", "runs", "--wide", "--runs-dir", runs)
+    head, _, row = out.splitlines()[:3]
+    assert head.split()[-3:] == ["calls", "rejected", "repairs"]
+    assert row.split()[-3:] == ["5", "1", "1"]
+    rc, out, _ = cli("archive", "runs", "--runs-dir", runs)
+    assert "rejected" not in out.splitlines()[0]  # only --wide has room for them

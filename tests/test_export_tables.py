@@ -238,3 +238,29 @@ def test_an_empty_selection_writes_empty_tables(runs, tmp_path, fmt):
     df, calls = read(out, fmt), read(tmp_path / f"none.llm_calls.{fmt}", fmt)
     assert len(df) == 0 and {"program_id", "score", "code", "artifacts"} <= set(df.columns)
     assert len(calls) == 0 and {"call_id", "prompt", "prompt_tokens"} <= set(calls.columns)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
+def test_llm_calls_carry_purpose_outcome_temperature_and_decision(tmp_path, capsys, fmt):
+    runs = tmp_path / "runs"
+    a = Archive(runs)
+    a.create_run("s-1", "alpha", "problems/alpha", {}, 1)
+    seed = _program(a, "s-1", "alpha", 0, score=1.0)
+    why = "UCB 0.812 (mean reward 0.300 over 4 calls)"
+    kw = {"purpose": "mutation", "temperature": 0.7, "decision": why}
+    dup = a.insert_llm_call("s-1", 1, 0, seed, None, "diff", "gpt-x", PROMPT, "same", None,
+                            10, 1, 0.0, 1.0, **kw)  # fmt: skip
+    a.reject_call(dup, "rejected_duplicate")
+    kw = {"purpose": "resample", "temperature": 1.0, "decision": why}
+    c = a.insert_llm_call("s-1", 1, 0, seed, None, "diff", "gpt-x", PROMPT, "new", None,
+                          10, 1, 0.0, 1.0, **kw)  # fmt: skip
+    _program(a, "s-1", "alpha", 1, parent_id=seed, llm_call_id=c, score=2.0)
+    a.close()
+    out = tmp_path / f"s.{fmt}"
+    code, _, err = export(capsys, runs, "s-1", "--format", fmt, "--out", out)
+    assert code == 0, err
+    calls = read(tmp_path / f"s.llm_calls.{fmt}", fmt)
+    assert list(calls["purpose"]) == ["mutation", "resample"]
+    assert calls.loc[0, "outcome"] == "rejected_duplicate" and pd.isna(calls.loc[1, "outcome"])
+    assert list(calls["temperature"]) == pytest.approx([0.7, 1.0])
+    assert set(calls["decision"]) == {why}

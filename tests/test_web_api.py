@@ -4,17 +4,19 @@ HTTP semantics over httpx), on an archive made by a real run."""
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 import time
 from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
 
-from evolve.archive import Archive, ProgramRow
+from evolve.archive import SCHEMA_VERSION, Archive, ProgramRow
 from evolve.web.app import make_app
 from evolve.web.baselines import Baselines
-from tests.cli_helpers import BINPACK, evolve
-from tests.web_support import HOSTILE_RUN, IMG, SCRIPT
+from tests.cli_helpers import BINPACK, archive_json, evolve
+from tests.web_support import HOSTILE_RUN, IMG, NOTE, REJECTED_REPLY, SCRIPT, SEARCH_RUN
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,10 @@ def test_api_run_programs_program_and_lineage_agree_with_the_cli(client, web_arc
     chain = client.get(f"/api/programs/{q(best['program_id'])}/lineage").json()
     assert chain[0]["program_id"] == best["program_id"] and chain[-1]["iteration"] == 0
     assert chain[-1]["score_change"] is None
-    assert chain[0]["score_change"] == pytest.approx(chain[0]["score"] - chain[1]["score"])
+    if chain[1]["score"] is None:  # the best may be a repair of a failed program
+        assert chain[0]["kind"] == "repair" and chain[0]["score_change"] is None
+    else:
+        assert chain[0]["score_change"] == pytest.approx(chain[0]["score"] - chain[1]["score"])
 
 
 def test_api_leaderboard_and_figures(client, web_archive):
@@ -180,3 +185,177 @@ def test_a_busy_port_and_an_unknown_run_are_one_line(web_archive):
     assert f"--port {port}: cannot listen there" in r.stderr
     r = evolve("ui", "--runs-dir", web_archive.runs_dir, "--port", "0", "--run", "nope")
     assert r.returncode == 2 and r.stderr.strip().endswith("--run nope: no such run")
+
+
+# ---- what the search did (schema 4) -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def search_client(search_archive):
+    return TestClient(make_app(search_archive.runs_dir))
+
+
+def test_the_run_page_shows_what_the_search_did(search_client, search_archive):
+    ids = search_archive.ids
+    html = search_client.get(f"/runs/{SEARCH_RUN}").text
+    assert 'id="search"' in html and 'id="chart-calls"' in html
+    # beside the statuses: the rejected proposal and the repair
+    assert re.search(r'data-k="rejected"><th>rejected proposals.*?<td class="n">1</td>', html)
+    assert re.search(r'data-k="repairs"><th>repairs.*?1 scored.*?<td class="n">1</td>', html)
+    assert re.search(r'data-status="runtime_error">.*?<td class="n">1</td>', html)
+    # per model: calls, share, tokens, and the reward proxy (model-b: 1 better child in 2)
+    rows = dict(re.findall(r"<tr><td>(model-[ab])</td>(.*?)</tr>", html))
+    assert re.findall(r'class="n">([^<]*)<', rows["model-a"]) == [
+        "3", "60%", "600", "$0.0040", "1", "0", "0",
+    ]  # fmt: skip
+    assert re.findall(r'class="n">([^<]*)<', rows["model-b"])[:2] == ["2", "40%"]
+    assert rows["model-b"].endswith('<td class="n">0.5</td>')
+    # the meta-note at its call, as text; the stagnation decision with its program linked
+    assert "after 4 calls (call 6)" in html
+    assert "Keep the best-fit rule.\n&lt;/textarea&gt;&lt;script&gt;window.__pwned" in html
+    assert SCRIPT not in html and IMG not in html and "<img src=x" not in html
+    assert "no new best in 2 iterations: 2 calls on <b>model-b</b>" in html
+    assert f'island 0 restarted from <a class="pid" href="/programs/{q(ids["repair"])}">' in html
+
+
+def test_api_run_search_has_notes_decisions_and_calls(search_client, search_archive):
+    s = search_client.get(f"/api/runs/{SEARCH_RUN}").json()["search"]
+    assert [(n["at_calls"], n["call_id"], n["text"]) for n in s["notes"]] == [(4, 6, NOTE)]
+    assert [(d["at_done"], d["kind"], d["detail"]) for d in s["decisions"]] == [
+        (2, "stagnation",
+         {"model": "model-b", "calls": 2, "island": 0, "from": search_archive.ids["repair"],
+          "after": 2}),
+    ]  # fmt: skip
+    calls = s["calls"]
+    assert (calls["answered"], calls["failed"], calls["rejected"]) == (5, 1, 1)
+    assert calls["by_purpose"] == {"mutation": 2, "resample": 1, "repair": 1, "meta": 1}
+    assert calls["by_outcome"] == {"used": 4, "rejected_duplicate": 1, "failed attempt": 1}
+    models = {m["model"]: m for m in calls["by_model"]}
+    assert (models["model-a"]["calls"], models["model-a"]["failed"]) == (3, 1)
+    assert models["model-a"]["proposals"] == 2 and models["model-a"]["reward"] == 0.0
+    assert models["model-b"]["improved"] == 1 and models["model-b"]["reward"] == 0.5
+    assert models["model-a"]["share"] == pytest.approx(0.6)
+    assert (s["rejected"], s["repairs"], s["repairs_ok"]) == (1, 1, 1)
+    assert s["statuses"] == {"ok": 2, "runtime_error": 1}
+    figs = search_client.get(f"/api/runs/{SEARCH_RUN}/figures").json()
+    kinds = {t["name"]: len(t["x"]) for t in figs["calls"]["data"]}
+    assert kinds == {"mutation": 1, "resample": 1, "repair": 1, "meta": 1,
+                     "rejected duplicate": 1, "failed attempt": 1}  # fmt: skip
+    bars = figs["status"]["data"][-1]
+    assert dict(zip(bars["x"], bars["y"], strict=True)) == {"rejected proposals": 1, "repairs": 1}
+
+
+def test_the_program_page_shows_the_call_and_the_rejected_replies(search_client, search_archive):
+    ids = search_archive.ids
+    html = search_client.get(f"/programs/{q(ids['failed'])}").text
+    assert 'Purpose <b data-k="purpose">resample</b>' in html
+    assert 'temperature <b data-k="temperature">1</b>' in html
+    assert "UCB 0.812 (mean reward 0.300 over 4 calls)" in html
+    assert 'id="rejected-calls"' in html and "Rejected replies of iteration 1" in html
+    rejected = html.split('id="rejected-calls"')[1]
+    assert "<details>" in rejected and "<details open" not in rejected  # collapsed
+    assert "call 1 to model-a, mutation, temperature 0.7: repeated a program" in rejected
+    assert "the same program again &lt;/textarea&gt;&lt;script&gt;" in rejected
+    assert SCRIPT not in html and IMG not in html
+
+    html = search_client.get(f"/programs/{q(ids['repair'])}").text
+    assert 'id="repair-note"' in html and "Repair of" in html and "fixed its error" in html
+    assert f'href="/programs/{q(ids["failed"])}">{ids["failed"]}</a> (runtime_error)' in html
+    assert "stagnation burst on model-b (2 calls left)" in html
+    assert 'id="rejected-calls"' not in html
+    html = search_client.get(f"/programs/{q(ids['failed'])}").text
+    assert f"{ids['repair']}</a> (repair)" in html  # among its children
+
+    html = search_client.get(f"/programs/{q(ids['improved'])}/lineage").text
+    edges = re.findall(r'<li class="edge( repair)?">(.*?)</li>', html, re.S)
+    assert [bool(r) for r, _ in edges] == [False, True, False]  # seed → failed → repair → 3
+    assert "of a runtime_error program, shown its error: fixed it" in edges[1][1]
+
+
+def test_api_program_says_how_it_was_proposed_as_the_cli_does(search_client, search_archive):
+    pid = search_archive.ids["failed"]
+    api = search_client.get(f"/api/programs/{q(pid)}").json()
+    prop = api["proposal"]
+    assert (prop["purpose"], prop["temperature"], prop["repair_of"]) == ("resample", 1.0, None)
+    assert [c["reply"] for c in prop["rejected_calls"]] == [REJECTED_REPLY]
+    assert api["llm_call"]["purpose"] == "resample" and api["llm_call"]["outcome"] is None
+    r = evolve("archive", "show", pid, "--json", "--runs-dir", search_archive.runs_dir)
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    assert {k: api[k] for k in shown} == shown
+    repair = search_client.get(f"/api/programs/{q(search_archive.ids['repair'])}").json()
+    assert repair["proposal"]["repair_of"] == pid and repair["proposal"]["purpose"] == "repair"
+
+
+def _schema_3_archive(runs) -> None:
+    """An archive as schema 3 wrote it: no purpose, outcome, temperature or decision on
+    llm_calls, no decisions or meta_notes tables; one run with a seed and a child."""
+    Archive(runs).close()
+    db = sqlite3.connect(runs / "archive.db")
+    for col in ("purpose", "outcome", "temperature", "decision"):
+        db.execute(f"ALTER TABLE llm_calls DROP COLUMN {col}")
+    for table in ("decisions", "meta_notes", "bench_runs"):
+        db.execute(f"DROP TABLE {table}")
+    db.execute(
+        "INSERT INTO runs (run_id, problem, problem_dir, config_json, status, stop_reason,"
+        " iterations_target, created_at, updated_at) VALUES ('old', 'toy', '/nowhere', '{}',"
+        " 'finished', 'iterations done', 1, 1.0, 2.0)"
+    )
+    db.execute(
+        "INSERT INTO llm_calls (run_id, iteration, island, parent_id, edit_format, model,"
+        " prompt_json, reply, prompt_tokens, completion_tokens, created_at)"
+        " VALUES ('old', 1, 0, 'old:0', 'diff', 'm', '[]', 'the reply', 10, 5, 1.5)"
+    )
+    for it, parent, call in ((0, None, None), (1, "old:0", 1)):
+        db.execute(
+            "INSERT INTO programs (program_id, run_id, problem, iteration, island, parent_id,"
+            " kind, code, status, score, llm_call_id, created_at)"
+            " VALUES (?, 'old', 'toy', ?, 0, ?, ?, ?, 'ok', ?, ?, ?)",
+            (f"old:{it}", it, parent, "seed" if it == 0 else "mutation", f"x = {it}\n",
+             float(it), call, 1.0 + it),
+        )  # fmt: skip
+    db.execute("PRAGMA user_version=3")
+    db.commit()
+    db.close()
+
+
+def test_an_archive_of_schema_3_reads_as_it_is_and_once_migrated(tmp_path):
+    runs = tmp_path / "runs"
+    _schema_3_archive(runs)
+    db_file = runs / "archive.db"
+    before = db_file.read_bytes()
+
+    def look() -> dict:
+        c = TestClient(make_app(runs))
+        for path in ("/", "/runs/old", "/programs/old:1", "/programs/old:1/lineage"):
+            r = c.get(path)
+            assert r.status_code == 200, (path, r.text)
+        assert "No LLM call recorded" not in c.get("/programs/old:1").text
+        assert 'Purpose <b data-k="purpose">not recorded</b>' in c.get("/programs/old:1").text
+        figs = c.get("/api/runs/old/figures").json()
+        assert [t["name"] for t in figs["calls"]["data"]] == ["not recorded"]
+        prog = c.get("/api/programs/old:1").json()
+        assert prog["proposal"]["purpose"] is None and prog["proposal"]["rejected_calls"] == []
+        return c.get("/api/runs/old").json()["search"]
+
+    # the web view reads it read-only, unmigrated
+    search = look()
+    assert search["notes"] == [] and search["decisions"] == []
+    assert search["calls"]["by_purpose"] == {"not recorded": 1}
+    assert search["calls"]["by_outcome"] == {"used": 1} and search["rejected"] == 0
+    assert db_file.read_bytes() == before
+    c = sqlite3.connect(db_file)
+    assert c.execute("PRAGMA user_version").fetchone()[0] == 3
+    c.close()
+
+    # the next evolve that writes it migrates it (3 -> 4), and it reads the same
+    Archive(runs).close()
+    c = sqlite3.connect(db_file)
+    assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert {"purpose", "outcome", "temperature", "decision"} <= {
+        r[1] for r in c.execute("PRAGMA table_info(llm_calls)")
+    }
+    c.close()
+    assert look() == search
+    shown = archive_json(runs, "show", "old:1")
+    assert shown["code"] == "x = 1\n" and shown["proposal"]["purpose"] is None

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from evolve.archive import Archive, ProgramRow
 from tests.cli_helpers import BINPACK, ROOT
-from tests.web_support import HOSTILE_RUN, UiServer
+from tests.web_support import HOSTILE_RUN, SCRIPT, SEARCH_RUN, UiServer
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "web"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -106,6 +106,31 @@ def test_hostile_text_is_inert_in_the_browser(page: Page, web_archive):
         assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_the_search_section_and_rejected_replies_stay_text(page: Page, search_archive):
+    failed = quote(search_archive.ids["failed"], safe="")
+    with UiServer(search_archive.runs_dir) as ui:
+        page.goto(ui.url + f"/runs/{SEARCH_RUN}")
+        expect(page.locator("#chart-calls .main-svg").first).to_be_visible()  # plotly drew it
+        expect(page.locator("#meta-notes")).to_contain_text("<script>window.__pwned = 1</script>")
+        expect(page.locator("#decisions")).to_contain_text("island 0 restarted from")
+        expect(page.locator('#status-breakdown [data-k="rejected"]')).to_contain_text("1")
+        expect(page.locator("#models")).to_contain_text("model-b")
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("main img").count() == 0
+        page.screenshot(path=ARTIFACTS / "run_search.png", full_page=True)
+
+        page.goto(ui.url + f"/programs/{failed}")
+        reply = page.locator("#rejected-calls pre.rejected-reply")
+        expect(reply).to_be_hidden()  # collapsed until asked for
+        page.locator("#rejected-calls summary").first.click()
+        expect(reply).to_contain_text("the same program again </textarea><script>")
+        expect(page.locator("#call-search")).to_contain_text("resample")
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("main img").count() == 0
+        page.screenshot(path=ARTIFACTS / "rejected_replies.png", full_page=True)
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
     runs = tmp_path / "runs"
     a = Archive(runs)
@@ -150,6 +175,15 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
             expect(row).to_contain_text("#3")
             expect(row.locator("a")).to_have_attribute("href", "/programs/live-run%3A3")
             expect(page.locator('[data-k="best_score"]')).to_contain_text("-2")
+            # a meta-note written meanwhile shows up too, as text
+            expect(page.locator("#meta-notes")).to_contain_text("None written")
+            meta = a.insert_llm_call("live-run", 3, 0, None, None, "meta", "m", [], "notes",
+                                     None, 1, 1, 0.0, 0.1, purpose="meta")  # fmt: skip
+            a.add_meta_note("live-run", 3, meta, f"try smaller bins {SCRIPT}")
+            expect(page.locator("#meta-notes")).to_contain_text(
+                "try smaller bins </textarea><script>", timeout=20_000
+            )
+            assert page.evaluate("window.__pwned") is None
             assert page.evaluate("window.__same_page") is True  # updated in place, no reload
             page.screenshot(path=ARTIFACTS / "live_run.png", full_page=True)
             # the runs list follows too

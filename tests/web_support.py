@@ -82,6 +82,66 @@ def hostile_run(runs_dir: Path) -> dict[str, str]:
     return {"seed": f"{HOSTILE_RUN}:0", "child": f"{HOSTILE_RUN}:1"}
 
 
+SEARCH_RUN = "search-run"
+# What a model might write in a meta-note or a rejected reply: HTML for the page and an
+# escape sequence (a window title) for the terminal.
+ESC = "\x1b]0;pwned\x07"
+NOTE = f"Keep the best-fit rule.\n{SCRIPT}\n{IMG} {ESC}"
+REJECTED_REPLY = f"the same program again {SCRIPT} {IMG} {ESC}"
+
+
+def search_run(runs_dir: Path) -> dict[str, str]:
+    """A finished run with what the search records (schema 4): a reply rejected as a repeat
+    then a resample (iteration 1, which fails), a repair of it (2), a child of the repair
+    better than it (3), a failed attempt, a meta-note and a stagnation decision; two models.
+    Its meta-note and rejected reply try to inject HTML and drive a terminal."""
+    a = Archive(runs_dir)
+    run = SEARCH_RUN
+    ids = {k: f"{run}:{i}" for i, k in enumerate(("seed", "failed", "repair", "improved"))}
+    code = "def priority(item, bins):\n    return bins\n"
+
+    def call(it, parent, fmt, model, reply, purpose, temperature, decision, error=None):
+        return a.insert_llm_call(
+            run, it, 0, parent, None, fmt, model, [{"role": "user", "content": "improve it"}],
+            reply, error, 100, 50, 0.001, 0.5,
+            purpose=purpose, temperature=temperature, decision=decision,
+        )  # fmt: skip
+
+    def program(key, it, status, parent, call_id, model, score=None, kind="mutation"):
+        a.insert_program(
+            ProgramRow(ids[key], run, "binpack", it, 0, status, code=code + f"# {it}\n",
+                       parent_id=parent, kind=kind, model=model, llm_call_id=call_id,
+                       score=score, artifacts={"stderr": "Traceback: boom"} if score is None else {})
+        )  # fmt: skip
+
+    try:
+        lease = a.claim(run)
+        a.create_run(run, "binpack", str(BINPACK), {}, 3)
+        a.insert_program(
+            ProgramRow(ids["seed"], run, "binpack", 0, 0, "ok", kind="seed", code=code, score=1.0)
+        )
+        ucb = "UCB 0.812 (mean reward 0.300 over 4 calls)"
+        rejected = call(1, ids["seed"], "diff", "model-a", REJECTED_REPLY, "mutation", 0.7, ucb)
+        a.reject_call(rejected, "rejected_duplicate")
+        c = call(1, ids["seed"], "diff", "model-a", "a new idea", "resample", 1.0, ucb)
+        program("failed", 1, "runtime_error", ids["seed"], c, "model-a")
+        burst = "stagnation burst on model-b (2 calls left)"
+        c = call(2, ids["failed"], "repair", "model-b", "fixed", "repair", 0.7, burst)
+        program("repair", 2, "ok", ids["failed"], c, "model-b", score=2.0, kind="repair")
+        call(3, ids["repair"], "diff", "model-a", None, "mutation", 0.7, ucb, error="HTTP 500")
+        c = call(3, ids["repair"], "diff", "model-b", "better", "mutation", 0.7, burst)
+        program("improved", 3, "ok", ids["repair"], c, "model-b", score=3.0)
+        meta = call(3, None, "meta", "model-a", "notes", "meta", 0.7, "the only model")
+        a.add_meta_note(run, 4, meta, NOTE)
+        detail = {"model": "model-b", "calls": 2, "island": 0, "from": ids["repair"], "after": 2}
+        a.add_decision(run, 2, "stagnation", detail)
+        a.set_run_status(run, "finished", "iterations done")
+        lease.release()
+    finally:
+        a.close()
+    return ids
+
+
 class UiServer:
     """`evolve ui` in a subprocess on a free loopback port, as a user starts it."""
 

@@ -81,6 +81,133 @@ class LlmCall:
     cost_usd: float
     latency_s: float
     created_at: float
+    # schema 4 (None in older archives): what the call was for and what became of it
+    purpose: str | None = None  # mutation | crossover | repair | resample | meta
+    outcome: str | None = None  # None: its reply was used; rejected_duplicate
+    temperature: float | None = None
+    decision: str | None = None  # why this model and temperature
+
+    @property
+    def category(self) -> str:
+        """What the call was, as the run page's charts colour it: a failed attempt, a
+        rejected reply, else its purpose (one of CALL_CATEGORIES, whatever the row holds)."""
+        if self.error is not None:
+            return "failed attempt"
+        if self.outcome is not None:
+            return "rejected duplicate" if self.outcome == "rejected_duplicate" else "rejected"
+        if self.purpose is None:
+            return "not recorded"
+        return self.purpose if self.purpose in PURPOSES else "other"
+
+
+# What an LLM call can be for (llm_calls.purpose), and every category a call is shown as.
+PURPOSES = ("mutation", "crossover", "repair", "resample", "meta")
+CALL_CATEGORIES = (
+    *PURPOSES,
+    "rejected duplicate",
+    "rejected",
+    "failed attempt",
+    "not recorded",
+    "other",
+)
+# The columns schema 4 added to llm_calls: an older archive, read as it is, has none.
+CALL_V4_COLS = ("purpose", "outcome", "temperature", "decision")
+
+
+@dataclass
+class MetaNote:
+    """Advice a call wrote after `at_calls` answered calls; later prompts carry it. Written
+    by a model: shown as text."""
+
+    at_calls: int
+    call_id: int | None
+    text: str
+    created_at: float
+
+
+@dataclass
+class SearchDecision:
+    """A search decision (kind `stagnation`: detail holds model, calls, island, from,
+    after); detail is {} when its JSON cannot be read."""
+
+    at_done: int
+    kind: str
+    detail: dict
+    created_at: float
+
+
+@dataclass
+class ModelUse:
+    """One model's share of a run: answered calls (failed attempts apart), tokens, and the
+    bandit's reward proxy, children better than their parent per proposing call."""
+
+    model: str
+    calls: int  # answered
+    failed: int  # failed attempts (each retried or given up)
+    rejected: int  # answered, the reply repeated a program of the run
+    tokens: int  # every attempt's prompt + completion tokens
+    cost_usd: float
+    proposals: int  # answered calls that proposed a program (meta-notes calls do not)
+    improved: int  # its children better than their parent
+    share: float | None  # of the run's answered calls
+
+    @property
+    def reward(self) -> float | None:
+        return None if not self.proposals else self.improved / self.proposals
+
+
+@dataclass
+class CallCounts:
+    """A run's LLM calls and what became of them, and the programs made by repairs."""
+
+    answered: int
+    failed: int  # failed attempts
+    rejected: int  # answered calls whose reply repeated a program (rejected_duplicate)
+    repairs: int  # programs made by a call that fixed a failed parent
+    repairs_ok: int  # of those, the ones that scored
+    by_purpose: dict[str, int]  # answered calls; "not recorded" before schema 4
+    by_outcome: dict[str, int]  # every call: used, rejected_duplicate, failed attempt
+
+
+@dataclass
+class AnsweredCall:
+    """One answered LLM call of a run and the program its reply became (`status` None: none,
+    as for a reply rejected as a clone, or one that was no proposal)."""
+
+    call_id: int
+    outcome: str | None  # NULL, or rejected_duplicate (archives before v4: always NULL)
+    tokens: int
+    status: str | None
+    code_hash: str | None
+    score: float | None
+    test_score: float | None
+    created_at: float | None  # the program's
+
+
+@dataclass
+class BenchSummary:
+    """One `evolve bench` invocation, as the list of benchmarks shows it."""
+
+    bench_id: str
+    model: str
+    calls: int
+    problems: list[str]
+    runs: int
+    created_at: float
+
+
+@dataclass
+class BenchRun:
+    """One run of a benchmark: a row of `bench_runs`, its result decoded."""
+
+    bench_id: str
+    problem: str
+    seed: int
+    run_id: str
+    model: str
+    calls: int
+    result: dict
+    created_at: float
 
 
 _RUNS_SQL = """
@@ -223,18 +350,262 @@ class ArchiveReader:
 
     def llm_calls(self, run_id: str, prompts: bool = False) -> list[LlmCall]:
         """A run's calls in order; prompts and replies only when asked (they are large)."""
-        cols = (
-            "*"
-            if prompts
-            else "call_id, run_id, iteration, island, model, edit_format, '[]' AS prompt_json,"
-            " NULL AS reply, error, prompt_tokens, completion_tokens, cost_usd, latency_s,"
-            " created_at"
-        )
         with self._db() as db:
+            cols = (
+                "*"
+                if prompts
+                else "call_id, run_id, iteration, island, model, edit_format, '[]' AS prompt_json,"
+                " NULL AS reply, error, prompt_tokens, completion_tokens, cost_usd, latency_s,"
+                " created_at, " + ", ".join(_v4_cols(db))
+            )
             rows = db.execute(
                 f"SELECT {cols} FROM llm_calls WHERE run_id = ? ORDER BY call_id", (run_id,)
             ).fetchall()
         return [_call(r) for r in rows]
+
+    # ---- what the search did (schema 4; an older archive has none of it) ----------------
+    def rejected_calls(self, run_id: str, iteration: int) -> list[LlmCall]:
+        """The answered calls of one iteration whose reply was not used (it repeated a
+        program, so the model was asked again), with prompts and replies, in order."""
+        with self._db() as db:
+            if "outcome" not in _columns(db, "llm_calls"):
+                return []
+            rows = db.execute(
+                "SELECT * FROM llm_calls WHERE run_id = ? AND iteration = ?"
+                " AND outcome IS NOT NULL ORDER BY call_id",
+                (run_id, iteration),
+            ).fetchall()
+        return [_call(r) for r in rows]
+
+    def meta_notes(self, run_id: str) -> list[MetaNote]:
+        """A run's meta-notes in the order they were written."""
+        with self._db() as db:
+            if not _has_table(db, "meta_notes"):
+                return []
+            rows = db.execute(
+                "SELECT at_calls, call_id, text, created_at FROM meta_notes WHERE run_id = ?"
+                " ORDER BY note_id",
+                (run_id,),
+            ).fetchall()
+        return [MetaNote(**dict(r)) for r in rows]
+
+    def decisions(self, run_id: str) -> list[SearchDecision]:
+        """A run's search decisions (stagnation bursts, island restarts) in order."""
+        with self._db() as db:
+            if not _has_table(db, "decisions"):
+                return []
+            rows = db.execute(
+                "SELECT at_done, kind, detail_json, created_at FROM decisions WHERE run_id = ?"
+                " ORDER BY decision_id",
+                (run_id,),
+            ).fetchall()
+        out = []
+        for r in rows:
+            d = dict(r)
+            try:
+                detail = json.loads(d.pop("detail_json") or "{}")
+            except ValueError:
+                detail = {}
+            out.append(SearchDecision(**d, detail=detail if isinstance(detail, dict) else {}))
+        return out
+
+    def call_counts(self, run_id: str) -> CallCounts:
+        """What became of a run's LLM calls, and how many programs repairs made."""
+        with self._db() as db:
+            has = _columns(db, "llm_calls")
+            purpose = "purpose" if "purpose" in has else "NULL"
+            outcome = "outcome" if "outcome" in has else "NULL"
+            rows = db.execute(
+                f"""SELECT reply IS NOT NULL AS answered, {purpose} AS purpose,
+                      {outcome} AS outcome, COUNT(*) AS n
+                    FROM llm_calls WHERE run_id = ? GROUP BY 1, 2, 3""",
+                (run_id,),
+            ).fetchall()
+            rep = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(status = 'ok'), 0) FROM programs"
+                " WHERE run_id = ? AND kind = 'repair'",
+                (run_id,),
+            ).fetchone()
+        by_purpose: dict[str, int] = {}
+        by_outcome: dict[str, int] = {}
+        answered = failed = rejected = 0
+        for r in rows:
+            n = int(r["n"])
+            if not r["answered"]:
+                failed += n
+                by_outcome["failed attempt"] = by_outcome.get("failed attempt", 0) + n
+                continue
+            answered += n
+            key = r["purpose"] if r["purpose"] is not None else "not recorded"
+            by_purpose[key] = by_purpose.get(key, 0) + n
+            what = r["outcome"] if r["outcome"] is not None else "used"
+            by_outcome[what] = by_outcome.get(what, 0) + n
+            rejected += n if r["outcome"] == "rejected_duplicate" else 0
+        return CallCounts(answered, failed, rejected, int(rep[0]), int(rep[1]),
+                          by_purpose, by_outcome)  # fmt: skip
+
+    def status_counts(self, run_id: str) -> dict[str, int]:
+        """A run's candidates (the seed is none) by status, most common first."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT status, COUNT(*) AS n FROM programs WHERE run_id = ? AND iteration > 0"
+                " GROUP BY status ORDER BY n DESC, status",
+                (run_id,),
+            ).fetchall()
+        return {r["status"]: int(r["n"]) for r in rows}
+
+    def model_use(self, run_id: str) -> list[ModelUse]:
+        """Per model, by name: its calls, tokens and the bandit's reward proxy."""
+        with self._db() as db:
+            has = _columns(db, "llm_calls")
+            meta = "COALESCE(purpose, '') = 'meta'" if "purpose" in has else "edit_format = 'meta'"
+            outcome = "outcome IS NOT NULL" if "outcome" in has else "0"
+            rows = db.execute(
+                f"""SELECT model, COUNT(reply) AS calls, SUM(reply IS NULL) AS failed,
+                      SUM(reply IS NOT NULL AND {outcome}) AS rejected,
+                      SUM(prompt_tokens + completion_tokens) AS tokens,
+                      SUM(cost_usd) AS cost_usd,
+                      SUM(reply IS NOT NULL AND NOT ({meta})) AS proposals
+                    FROM llm_calls WHERE run_id = ? GROUP BY model ORDER BY model""",
+                (run_id,),
+            ).fetchall()
+            improved = dict(
+                db.execute(
+                    """SELECT c.model, COUNT(*) FROM programs c
+                       JOIN programs p ON p.program_id = c.parent_id
+                       WHERE c.run_id = ? AND c.iteration > 0 AND c.status = 'ok'
+                         AND c.score IS NOT NULL AND p.score IS NOT NULL AND c.score > p.score
+                         AND c.model IS NOT NULL
+                       GROUP BY c.model""",
+                    (run_id,),
+                ).fetchall()
+            )
+        total = sum(int(r["calls"]) for r in rows)
+        return [
+            ModelUse(
+                model=r["model"],
+                calls=int(r["calls"]),
+                failed=int(r["failed"] or 0),
+                rejected=int(r["rejected"] or 0),
+                tokens=int(r["tokens"] or 0),
+                cost_usd=float(r["cost_usd"] or 0.0),
+                proposals=int(r["proposals"] or 0),
+                improved=int(improved.get(r["model"], 0)),
+                share=int(r["calls"]) / total if total else None,
+            )
+            for r in rows
+        ]
+
+    def proposal(self, p: ProgramRow) -> dict:
+        """How a program was proposed, as `archive show --json` and the web API say it: its
+        call's purpose, temperature and decision, the failed parent it repairs, and the
+        replies of its iteration rejected before it (model text: shown as text)."""
+        call = self.llm_call(p.llm_call_id) if p.llm_call_id is not None else None
+        rejected = self.rejected_calls(p.run_id, p.iteration) if p.iteration > 0 else []
+        return {
+            "call_id": call.call_id if call else None,
+            "purpose": call.purpose if call else None,
+            "temperature": call.temperature if call else None,
+            "decision": call.decision if call else None,
+            "repair_of": p.parent_id if p.kind == "repair" else None,
+            "rejected_calls": [
+                {
+                    "call_id": c.call_id,
+                    "model": c.model,
+                    "purpose": c.purpose,
+                    "temperature": c.temperature,
+                    "decision": c.decision,
+                    "outcome": c.outcome,
+                    "reply": c.reply,
+                }
+                for c in rejected
+            ],
+        }
+
+    def run_counts(self) -> dict[str, dict[str, int]]:
+        """Per run: its answered LLM calls (`calls`), the rejected ones and its repairs."""
+        with self._db() as db:
+            outcome = "outcome IS NOT NULL" if "outcome" in _columns(db, "llm_calls") else "0"
+            calls = db.execute(
+                f"""SELECT run_id, COUNT(reply) AS calls,
+                      COALESCE(SUM(reply IS NOT NULL AND {outcome}), 0) AS rejected
+                    FROM llm_calls GROUP BY run_id"""
+            ).fetchall()
+            repairs = dict(
+                db.execute(
+                    "SELECT run_id, COUNT(*) FROM programs WHERE kind = 'repair' GROUP BY run_id"
+                ).fetchall()
+            )
+            run_ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
+        out = {r: {"calls": 0, "rejected": 0, "repairs": int(repairs.get(r, 0))} for r in run_ids}
+        for r in calls:
+            if r["run_id"] in out:
+                out[r["run_id"]].update(calls=int(r["calls"]), rejected=int(r["rejected"]))
+        return out
+
+    def answered_calls(self, run_id: str) -> list[AnsweredCall]:
+        """A run's answered calls in the order they were answered (failed attempts left out),
+        each with the program its reply became, if any."""
+        with self._db() as db:
+            cols = {r[1] for r in db.execute("PRAGMA table_info(llm_calls)")}
+            outcome = "c.outcome" if "outcome" in cols else "NULL"
+            rows = db.execute(
+                f"""SELECT c.call_id, {outcome} AS outcome,
+                      c.prompt_tokens + c.completion_tokens AS tokens, p.status, p.code_hash,
+                      p.score, p.test_score, p.created_at
+                    FROM llm_calls c LEFT JOIN programs p
+                      ON p.run_id = c.run_id AND p.llm_call_id = c.call_id
+                    WHERE c.run_id = ? AND c.reply IS NOT NULL
+                    GROUP BY c.call_id ORDER BY c.call_id""",
+                (run_id,),
+            ).fetchall()
+        return [AnsweredCall(**dict(r)) for r in rows]
+
+    def tokens(self, run_id: str) -> int:
+        """Prompt and completion tokens of every call of a run, failed attempts included."""
+        with self._db() as db:
+            r = db.execute(
+                "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM llm_calls"
+                " WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+        return int(r[0])
+
+    # ---- benchmarks (`evolve bench`) ------------------------------------------------
+    def benches(self) -> list[BenchSummary]:
+        """Every benchmark, oldest first (none in an archive older than schema 4)."""
+        with self._db() as db:
+            if not _has_table(db, "bench_runs"):
+                return []
+            rows = db.execute(
+                """SELECT bench_id, MIN(model) AS model, MAX(calls) AS calls,
+                          GROUP_CONCAT(DISTINCT problem) AS problems, COUNT(*) AS runs,
+                          MIN(created_at) AS created_at
+                   FROM bench_runs GROUP BY bench_id ORDER BY MIN(created_at), bench_id"""
+            ).fetchall()
+        return [
+            BenchSummary(**{**dict(r), "problems": sorted((r["problems"] or "").split(","))})
+            for r in rows
+        ]
+
+    def bench_runs(self, bench_id: str) -> list[BenchRun]:
+        """The runs of one benchmark by problem (in the order it ran them) and seed."""
+        with self._db() as db:
+            if not _has_table(db, "bench_runs"):
+                return []
+            rows = db.execute(
+                "SELECT * FROM bench_runs WHERE bench_id = ? ORDER BY created_at, problem, seed",
+                (bench_id,),
+            ).fetchall()
+        out = []
+        for r in rows:
+            d = dict(r)
+            try:
+                d["result"] = json.loads(d.pop("result_json") or "{}")
+            except ValueError:
+                d["result"] = {}
+            out.append(BenchRun(**d))
+        return out
 
     def migrations(self, run_id: str) -> list[tuple[str, int, int]]:
         with self._db() as db:
@@ -244,6 +615,25 @@ class ArchiveReader:
                 (run_id,),
             ).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _v4_cols(db: sqlite3.Connection) -> list[str]:
+    """The schema-4 columns of llm_calls, NULL where an older archive lacks them."""
+    has = _columns(db, "llm_calls")
+    return [c if c in has else f"NULL AS {c}" for c in CALL_V4_COLS]
+
+
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return (
+        db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        is not None
+    )
 
 
 def _call(r: sqlite3.Row) -> LlmCall:

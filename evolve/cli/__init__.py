@@ -1,9 +1,9 @@
-"""`evolve` command line: run, resume, eval, check, new, sandbox, archive, ui.
+"""`evolve` command line: run, resume, eval, check, new, sandbox, archive, ui, bench.
 
 Bad input ends with exit code 2 and one line naming the flag, file or field;
 nothing is written to the archive before the input has been validated.
 The flags live in parser.py, `run`/`resume` in run.py, `check` in check.py, `archive` in
-archive.py (its export and report in exports.py), `ui` in ui.py; `eval` and `sandbox` are here.
+archive.py (its export and report in exports.py), `ui` in ui.py, `bench` in bench.py; `eval` and `sandbox` are here.
 """
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
             from evolve.cli.ui import cmd_ui
 
             return cmd_ui(args)
+        if args.command == "bench":
+            from evolve.cli.bench import cmd_bench
+
+            return cmd_bench(args)
         if args.command == "data":
             return cmd_data_fetch(args)
         if args.command == "new":

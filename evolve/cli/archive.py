@@ -15,7 +15,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from evolve.archive import Archive, ProgramRow
+from evolve.archive import Archive, ArchiveReader, ProgramRow
 from evolve.archive.rows import public_dict
 from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax, safe_text
 from evolve.edits import unified_diff
@@ -117,7 +117,11 @@ def dispatch(args) -> int:
     out = Console()
     cmd = args.archive_command
     if cmd == "runs":
-        return _runs(out, archive.list_runs(), args.json, args.wide)
+        runs = archive.list_runs()
+        counts = ArchiveReader(archive.runs_dir).run_counts()
+        for r in runs:
+            r.update(counts.get(r["run_id"], {"calls": 0, "rejected": 0, "repairs": 0}))
+        return _runs(out, runs, args.json, args.wide)
     if cmd == "best":
         run_id = _run_id(archive, args.run, "--run ") if args.run else None
         if args.problem or run_id:
@@ -128,12 +132,12 @@ def dispatch(args) -> int:
                     + (f" --problem {args.problem}" if args.problem else "")
                     + (f" --run {run_id}" if run_id else "")
                 )
-            return _show(out, p, args.json, args.code)
+            return _show(out, p, args.json, args.code, _proposal(archive, p))
         return _best_per_problem(out, archive.best_per_problem(), args.json, args.code)
     if cmd in ("show", "lineage", "diff"):
         p = _program(archive, args.program_id)
         if cmd == "show":
-            return _show(out, p, args.json, args.code)
+            return _show(out, p, args.json, args.code, _proposal(archive, p))
         if cmd == "lineage":
             chain = archive.lineage(p.program_id)
             if args.json:
@@ -179,6 +183,12 @@ def _program(archive: Archive, text: str) -> ProgramRow:
     return p
 
 
+def _proposal(archive: Archive, p: ProgramRow) -> dict:
+    """How `p` was proposed (its call's purpose, temperature and decision, the repair, the
+    rejected replies of its iteration), read as the web view reads it."""
+    return ArchiveReader(archive.runs_dir).proposal(p)
+
+
 def _run_id(archive: Archive, text: str, flag: str = "") -> str:
     from evolve.cli.common import UsageError
 
@@ -206,6 +216,10 @@ def _runs(out: Console, runs: list[dict], as_json: bool, wide: bool) -> int:
     ]
     columns = [("run", None), ("problem", 7), ("status", 11)]  # 11: "interrupted"
     columns += [(h, None) for h in ("iters", "seed", "best", "$")]
+    if wide:  # answered LLM calls, the replies rejected as repeats, the repair candidates
+        for row, r in zip(rows, runs, strict=True):
+            row += [str(r["calls"]), str(r["rejected"]), str(r["repairs"])]
+        columns += [(h, None) for h in ("calls", "rejected", "repairs")]
     _print_table(out, columns, rows, wide=wide)
     return 0
 
@@ -290,9 +304,15 @@ def _best_per_problem(out: Console, best: list[ProgramRow], as_json: bool, code:
     return 0
 
 
-def _show(out: Console, p: ProgramRow, as_json: bool, code_only: bool = False) -> int:
+def _show(
+    out: Console,
+    p: ProgramRow,
+    as_json: bool,
+    code_only: bool = False,
+    proposal: dict | None = None,
+) -> int:
     if as_json:
-        print(json.dumps(public_dict(p)))
+        print(json.dumps({**public_dict(p), **({"proposal": proposal} if proposal else {})}))
         return 0
     if code_only:
         sys.stdout.write(for_stream(p.code or "", sys.stdout))
@@ -304,12 +324,42 @@ def _show(out: Console, p: ProgramRow, as_json: bool, code_only: bool = False) -
     t.add_row("score (held out)", _f(p.test_score))
     if p.skip_reason:
         t.add_row("not a parent", safe_rich(p.skip_reason))
+    proposal = proposal or {}
+    if proposal.get("repair_of"):
+        fixed = " and fixed it" if p.status == "ok" else f"; still failing ({p.status})"
+        t.add_row("repair of", safe_rich(f"{proposal['repair_of']}: shown its error{fixed}"))
+    if proposal.get("call_id") is not None:
+        t.add_row("purpose", safe_rich(proposal["purpose"] or "not recorded"))
+        t.add_row("temperature", _f(proposal["temperature"]))
+        t.add_row("decision", safe_rich(proposal["decision"] or "-"))
     for k, v in sorted(p.metrics.items()):
         t.add_row(safe_rich(k), safe_rich(_f(v)))
     out.print(t)
     for k, v in p.artifacts.items():
         out.print(safe_rich(k, style="bold"))
         out.print(safe_rich(str(v).strip()[-2000:]), highlight=False)
+    rejected = proposal.get("rejected_calls") or []
+    if rejected:
+        out.print(
+            safe_rich(
+                f"rejected replies of iteration {p.iteration} ({len(rejected)}: each repeated"
+                " a program, and the model was asked again)",
+                style="bold",
+            )
+        )
+    for c in rejected:
+        what = "repeated a program" if c["outcome"] == "rejected_duplicate" else c["outcome"]
+        out.print(
+            safe_rich(
+                f"call {c['call_id']} to {c['model']}, {c['purpose'] or 'purpose not recorded'},"
+                f" temperature {_f(c['temperature'])}: {what}"
+                + (f" ({c['decision']})" if c["decision"] else ""),
+                style="italic",
+            )
+        )
+        reply = c["reply"] or ""
+        more = f"\n... {len(reply) - 2000} more characters (--json has them all)"
+        out.print(safe_rich(reply[:2000] + (more if len(reply) > 2000 else "")), highlight=False)
     if p.code:
         out.print(safe_syntax(p.code, "python", line_numbers=True))
     return 0

@@ -242,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_archive_parser(sub)
     add_ui_parser(sub, SANDBOXES[:-1], _integer)  # baselines score here: no ray
+    from evolve.cli.bench import add_parser as add_bench_parser
+
+    add_bench_parser(sub, _integer)
     return ap
 
 
@@ -337,6 +340,7 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         metavar="SEC",
         help="first retry delay; doubles per retry, with jitter (default 1)",
     )
+    _search_flags(run)
     run.add_argument(
         "--prices",
         metavar="FILE",
@@ -347,6 +351,78 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--no-progress", action="store_true", help="plain log lines instead of the live display"
+    )
+
+
+def _temperatures(text: str) -> tuple[float, ...]:
+    """An argparse type: comma-separated temperatures, each within [0, 2]."""
+    one = _number(0, 2)
+    try:
+        values = tuple(one(t) for t in text.split(",") if t.strip())
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"expected temperatures like 0.5,0.8,1.1: {e}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one temperature, e.g. 0.5,0.8,1.1")
+    return values
+
+
+def _search_flags(run: argparse.ArgumentParser) -> None:
+    """How the search spends its calls (evolve/search/); defaults: problem's, then the
+    model's profile, then RunConfig's."""
+    run.add_argument(
+        "--max-calls",
+        type=_integer(1),
+        metavar="N",
+        help="stop once N LLM calls have been answered (resamples, repairs and meta-notes count)",
+    )
+    run.add_argument(
+        "--max-resamples",
+        type=_integer(0),
+        metavar="N",
+        help="ask again, up to N times, when a reply repeats a program of the run (default 2)",
+    )
+    run.add_argument(
+        "--repair-attempts",
+        type=_integer(0),
+        metavar="N",
+        help="calls to fix a child that failed with a syntax, runtime or output error (default 1)",
+    )
+    run.add_argument(
+        "--temperatures",
+        type=_temperatures,
+        metavar="T,T,...",
+        help="draw each call's temperature from these (default: --temperature alone)",
+    )
+    run.add_argument(
+        "--prompt-style",
+        choices=["full", "short", "funsearch"],
+        help="full prompts, short ones for small models, or FunSearch's (the two best "
+        "versions as _v0, _v1; the model writes _v2) (default: the model's profile)",
+    )
+    run.add_argument(
+        "--meta-interval",
+        type=_integer(0),
+        metavar="N",
+        help="every N calls, one call summarises what worked into notes for later prompts "
+        "(0: off; default: the model's profile)",
+    )
+    run.add_argument(
+        "--stagnation",
+        type=_integer(0),
+        metavar="K",
+        help="after K iterations without a new best: a burst on the escalation model and the "
+        "worst island restarted from the best (0: off; default: the model's profile)",
+    )
+    run.add_argument(
+        "--burst-calls",
+        type=_integer(1),
+        metavar="N",
+        help="calls of a stagnation burst (default 4)",
+    )
+    run.add_argument(
+        "--escalation-model",
+        metavar="NAME",
+        help="the model of a stagnation burst, one of --model (default: the least used model)",
     )
 
 

@@ -38,12 +38,14 @@ TEXT_COLS = ("artifacts", "code", "diff")  # large: last, so a spreadsheet stays
 CALL_COLS = (
     "call_id", "run_id", "iteration", "island", "model", "edit_format", "prompt", "reply",
     "error", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "created_at",
+    "purpose", "outcome", "temperature", "decision",  # schema 4: empty for older runs
 )  # fmt: skip
 # Typed even when empty, so a zero-row parquet file still says what each column holds.
 DTYPES = {
     "iteration": "Int64", "island": "Int64", "llm_call_id": "Int64", "call_id": "Int64",
     "prompt_tokens": "Int64", "completion_tokens": "Int64", "score": "float64",
     "test_score": "float64", "eval_s": "float64", "cost_usd": "float64", "latency_s": "float64",
+    "temperature": "float64",
 }  # fmt: skip
 
 

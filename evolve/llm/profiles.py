@@ -47,7 +47,7 @@ LOCAL_SMALL = ModelProfile(
     max_attempts=3,
     llm_parallel=1,
     llm_timeout_s=600.0,
-    temperatures=(0.6, 0.9, 1.2),
+    temperatures=(0.4, 0.7, 1.0),
     stagnation=8,
 )
 # Open-weights models served by the user (Ollama, llama.cpp, vLLM), by size in the name.
@@ -60,7 +60,7 @@ OPEN_SMALL = ModelProfile(  # <= 8B: Ollama's default window is small
     prompt_style="short",
     num_inspirations=1,
     max_attempts=3,
-    temperatures=(0.6, 0.9, 1.2),
+    temperatures=(0.4, 0.7, 1.0),
     stagnation=8,
 )
 OPEN_MEDIUM = ModelProfile(  # 9B .. 40B

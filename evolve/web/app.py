@@ -81,7 +81,10 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
         run = views.get_run(reader, request.path_params["run_id"])
         progs = reader.programs(run.run_id)
         figures = views.run_figures(reader, run, progs)
-        return page("run.html", run=run, figures=figures, tables=views.run_tables(progs))
+        search = views.run_search(reader, run)
+        return page(
+            "run.html", run=run, figures=figures, tables=views.run_tables(progs), search=search
+        )
 
     def program_page(request: Request) -> Response:
         detail = views.program_detail(reader, request.path_params["program_id"])
@@ -109,13 +112,27 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
             baselines=scorer.scores(runs[-1].problem_dir),
         )
 
+    def benches_page(request: Request) -> Response:
+        return page("benches.html", benches=reader.benches())
+
+    def bench_page(request: Request) -> Response:
+        info, summaries = views.bench(reader, request.path_params["bench_id"])
+        figure = views.bench_figure(summaries)
+        return page("bench.html", info=info, summaries=summaries, figure=figure)
+
     # ---- JSON API ---------------------------------------------------------------------
     def api_runs(request: Request) -> Response:
         return JSONResponse([views.run_json(r) for r in reader.runs()])
 
     def api_run(request: Request) -> Response:
         run = views.get_run(reader, request.path_params["run_id"])
-        return JSONResponse({**views.run_json(run), "config": render.finite(run.config)})
+        return JSONResponse(
+            {
+                **views.run_json(run),
+                "config": render.finite(run.config),
+                "search": views.run_search(reader, run),
+            }
+        )
 
     def api_run_programs(request: Request) -> Response:
         run = views.get_run(reader, request.path_params["run_id"])
@@ -136,6 +153,7 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
                 **views.program_json(detail["program"], code=True),
                 "diff_to_parent": detail["diff"],
                 "llm_call": render.finite(call.__dict__) if call is not None else None,
+                "proposal": render.finite(reader.proposal(detail["program"])),
             }
         )
 
@@ -163,6 +181,12 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
                 ],
             }
         )
+
+    def api_benches(request: Request) -> Response:
+        return JSONResponse([render.finite(b.__dict__) for b in reader.benches()])
+
+    def api_bench(request: Request) -> Response:
+        return JSONResponse(views.bench_json(*views.bench(reader, request.path_params["bench_id"])))
 
     def plotly(request: Request) -> Response:
         # a day in the browser's cache: the next page reuses the parsed library
@@ -211,6 +235,8 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
             Route(f"/programs/{P}/lineage", guarded(lineage_page)),
             Route(f"/programs/{P}", guarded(program_page)),
             Route("/problems/{name:path}", guarded(problem_page)),
+            Route("/bench", guarded(benches_page)),
+            Route("/bench/{bench_id:path}", guarded(bench_page)),
             Route("/api/runs", guarded(api_runs)),
             Route("/api/runs/{run_id:path}/programs", guarded(api_run_programs)),
             Route("/api/runs/{run_id:path}/figures", guarded(api_run_figures)),
@@ -219,6 +245,8 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
             Route(f"/api/programs/{P}", guarded(api_program)),
             Route("/api/problems", guarded(api_problems)),
             Route("/api/problems/{name:path}/leaderboard", guarded(api_leaderboard)),
+            Route("/api/bench", guarded(api_benches)),
+            Route("/api/bench/{bench_id:path}", guarded(api_bench)),
             Route("/static/plotly.min.js", plotly),
             Route("/static/pygments.css", pygments_css),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -1,51 +1,27 @@
 """A problem's baselines (the `baselines/*.py` of its folder) scored on the splits a run
 uses, as reference rows for its leaderboard.
 
-Scoring runs the problem's own evaluator on its own reference programs, in the sandbox,
-never anything from the archive. Each result is cached under ~/.cache/evolve/baselines by
-a hash of the problem folder's files and the baseline, so a leaderboard shows them at
-once after the first time and an edited evaluator or baseline is scored again.
+The scoring and its cache live in evolve/baselines.py (`evolve bench` normalises with the
+same numbers); here they are fetched in one background thread, so a leaderboard shows
+"pending" rows at once and polls until they are scored.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import threading
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evolve.web.render import finite
+from evolve.baselines import (
+    BaselineScore,
+    baseline_files,
+    cache_file,
+    folder_hash,
+    read_cached,
+    score_program,
+    write_cached,
+)
 
-_SKIP_DIRS = {"__pycache__", ".git", "baselines"}
-
-
-@dataclass
-class BaselineScore:
-    name: str  # file name in baselines/
-    status: str  # pending | ok | <a failure status> | error
-    score: float | None = None
-    test_score: float | None = None
-    train_split: str = "train"
-    test_split: str | None = None
-    detail: str = ""
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evolve" / "baselines"
-
-
-def folder_hash(root: Path) -> str:
-    """Hash of every file of the problem folder but its baselines (names and contents)."""
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if path.is_file() and not (_SKIP_DIRS & set(rel.parts)):
-            h.update(str(rel).encode() + b"\0")
-            h.update(path.read_bytes())
-    return h.hexdigest()
+__all__ = ["BaselineScore", "Baselines"]
 
 
 class Baselines:
@@ -60,9 +36,9 @@ class Baselines:
     def scores(self, problem_dir: str | None) -> list[BaselineScore]:
         """What is known now; starts scoring what is missing (the page polls for it)."""
         root = Path(problem_dir) if problem_dir else None
-        if root is None or not (root / "baselines").is_dir():
+        if root is None:
             return []
-        files = sorted(p for p in (root / "baselines").glob("*.py") if p.is_file())
+        files = baseline_files(root)
         if not files:
             return []
         try:
@@ -71,7 +47,7 @@ class Baselines:
             return []
         out, missing = [], []
         for f in files:
-            cached = self._cached(key, f)
+            cached = read_cached(cache_file(key, f))
             if cached is not None:
                 out.append(cached)
             else:
@@ -80,16 +56,6 @@ class Baselines:
         if missing and self.enabled:
             self._start(root, key, missing)
         return out
-
-    def _cache_file(self, key: str, baseline: Path) -> Path:
-        h = hashlib.sha256(key.encode() + baseline.read_bytes()).hexdigest()[:32]
-        return cache_dir() / f"{h}.json"
-
-    def _cached(self, key: str, baseline: Path) -> BaselineScore | None:
-        try:
-            return BaselineScore(**json.loads(self._cache_file(key, baseline).read_text()))
-        except (OSError, ValueError, TypeError):
-            return None
 
     def _start(self, root: Path, key: str, files: list[Path]) -> None:
         with self._lock:
@@ -101,44 +67,7 @@ class Baselines:
     def _score_all(self, root: Path, key: str, files: list[Path]) -> None:
         try:
             for f in files:
-                result = _score(root, f, self.sandbox)
-                path = self._cache_file(key, f)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(finite(asdict(result))))
-                tmp.replace(path)
+                write_cached(cache_file(key, f), score_program(root, f, self.sandbox))
         finally:
             with self._lock:
                 self._busy.discard(str(root))
-
-
-def _score(root: Path, baseline: Path, sandbox_name: str) -> BaselineScore:
-    """Train (through the cascade, as a run scores) and held-out scores of one baseline."""
-    from evolve.edits.blocks import complete_from_seed
-    from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import load_problem
-    from evolve.sandboxes import make_sandbox
-
-    try:
-        problem = load_problem(root)
-        code = complete_from_seed(baseline.read_text(), problem.seed_code)
-        sandbox = make_sandbox(sandbox_name, 1, problem_dir=str(root))
-    except Exception as e:  # a broken folder: shown on its row, never raised into the page
-        return BaselineScore(baseline.name, "error", detail=str(e).splitlines()[0][:300])
-    try:
-        ev = CandidateEvaluator(problem, sandbox)
-        train = ev.evaluate(code)
-        test_split = problem.test_split
-        test = ev.run_split(code, test_split) if test_split and train.status == "ok" else None
-        return BaselineScore(
-            baseline.name,
-            train.status,
-            train.score,
-            test.score if test is not None and test.status == "ok" else None,
-            problem.train_split,
-            test_split,
-        )
-    except Exception as e:
-        return BaselineScore(baseline.name, "error", detail=str(e).splitlines()[0][:300])
-    finally:
-        sandbox.close()

@@ -13,6 +13,7 @@ import re
 from collections import Counter, defaultdict
 
 from evolve.archive import LlmCall, ProgramRow
+from evolve.archive.reader import CALL_CATEGORIES
 
 STATUS_COLORS = {
     "ok": "#2a9d8f",
@@ -206,20 +207,97 @@ def usage_figure(calls: list[LlmCall]) -> dict:
     }
 
 
-def status_figure(progs: list[ProgramRow]) -> dict:
+def status_figure(progs: list[ProgramRow], rejected: int = 0) -> dict:
+    """Candidates by status; beside them (hatched: not statuses) the proposals rejected as
+    repeats of a program (never candidates) and the candidates made by repairs."""
     counts = Counter(p.status for p in progs if p.iteration > 0)
     names = sorted(counts, key=lambda s: -counts[s])
-    return {
-        "data": [
+    repairs = sum(p.kind == "repair" for p in progs)
+    data: list[dict] = [
+        {
+            "type": "bar",
+            "name": "candidates by status",
+            "x": names,
+            "y": [counts[n] for n in names],
+            "marker": {"color": [STATUS_COLORS.get(n, "#444") for n in names]},
+        }
+    ]
+    if rejected or repairs:
+        data.append(
             {
                 "type": "bar",
-                "x": names,
-                "y": [counts[n] for n in names],
-                "marker": {"color": [STATUS_COLORS.get(n, "#444") for n in names]},
+                "name": "beside them",
+                "x": ["rejected proposals", "repairs"],
+                "y": [rejected, repairs],
+                "marker": {
+                    "color": [CALL_COLORS["rejected duplicate"], CALL_COLORS["repair"]],
+                    "pattern": {"shape": "/"},
+                },
+                "hovertemplate": "%{x}: %{y}<extra></extra>",
             }
-        ],
-        "layout": _layout("Status of candidates", "status", "candidates"),
+        )
+    return {
+        "data": data,
+        "layout": {
+            **_layout("Status of candidates", "status", "candidates", showlegend=False),
+            "xaxis": {"title": {"text": "status"}, "automargin": True},
+        },
     }
+
+
+# The colour of each kind of LLM call (reader.CALL_CATEGORIES).
+CALL_COLORS = {
+    "mutation": "#457b9d",
+    "crossover": "#9b5de5",
+    "repair": "#f4a261",
+    "resample": "#00b4d8",
+    "meta": "#2a9d8f",
+    "rejected duplicate": "#8d99ae",
+    "rejected": "#6c757d",
+    "failed attempt": "#d62828",
+    "not recorded": "#adb5bd",
+    "other": "#444444",
+}
+
+
+def calls_figure(calls: list[LlmCall]) -> dict:
+    """Every LLM call over the run's wall time at the iteration it served, coloured by what
+    it was for and what became of it (a rejected reply sits below its iteration's kept one)."""
+    by_kind: dict[str, list[LlmCall]] = defaultdict(list)
+    for call in calls:
+        by_kind[call.category].append(call)
+    traces = []
+    for kind in CALL_CATEGORIES:
+        cs = by_kind.get(kind)
+        if not cs:
+            continue
+        traces.append(
+            {
+                "type": "scattergl" if len(calls) > GL_OVER else "scatter",
+                "mode": "markers",
+                "name": kind,
+                "x": [
+                    dt.datetime.fromtimestamp(c.created_at).isoformat(timespec="seconds")
+                    for c in cs
+                ],
+                "y": [c.iteration for c in cs],
+                "text": [
+                    f"call {c.call_id}"
+                    + (f", T={c.temperature:.2g}" if isinstance(c.temperature, int | float) else "")
+                    for c in cs
+                ],
+                "marker": {
+                    "size": 6,
+                    "color": CALL_COLORS[kind],
+                    "opacity": 0.8,
+                    "symbol": "x"
+                    if kind in ("rejected duplicate", "rejected", "failed attempt")
+                    else "circle",
+                },
+                "hovertemplate": "%{text}<br>iteration %{y}<br>%{x}<extra>" + kind + "</extra>",
+            }
+        )
+    return {"data": traces, "layout": _layout("LLM calls over time", "time", "iteration")}
 
 
 def latency_figure(calls: list[LlmCall]) -> dict:
@@ -266,4 +344,50 @@ def lineage_figure(chain: list[ProgramRow]) -> dict:
             },
         ],
         "layout": _layout("Score along the lineage", "iteration", "score", height=300),
+    }
+
+
+def _label(text: str) -> str:
+    """A name for a legend: Plotly reads `<...>` in it as its own HTML, so none is left."""
+    return text.replace("<", "‹").replace(">", "›").replace("&", "+")
+
+
+def bench_figure(curves: dict[str, list[float | None]]) -> dict:
+    """A benchmark's normalised held-out score against LLM calls (median over seeds), one
+    line per problem, with the seed (0) and the best baseline (100) as guides."""
+    length = max((len(c) for c in curves.values()), default=1)
+    guides = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": name,
+            "x": [0, max(1, length - 1)],
+            "y": [y, y],
+            "line": {"dash": "dash", "width": 1, "color": color},
+            "hoverinfo": "skip",
+        }
+        for name, y, color in (
+            ("0: the seed", 0, "#6c757d"),
+            ("100: best baseline", 100, "#1d3557"),
+        )
+    ]
+    lines = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "line": {"shape": "hv"},
+            "name": _label(problem),
+            "x": list(range(len(curve))),
+            "y": curve,
+            "hovertemplate": "call %{x}: %{y:.1f}<extra>%{fullData.name}</extra>",
+        }
+        for problem, curve in curves.items()
+    ]
+    return {
+        "data": lines + guides,
+        "layout": _layout(
+            "Normalised held-out score (median over seeds)",
+            "LLM calls answered",
+            "normalised held-out score",
+        ),
     }

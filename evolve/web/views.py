@@ -9,7 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from evolve.archive import ArchiveReader, ProgramRow, RunSummary
+from evolve.archive.reader import BenchSummary
 from evolve.archive.rows import public_dict
+from evolve.benchmark.record import from_rows
+from evolve.benchmark.table import ProblemSummary
 from evolve.edits import unified_diff
 from evolve.web import charts
 from evolve.web.render import finite
@@ -57,13 +60,43 @@ def feature_dims(progs: list[ProgramRow]) -> list[str]:
 
 def run_figures(reader: ArchiveReader, run: RunSummary, progs: list[ProgramRow]) -> dict:
     calls = reader.llm_calls(run.run_id)
+    rejected = sum(c.outcome == "rejected_duplicate" for c in calls)
     return finite(
         {
             "score": charts.score_figure(progs),
             "grids": charts.grid_figures(progs, feature_dims(progs)),
             "usage": charts.usage_figure(calls),
-            "status": charts.status_figure(progs),
+            "status": charts.status_figure(progs, rejected),
             "latency": charts.latency_figure(calls),
+            "calls": charts.calls_figure(calls),
+        }
+    )
+
+
+def run_search(reader: ArchiveReader, run: RunSummary) -> dict:
+    """What the search did in a run: the status breakdown with rejected proposals and
+    repairs, the LLM calls by purpose, outcome and model (with the bandit's reward proxy),
+    the meta-notes and the search decisions. Notes are model text: shown as text."""
+    counts = reader.call_counts(run.run_id)
+    with_status = reader.status_counts(run.run_id)
+    return finite(
+        {
+            "statuses": with_status,
+            "rejected": counts.rejected,
+            "repairs": counts.repairs,
+            "repairs_ok": counts.repairs_ok,
+            "calls": {
+                "answered": counts.answered,
+                "failed": counts.failed,
+                "rejected": counts.rejected,
+                "by_purpose": counts.by_purpose,
+                "by_outcome": counts.by_outcome,
+                "by_model": [
+                    {**asdict(m), "reward": m.reward} for m in reader.model_use(run.run_id)
+                ],
+            },
+            "notes": [asdict(n) for n in reader.meta_notes(run.run_id)],
+            "decisions": [asdict(d) for d in reader.decisions(run.run_id)],
         }
     )
 
@@ -90,6 +123,7 @@ def program_detail(reader: ArchiveReader, program_id: str) -> dict:
         "parent": parent,
         "diff": diff or "",
         "call": call,
+        "rejected": reader.rejected_calls(p.run_id, p.iteration) if p.iteration > 0 else [],
         "run": run,
         "children": reader.children(p.program_id),
     }
@@ -112,3 +146,24 @@ def lineage_json(chain: list[ProgramRow]) -> list[dict]:
         )
         out.append(d)
     return out
+
+
+def bench(reader: ArchiveReader, bench_id: str) -> tuple[BenchSummary, list[ProblemSummary]]:
+    """A benchmark and its summaries per problem, from its stored rows alone."""
+    info = next((b for b in reader.benches() if b.bench_id == bench_id), None)
+    if info is None:
+        raise NotFound(f"no benchmark {bench_id!r} in this archive")
+    return info, from_rows(reader.bench_runs(bench_id))
+
+
+def bench_json(info: BenchSummary, summaries: list[ProblemSummary]) -> dict:
+    return finite({**asdict(info), "problems": [s.to_json() for s in summaries]})
+
+
+def bench_figure(summaries: list[ProblemSummary]) -> dict:
+    """The curves by problem; a problem with no scale says so in its legend entry."""
+    curves = {
+        s.problem if s.references.no_scale() is None else f"{s.problem} (no scale)": s.curve
+        for s in summaries
+    }
+    return finite(charts.bench_figure(curves))

@@ -69,6 +69,7 @@ const evolveLive = (() => {
     await plot("chart-status", figs.status);
     await plot("chart-usage", figs.usage);
     await plot("chart-latency", figs.latency);
+    if (figs.calls) await plot("chart-calls", figs.calls);
     const grids = document.getElementById("grids");
     if (!grids) return;
     while (grids.children.length < figs.grids.length) grids.appendChild(el("div", {id: `grid-${grids.children.length}`, class: "chart small"}));
@@ -87,6 +88,57 @@ const evolveLive = (() => {
     setCell(root, "duration", document.createTextNode(duration(r.duration_s)));
   };
   const active = (status) => status === "running" || status === "interrupted";
+  // The run page's Search section from /api/runs/RUN's `search`: notes are model text,
+  // so every value goes in with textContent (el) or as an attribute, never as HTML.
+  let lastSearch = null;
+  const span = (cls, text) => el("span", {class: cls}, text);
+  const row = (cells, attrs = {}) => {
+    const tr = el("tr", attrs);
+    for (const [c, cls, tag] of cells) {
+      const td = el(tag || "td", cls ? {class: cls} : {});
+      td.append(...(Array.isArray(c) ? c : [c]));
+      tr.appendChild(td);
+    }
+    return tr;
+  };
+  const decisionItem = (d) => {
+    const li = el("li", {"data-kind": d.kind});
+    li.append(span("it", `after ${d.at_done} iterations`), " ");
+    const det = d.detail || {};
+    if (d.kind === "stagnation") {
+      li.append(span("tag stagnation", "stagnation"), ` no new best in ${fmt(det.after)} iterations: ${fmt(det.calls)} calls on `, el("b", {}, String(det.model)));
+      if (det.island !== null && det.island !== undefined && det.from) {
+        li.append(`; island ${det.island} restarted from `, link(progHref(String(det.from)), String(det.from), {class: "pid"}));
+      }
+      li.append(".");
+    } else {
+      li.append(span("tag", d.kind), " ", el("code", {}, JSON.stringify(det)));
+    }
+    return li;
+  };
+  const renderSearch = (s) => {
+    const key = JSON.stringify(s);
+    if (!s || key === lastSearch || !document.getElementById("search")) return;
+    lastSearch = key;
+    const breakdown = document.querySelector("#status-breakdown tbody");
+    const rows = Object.entries(s.statuses).map(([st, n]) => row([[badge(st), "", "th"], [String(n), "n"]], {"data-status": st}));
+    if (!rows.length) rows.push(row([["No candidate yet."]]));
+    rows.push(row([[["rejected proposals ", span("why", "replies that repeated a program of the run; the model was asked again")], "", "th"], [String(s.rejected), "n"]], {class: "beside", "data-k": "rejected"}));
+    rows.push(row([[["repairs ", span("why", `candidates made to fix a failed parent, shown its error; ${s.repairs_ok} scored`)], "", "th"], [String(s.repairs), "n"]], {class: "beside", "data-k": "repairs"}));
+    breakdown.replaceChildren(...rows);
+    const models = s.calls.by_model.map((m) => row([[m.model], [String(m.calls), "n"], [m.share === null ? "–" : pct(m.share * 100), "n"], [m.tokens.toLocaleString("en-US"), "n"], [usd(m.cost_usd), "n"], [String(m.rejected), "n"], [String(m.improved), "n"], [fmt(m.reward, 3), "n"]]));
+    document.querySelector("#models tbody").replaceChildren(...(models.length ? models : [row([["No LLM call yet."]])]));
+    const purposes = Object.entries(s.calls.by_purpose).map(([k, n]) => `${k} ${n}`).join(", ");
+    document.getElementById("calls-by-purpose").textContent = `${s.calls.answered} answered calls${purposes ? ` (${purposes})` : ""}; ${s.calls.rejected} rejected, ${s.calls.failed} failed attempts.`;
+    const notes = s.notes.map((n) => {
+      const li = el("li");
+      li.append(span("it", `after ${n.at_calls} calls${n.call_id === null ? "" : ` (call ${n.call_id})`}`), el("pre", {class: "message note"}, n.text));
+      return li;
+    });
+    document.getElementById("meta-notes").replaceChildren(...(notes.length ? notes : [el("li", {class: "none meta"}, "None written (--meta-interval sets how often).")]));
+    const decisions = s.decisions.map(decisionItem);
+    document.getElementById("decisions").replaceChildren(...(decisions.length ? decisions : [el("li", {class: "none meta"}, "None taken.")]));
+  };
 
   async function runPage() {
     const root = document.getElementById("run-figures");
@@ -103,6 +155,7 @@ const evolveLive = (() => {
         status = r.status;
         root.dataset.status = status;
         runFigures(root, r);
+        renderSearch(r.search);
         if (r.programs !== count) {
           const fresh = await getJSON(`${api}/programs?after=${last}`);
           const body = document.querySelector("#recent-table tbody");
@@ -163,5 +216,10 @@ const evolveLive = (() => {
     document.body.dataset.chartsDrawn = String(performance.now());
   });
 
-  return {plot, runPage, runsList, lineagePage, reloadWhilePending};
+  const benchPage = () => afterPaint(async () => {
+    await plot("chart-bench", JSON.parse(document.getElementById("bench-data").textContent));
+    document.body.dataset.chartsDrawn = String(performance.now());
+  });
+
+  return {plot, runPage, runsList, lineagePage, benchPage, reloadWhilePending};
 })();

@@ -1,0 +1,131 @@
+"""A problem folder's reference programs (its `baselines/*.py`, and its seed) scored on the
+splits a run uses: train through the cascade, as a run scores, and the held-out split.
+
+Scoring runs the problem's own evaluator on its own reference programs, in the sandbox,
+never anything from an archive. Each result is cached under ~/.cache/evolve/baselines by a
+hash of the problem folder's files and the program, so a leaderboard or a benchmark gets
+them at once after the first time, and an edited evaluator or baseline is scored again.
+The web view's leaderboards (evolve/web/baselines.py) and `evolve bench`'s normalisation
+(evolve/benchmark/normalise.py) both read them from here, so they agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+_SKIP_DIRS = {"__pycache__", ".git", "baselines"}
+
+
+@dataclass
+class BaselineScore:
+    name: str  # file name in baselines/ (the seed: its own file name)
+    status: str  # pending | ok | <a failure status> | error
+    score: float | None = None
+    test_score: float | None = None
+    train_split: str = "train"
+    test_split: str | None = None
+    detail: str = ""
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "evolve" / "baselines"
+
+
+def folder_hash(root: Path) -> str:
+    """Hash of every file of the problem folder but its baselines (names and contents)."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if path.is_file() and not (_SKIP_DIRS & set(rel.parts)):
+            h.update(str(rel).encode() + b"\0")
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def baseline_files(root: Path) -> list[Path]:
+    """The folder's `baselines/*.py`, sorted by name."""
+    folder = root / "baselines"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.py") if p.is_file())
+
+
+def cache_file(key: str, program: Path, role: str = "baseline") -> Path:
+    """Where the score of `program` for the folder hashed as `key` is kept; the seed's own
+    role keeps it apart from a baseline with the same bytes (best fit as seed and baseline)."""
+    salt = b"" if role == "baseline" else role.encode() + b"\0"
+    h = hashlib.sha256(salt + key.encode() + program.read_bytes()).hexdigest()[:32]
+    return cache_dir() / f"{h}.json"
+
+
+def read_cached(path: Path) -> BaselineScore | None:
+    try:
+        return BaselineScore(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_cached(path: Path, result: BaselineScore) -> None:
+    """Atomically (a reader never sees half a file); NaN and infinities stored as null."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({k: _finite(v) for k, v in asdict(result).items()}))
+    tmp.replace(path)
+
+
+def score_program(root: Path, program: Path, sandbox_name: str) -> BaselineScore:
+    """Train (through the cascade, as a run scores) and held-out scores of one program file;
+    a failure is a row with its status and first line, never an exception."""
+    from evolve.edits.blocks import complete_from_seed
+    from evolve.evaluation import CandidateEvaluator
+    from evolve.problem import load_problem
+    from evolve.sandboxes import make_sandbox
+
+    try:
+        problem = load_problem(root)
+        code = complete_from_seed(program.read_text(), problem.seed_code)
+        sandbox = make_sandbox(sandbox_name, 1, problem_dir=str(root))
+    except Exception as e:  # a broken folder: shown on its row, never raised
+        return BaselineScore(program.name, "error", detail=_first_line(e))
+    try:
+        ev = CandidateEvaluator(problem, sandbox)
+        train = ev.evaluate(code)
+        test_split = problem.test_split
+        test = ev.run_split(code, test_split) if test_split and train.status == "ok" else None
+        return BaselineScore(
+            program.name,
+            train.status,
+            train.score,
+            test.score if test is not None and test.status == "ok" else None,
+            problem.train_split,
+            test_split,
+        )
+    except Exception as e:
+        return BaselineScore(program.name, "error", detail=_first_line(e))
+    finally:
+        sandbox.close()
+
+
+def scored(root: Path, program: Path, sandbox_name: str, role: str = "baseline") -> BaselineScore:
+    """The cached score of `program`, scoring (and caching) it now if there is none."""
+    path = cache_file(folder_hash(root), program, role)
+    cached = read_cached(path)
+    if cached is not None:
+        return cached
+    result = score_program(root, program, sandbox_name)
+    write_cached(path, result)
+    return result
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0][:300]
+
+
+def _finite(v):
+    return v if not isinstance(v, float) or math.isfinite(v) else None

@@ -1,0 +1,95 @@
+"""The benchmark's scale: 0 is the seed's held-out score, 100 the folder's best baseline's.
+
+Where no baseline beats the seed (binpack's seed is its best_fit baseline), the folder's
+published programs under reference/ (FunSearch's evolved heuristics) set the 100 instead.
+
+Scores are higher-is-better throughout evolve (a minimised metric is stored negated), so one
+formula serves every problem: 100 * (run - seed) / (best_baseline - seed). Above 100 beats
+every human baseline the folder ships. Scripts that compare other systems' results with ours
+(bench/search_race.py) import `normalised` and `references` so both sides use one scale.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from evolve.baselines import baseline_files, scored
+
+
+@dataclass(frozen=True)
+class References:
+    """The two held-out scores that fix the scale of a problem (None: not measurable)."""
+
+    seed_test: float | None
+    best_baseline_test: float | None
+    best_baseline_name: str | None  # its file name in baselines/
+
+    def normalised(self, score: float | None) -> float | None:
+        return normalised(score, self.seed_test, self.best_baseline_test)
+
+    def no_scale(self) -> str | None:
+        """Why these references give no scale, in a few words; None when they do."""
+        if self.seed_test is None or not math.isfinite(self.seed_test):
+            return "the seed has no held-out score"
+        if self.best_baseline_test is None or not math.isfinite(self.best_baseline_test):
+            return "no baseline has a held-out score"
+        if self.best_baseline_test == self.seed_test:
+            return f"the best baseline, {self.best_baseline_name}, scores as the seed"
+        return None
+
+
+def normalised(
+    score: float | None, seed_score: float | None, best_baseline_score: float | None
+) -> float | None:
+    """100 * (score - seed) / (best_baseline - seed); None when any of them is missing or
+    not finite, or when the best baseline scores exactly as the seed (there is no scale:
+    binpack's seed is its best_fit baseline). A best baseline below the seed still gives a
+    scale, whose sign follows the formula: there, improving on the seed is negative."""
+    values = (score, seed_score, best_baseline_score)
+    if any(v is None or not math.isfinite(v) for v in values):
+        return None
+    assert score is not None and seed_score is not None and best_baseline_score is not None
+    span = best_baseline_score - seed_score
+    if span == 0:
+        return None
+    return 100.0 * (score - seed_score) / span
+
+
+def references(problem_dir: str | Path, sandbox: str = "auto") -> References:
+    """The seed's and the best baseline's held-out scores, scored in the sandbox once and
+    cached with the web view's baseline scores (evolve/baselines.py)."""
+    from evolve.problem import load_problem
+
+    root = Path(problem_dir)
+    problem = load_problem(root)  # ProblemError (a ValueError): one line for the caller
+    seed = scored(root, Path(problem.seed_file), sandbox, role="seed")
+    best = _best(root, baseline_files(root), sandbox)
+    seed_t = seed.test_score if seed.status == "ok" else None
+    if seed_t is not None and (best is None or best[0] <= seed_t):
+        published = sorted((root / "reference").glob("*.py"))
+        best = _best(root, published, sandbox, "reference/") or best
+    return References(
+        seed.test_score if seed.status == "ok" else None,
+        best[0] if best else None,
+        best[1] if best else None,
+    )
+
+
+def _best(
+    root: Path, files: list[Path], sandbox: str, prefix: str = ""
+) -> tuple[float, str] | None:
+    """The best held-out score among files, with its name."""
+    best: tuple[float, str] | None = None
+    for f in files:
+        b = scored(root, f, sandbox)
+        t = b.test_score
+        if (
+            b.status == "ok"
+            and t is not None
+            and math.isfinite(t)
+            and (best is None or t > best[0])
+        ):
+            best = (t, prefix + f.name)
+    return best
