@@ -131,3 +131,27 @@ def test_search_settings_come_from_problem_toml_and_bad_ones_name_the_key(tmp_pa
     assert r.returncode == 2 and "[search] max_resamples" in r.stderr and "Traceback" not in r.stderr
     r = evolve("run", BINPACK, "--temperatures", "0.5,9")
     assert r.returncode == 2 and "--temperatures" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_resume_counts_the_rejected_calls_of_an_unfinished_iteration(tmp_path):
+    """A kill after a clone was rejected: the resumed run asks that iteration again as a
+    resample (told so, hotter), never repeating the rejected reply or a stored meta-note."""
+    with ScriptedLLM.from_list([FIXED]) as srv:
+        _run(srv, tmp_path, "--iterations", "1", "--temperatures", "0.5")
+        port = srv.port
+    run_id = archive_json(tmp_path, "runs")[0]["run_id"]
+    from evolve.archive import Archive
+
+    a = Archive(tmp_path)
+    call = a.insert_llm_call(run_id, 2, 2, f"{run_id}:0", None, "block", "scripted", [], BEST_FIT, None,
+                             10, 5, 0.0, 0.1, purpose="mutation", temperature=0.5, decision="the only model")
+    a.reject_call(call, "rejected_duplicate")
+    a.close()
+    with ScriptedLLM.from_list([WORST_FIT], port=port) as srv:  # the run's stored endpoint
+        r = evolve("resume", run_id, "--iterations", "2", "--runs-dir", str(tmp_path), "--no-progress")
+        assert r.returncode == 0, r.stderr
+        asked = srv.requests
+    assert len(asked) == 1 and "repeated a program that was already tried" in _text(asked[0])
+    assert asked[0]["temperature"] > 0.5
+    rows = _rows(tmp_path, "SELECT iteration, purpose, outcome FROM llm_calls WHERE iteration=2 ORDER BY call_id")
+    assert rows == [(2, "mutation", "rejected_duplicate"), (2, "resample", None)]
