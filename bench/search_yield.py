@@ -58,7 +58,9 @@ def run_rows(runs_dir: Path) -> list[dict]:
                 "repairs": len(repairs),
                 "repairs_ok": sum(1 for (s,) in repairs if s == "ok"),
                 "median_call_s": statistics.median(c[0] for c in calls) if calls else None,
-                "median_completion_tokens": statistics.median(c[1] for c in calls) if calls else None,
+                "median_completion_tokens": statistics.median(c[1] for c in calls)
+                if calls
+                else None,
                 "seed": seed,
                 "best": best,
                 "improved": best is not None and seed is not None and best > seed,
@@ -74,8 +76,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     rows = [dict(r, runs_dir=str(d)) for d in args.runs_dirs for r in run_rows(d)]
-    cols = ("calls", "new_pct", "valid_pct", "behaviour_new_pct", "rejected_clones", "repairs",
-            "repairs_ok", "meta_calls", "median_call_s", "median_completion_tokens", "seed", "best")
+    cols = (
+        "calls",
+        "new_pct",
+        "valid_pct",
+        "behaviour_new_pct",
+        "rejected_clones",
+        "repairs",
+        "repairs_ok",
+        "meta_calls",
+        "median_call_s",
+        "median_completion_tokens",
+        "seed",
+        "best",
+    )
     print("run_id".ljust(40), *(c[:12].rjust(12) for c in cols))
     for r in rows:
         cells = [f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c]) for c in cols]

@@ -116,6 +116,7 @@ def _from_profile(prof: ModelProfile) -> dict:
         "temperatures": prof.temperatures,
         "meta_interval": prof.meta_interval,
         "stagnation": prof.stagnation,
+        "repair_attempts": prof.repair_attempts,
     }
     return {k: v for k, v in out.items() if v is not None}
 

@@ -27,11 +27,12 @@ class ModelProfile:
         None  # requests in flight the endpoint handles well (None: no advice)
     )
     llm_timeout_s: float | None = None
-    # The search (evolve/search/): temperatures drawn per call, FunSearch or block prompts,
-    # meta-notes every N calls and stagnation bursts after K iterations (0: off).
+    # The search (evolve/search/): temperatures drawn per call, meta-notes every N calls,
+    # stagnation bursts after K iterations (0: off), repair calls per failed child.
     temperatures: tuple[float, ...] = ()
     meta_interval: int = 0
     stagnation: int = 0
+    repair_attempts: int = 1
 
 
 # The bundled local models: llama-cpp-python serves one request at a time on
@@ -49,6 +50,9 @@ LOCAL_SMALL = ModelProfile(
     llm_timeout_s=600.0,
     temperatures=(0.4, 0.7, 1.0),
     stagnation=8,
+    # Measured on binpack (bench/README.md): the 0.5B model answers a repair prompt with the
+    # failed code unchanged or a new failure; none of its repairs scored, so none are asked.
+    repair_attempts=0,
 )
 # Open-weights models served by the user (Ollama, llama.cpp, vLLM), by size in the name.
 OPEN_SMALL = ModelProfile(  # <= 8B: Ollama's default window is small
@@ -70,6 +74,9 @@ OPEN_MEDIUM = ModelProfile(  # 9B .. 40B
     edit_format="block",
     temperature=0.7,
     num_inspirations=2,
+    temperatures=(0.5, 0.8, 1.0),
+    meta_interval=10,
+    stagnation=10,
 )
 OPEN_LARGE = ModelProfile(  # > 40B
     "open-large",
@@ -77,6 +84,9 @@ OPEN_LARGE = ModelProfile(  # > 40B
     max_tokens=4096,
     edit_format="block",
     temperature=0.8,
+    temperatures=(0.6, 0.8, 1.0),
+    meta_interval=10,
+    stagnation=10,
 )
 # Hosted frontier models: large windows; the defaults the loop always had.
 HOSTED = ModelProfile(
@@ -85,8 +95,12 @@ HOSTED = ModelProfile(
     max_tokens=4096,
     edit_format="block",
     temperature=0.8,
+    temperatures=(0.6, 0.8, 1.0),
+    meta_interval=10,
+    stagnation=10,
 )
-# Anything we do not recognise: the loop's old defaults, with a window most servers give.
+# Anything we do not recognise: the loop's old defaults (one temperature, no meta-notes, no
+# stagnation bursts), with a window most servers give.
 DEFAULT = ModelProfile(
     "default",
     context_window=32768,
