@@ -30,10 +30,14 @@ def run_rows(runs_dir: Path) -> list[dict]:
     out = []
     reader = ArchiveReader(runs_dir)
     db = sqlite3.connect(f"file:{runs_dir / 'archive.db'}?mode=ro", uri=True)
+    cols = {r[1] for r in db.execute("PRAGMA table_info(llm_calls)")}
+    v4 = "purpose" in cols  # an archive before schema 4 has no purpose or outcome
     for (run_id,) in db.execute("SELECT run_id FROM runs ORDER BY created_at"):
         r = measure(reader, run_id, 0, References(None, None, None), 0, 0.0)
         calls = db.execute(
-            "SELECT latency_s, completion_tokens, purpose, outcome FROM llm_calls"
+            "SELECT latency_s, completion_tokens,"
+            + (" purpose, outcome" if v4 else " NULL, NULL")
+            + " FROM llm_calls"
             " WHERE run_id=? AND reply IS NOT NULL",
             (run_id,),
         ).fetchall()

@@ -1,0 +1,48 @@
+"""evolve itself in the race: `evolve run` as a user types it, joining the shared server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from bench.race.common import ROOT, Ctx, RunResult, run_process, tail
+from bench.race.measure import from_archive
+
+NAME = "evolve"
+
+
+def has_max_calls() -> bool:
+    """`evolve run --max-calls` is recent; without it a run is bounded by --iterations N."""
+    out = subprocess.run([sys.executable, "-m", "evolve.cli", "run", "--help"],
+                         capture_output=True, text=True, cwd=ROOT)
+    return "--max-calls" in out.stdout
+
+
+def command(ctx: Ctx, run_id: str, max_calls: bool) -> list[str]:
+    budget = (["--max-calls", str(ctx.calls), "--iterations", str(ctx.calls * 4)] if max_calls
+              else ["--iterations", str(ctx.calls)])
+    return [sys.executable, "-m", "evolve.cli", "run", str(ctx.problem_dir), "--model", ctx.model,
+            "--seed", str(ctx.seed), *budget, "--runs-dir", str(ctx.work / "runs"),
+            "--run-id", run_id, "--sandbox", ctx.sandbox, "--no-progress"]
+
+
+def run(ctx: Ctx, max_calls: bool = True) -> RunResult:
+    run_id = f"race-{ctx.problem.name}-s{ctx.seed}"
+    cmd = command(ctx, run_id, max_calls)
+    ctx.note("evolve: " + " ".join(cmd[2:]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    log = ctx.work / "evolve.log"
+    rc, wall, timed_out = run_process(cmd, ROOT, env, ctx.run_timeout_s, log)
+    out = RunResult(NAME, wall_s=wall, exit_code=rc, timed_out=timed_out,
+                    settings={"command": " ".join(cmd[2:]), "max_calls_flag": max_calls})
+    db = ctx.work / "runs" / "archive.db"
+    if not db.exists():
+        out.error = f"no archive (exit {rc}): {tail(log)}"
+        return out
+    got = from_archive(db, run_id)
+    out.calls, out.items = got["calls"], got["items"]
+    out.best_code, out.best_train = got["best_code"], got["best_train"]
+    if rc != 0:
+        out.error = f"evolve run exited {rc}: {tail(log, 600)}"
+    return out
