@@ -178,7 +178,7 @@ def test_short_style_for_small_models():
     msgs = PromptBuilder(PROBLEM, style="short", max_inspirations=1, max_attempts=3).build(ctx)
     system, user = msgs[0]["content"], msgs[1]["content"]
     assert len(system) < len(PromptBuilder(PROBLEM).build(_ctx())[0]["content"])
-    assert "FunSearch's evolved heuristic reaches" in system, "the domain notes stay"
+    assert "FunSearch's evolved rule reaches" in system, "the domain notes stay"
     assert BLOCK in user and "Fixed API" not in user and "import numpy as np" in user
     assert "items:" not in user and "ValueError: bad" in user
     assert user.count("Another version for ideas") == 1 and "try 2" in user and "try 1" not in user
