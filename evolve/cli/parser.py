@@ -422,7 +422,8 @@ def _search_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--escalation-model",
         metavar="NAME",
-        help="the model of a stagnation burst, one of --model (default: the least used model)",
+        help="the model of a stagnation burst, on the run's endpoint (default: the lowest-weighted"
+        " --model)",
     )
 
 

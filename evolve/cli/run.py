@@ -89,7 +89,8 @@ def config_from_args(args, problem: Problem) -> RunConfig:
     try:
         cfg = RunConfig(**kw)
         prices = PriceTable.load(cfg.prices_file)  # a bad file: one line, before anything runs
-        require_prices([m.name for m in cfg.models], cfg.budget_usd, prices)
+        burst = [cfg.escalation_model] if cfg.escalation_model else []
+        require_prices([m.name for m in cfg.models] + burst, cfg.budget_usd, prices)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
     try:  # the smallest prompt (the seed's EVOLVE-BLOCK and the task) must fit the window

@@ -77,6 +77,3 @@ class ModelBandit:
             temperature,
             f"UCB {scored[best]:.3f} (mean reward {arm.mean():.3f} over {arm.calls} calls)",
         )
-
-    def least_used(self) -> str:
-        return min(self.arms.values(), key=lambda a: (a.calls, -a.prior)).name
