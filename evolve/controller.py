@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -145,17 +146,16 @@ class Controller:
             self._replay_reset(d["detail"])
         for pid, island, _ in self.archive.migrations(self.run_id):
             self.pop.migrate(pid, island)
-        for model in self.archive.rejected_by_model(self.run_id):
+        rejected = self.archive.rejected_by_model(self.run_id)
+        for model in rejected:
             self.search.rejected(model)
         asked = self.archive.repair_parents(self.run_id)
-        self.search.repairs = type(self.search.repairs)(
-            pid for pid in self.search.repairs if pid not in asked
-        )
+        self.search.repairs = deque(pid for pid in self.search.repairs if pid not in asked)
         self._restore_notes()
         usage = self.archive.usage(self.run_id)
         self.stats.set_usage(usage)
         self.stats.calls = usage["answered"]
-        self.stats.rejected = len(self.archive.rejected_by_model(self.run_id))
+        self.stats.rejected = len(rejected)
 
     def _replay_reset(self, detail: dict) -> None:
         if detail.get("island") is not None and detail.get("from"):
@@ -386,8 +386,9 @@ class Controller:
             left = self._calls_left()
             if self.stats.calls < (written + 1) * every or (left is not None and left <= 1):
                 return
-            children = self.archive.programs(self.run_id, "iteration>0 AND status!='pending'")
-            scores = {p.program_id: p.score for p in self.archive.programs(self.run_id)}
+            programs = self.archive.programs(self.run_id, "status!='pending'")
+            children = [p for p in programs if p.iteration > 0]
+            scores = {p.program_id: p.score for p in programs}
             best = self.pop.best()
             messages = self.prompts.meta(
                 summaries(children, scores),

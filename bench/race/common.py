@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.race.measure import from_eval_log
+from bench.race.proxy import BudgetProxy
 from evolve.problem_model import Problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,3 +187,29 @@ def installed_version(py: Path, dist: str) -> str | None:
     out = subprocess.run([str(py), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"],
                          capture_output=True, text=True)
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def race_peer(
+    name: str,
+    requirement: str,
+    ctx: Ctx,
+    venvs: Path,
+    launch: Callable[[Path, str], tuple[list[str], Path]],
+    settings: Callable[[str], dict],
+    **proxy_options,
+) -> RunResult:
+    """One peer's run: its venv, a budget proxy in front of the server, `launch(python,
+    api_base) -> (command, cwd)` run to its end, and its result with the settings it ran with
+    (`settings(api_base)`)."""
+    py = ensure_venv(venvs, name, requirement, ctx.note)
+    proxy = BudgetProxy(ctx.server_port, budget=ctx.calls, **proxy_options)
+    eval_log, log = ctx.work / "evals.jsonl", ctx.work / f"{name}.log"
+    ctx.work.mkdir(parents=True, exist_ok=True)
+    try:
+        cmd, cwd = launch(py, proxy.base_url)
+        ctx.note(f"{name}: " + " ".join(cmd))
+        proc = run_process(cmd, cwd, peer_env(ctx, eval_log), ctx.run_timeout_s, log)
+    finally:
+        proxy.close()
+    version = requirement.split("==")[1]
+    return peer_result(name, version, ctx, proxy, proc, log, eval_log, settings(proxy.base_url))

@@ -22,7 +22,7 @@ Settings (LEVI's defaults, except):
   init                  its seed-diversification phase scaled to the budget. By default it
                         writes 4 diverse seeds and 20 variants of each of 5 seeds: about 104
                         calls, 14% of the 750 evaluations of LEVI's transaction-scheduling
-                        run (as ../shared/ANCHORS.md reports it). At N calls the race keeps that share: about 0.14 N calls,
+                        run (as LEVI's authors report it). At N calls the race keeps that share: about 0.14 N calls,
                         in at most 4 diverse seeds (below 750 calls the defaults alone would
                         spend a small budget on initialisation)
   problem_description   the task (common.task_text)
@@ -35,17 +35,7 @@ import ast
 import json
 from pathlib import Path
 
-from bench.race.common import (
-    PEER_SIDE,
-    Ctx,
-    RunResult,
-    ensure_venv,
-    peer_env,
-    peer_result,
-    run_process,
-    task_text,
-)
-from bench.race.proxy import BudgetProxy
+from bench.race.common import PEER_SIDE, Ctx, RunResult, race_peer, task_text
 
 NAME = "levi"
 REQUIREMENT = "levi-evolve==0.1.1"
@@ -94,19 +84,14 @@ def settings(ctx: Ctx, api_base: str) -> dict:
 
 
 def run(ctx: Ctx, venvs: Path) -> RunResult:
-    py = ensure_venv(venvs, NAME, REQUIREMENT, ctx.note)
-    proxy = BudgetProxy(ctx.server_port, budget=ctx.calls)
-    eval_log, log = ctx.work / "evals.jsonl", ctx.work / "levi.log"
-    ctx.work.mkdir(parents=True, exist_ok=True)
-    try:
-        s = settings(ctx, proxy.base_url)
+    def launch(py: Path, api_base: str) -> tuple[list[str], Path]:
         path = ctx.work / "levi_settings.json"
-        path.write_text(json.dumps(s, indent=2))
-        cmd = [str(py), str(PEER_SIDE / "levi_driver.py"), str(path)]
-        ctx.note("levi: " + " ".join(cmd))
-        proc = run_process(cmd, ctx.work, peer_env(ctx, eval_log), ctx.run_timeout_s, log)
-    finally:
-        proxy.close()
-    shown = {k: v for k, v in s.items() if k not in ("seed_program", "problem_description")}
-    return peer_result(NAME, REQUIREMENT.split("==")[1], ctx, proxy, proc, log, eval_log,
-                       {**shown, "problem_description": "common.task_text(problem)"})
+        path.write_text(json.dumps(settings(ctx, api_base), indent=2))
+        return [str(py), str(PEER_SIDE / "levi_driver.py"), str(path)], ctx.work
+
+    def shown(api_base: str) -> dict:
+        s = settings(ctx, api_base)
+        kept = {k: v for k, v in s.items() if k not in ("seed_program", "problem_description")}
+        return {**kept, "problem_description": "common.task_text(problem)"}
+
+    return race_peer(NAME, REQUIREMENT, ctx, venvs, launch, shown)

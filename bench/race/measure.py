@@ -16,13 +16,8 @@ import sqlite3
 import statistics
 from pathlib import Path
 
+from evolve.benchmark.measure import score_key
 from evolve.edits.apply import normalized_hash
-
-DIGITS = 12  # train scores equal to this many significant digits are the same behaviour
-
-
-def score_key(score: float) -> float:
-    return float(f"{score:.{DIGITS}g}")
 
 
 def yields(items: list[dict], seed_hash: str, seed_train: float | None) -> dict:

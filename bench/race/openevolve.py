@@ -10,7 +10,7 @@ retries off); the proxy's budget is only a backstop.
 Settings: OpenEvolve's defaults, except
   diff_based_evolution: false   full rewrites; its maintainer's advice for models that cannot
                                 produce its SEARCH/REPLACE diffs (openevolve issue #241), and
-                                what ../shared/ANCHORS.md measured: in diff mode every reply
+                                what our earlier measurement found: in diff mode every reply
                                 of our 0.5B model was rejected
   llm.max_tokens, temperature   the model's profile (as for every framework); 0.7 is also
                                 OpenEvolve's default temperature
@@ -31,17 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.race.common import (
-    PEER_SIDE,
-    Ctx,
-    RunResult,
-    ensure_venv,
-    peer_env,
-    peer_result,
-    run_process,
-    task_text,
-)
-from bench.race.proxy import BudgetProxy
+from bench.race.common import PEER_SIDE, Ctx, RunResult, race_peer, task_text
 
 NAME = "openevolve"
 REQUIREMENT = "openevolve==0.4.1"
@@ -92,17 +82,14 @@ def prepare(ctx: Ctx, api_base: str) -> Path:
 
 
 def run(ctx: Ctx, venvs: Path) -> RunResult:
-    py = ensure_venv(venvs, NAME, REQUIREMENT, ctx.note)
-    proxy = BudgetProxy(ctx.server_port, budget=ctx.calls)
-    eval_log, log = ctx.work / "evals.jsonl", ctx.work / "openevolve.log"
-    try:
-        folder = prepare(ctx, proxy.base_url)
+    def launch(py: Path, api_base: str) -> tuple[list[str], Path]:
+        folder = prepare(ctx, api_base)
         cmd = [str(py.parent / "openevolve-run"), str(folder / "initial_program.py"),
                str(folder / "evaluator.py"), "--config", str(folder / "config.yaml"),
                "--output", str(ctx.work / "openevolve-out"), "--iterations", str(ctx.calls)]
-        ctx.note("openevolve: " + " ".join(cmd))
-        proc = run_process(cmd, folder, peer_env(ctx, eval_log), ctx.run_timeout_s, log)
-    finally:
-        proxy.close()
-    settings = {**config(ctx, proxy.base_url), "prompt": {"system_message": "common.task_text(problem)"}}
-    return peer_result(NAME, REQUIREMENT.split("==")[1], ctx, proxy, proc, log, eval_log, settings)
+        return cmd, folder
+
+    def settings(api_base: str) -> dict:
+        return {**config(ctx, api_base), "prompt": {"system_message": "common.task_text(problem)"}}
+
+    return race_peer(NAME, REQUIREMENT, ctx, venvs, launch, settings)

@@ -35,17 +35,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.race.common import (
-    PEER_SIDE,
-    Ctx,
-    RunResult,
-    ensure_venv,
-    peer_env,
-    peer_result,
-    run_process,
-    task_text,
-)
-from bench.race.proxy import BudgetProxy
+from bench.race.common import PEER_SIDE, Ctx, RunResult, race_peer, task_text
 
 NAME = "shinka"
 REQUIREMENT = "shinka-evolve==0.0.7"
@@ -107,19 +97,17 @@ def prepare(ctx: Ctx, api_base: str) -> Path:
 
 
 def run(ctx: Ctx, venvs: Path) -> RunResult:
-    py = ensure_venv(venvs, NAME, REQUIREMENT, ctx.note)
-    proxy = BudgetProxy(ctx.server_port, budget=ctx.calls, empty_on_client_error=True)
-    eval_log, log = ctx.work / "evals.jsonl", ctx.work / "shinka.log"
-    try:
-        folder = prepare(ctx, proxy.base_url)
+    def launch(py: Path, api_base: str) -> tuple[list[str], Path]:
+        folder = prepare(ctx, api_base)
         cmd = [str(py.parent / "shinka_run"), "--task-dir", str(folder), "--config-fname", "race.yaml",
                "--results_dir", str(ctx.work / "shinka-results"),
                "--num_generations", str(ctx.calls + 1)]
-        ctx.note("shinka: " + " ".join(cmd))
-        proc = run_process(cmd, folder, peer_env(ctx, eval_log), ctx.run_timeout_s, log)
-    finally:
-        proxy.close()
-    settings = config(ctx, proxy.base_url)
-    settings["evo_config"]["task_sys_msg"] = "common.task_text(problem)"
-    settings["num_generations"] = ctx.calls + 1
-    return peer_result(NAME, REQUIREMENT.split("==")[1], ctx, proxy, proc, log, eval_log, settings)
+        return cmd, folder
+
+    def settings(api_base: str) -> dict:
+        shown = config(ctx, api_base)
+        shown["evo_config"]["task_sys_msg"] = "common.task_text(problem)"
+        shown["num_generations"] = ctx.calls + 1
+        return shown
+
+    return race_peer(NAME, REQUIREMENT, ctx, venvs, launch, settings, empty_on_client_error=True)

@@ -16,7 +16,7 @@ from evolve.benchmark.curve import Candidate, best_so_far
 from evolve.benchmark.normalise import References
 
 # Train scores equal to this many significant digits are the same behaviour.
-_DIGITS = 12
+DIGITS = 12
 
 
 @dataclass
@@ -52,8 +52,8 @@ class RunResult:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
-def _key(score: float) -> float:
-    return float(f"{score:.{_DIGITS}g}")
+def score_key(score: float) -> float:
+    return float(f"{score:.{DIGITS}g}")
 
 
 def measure(
@@ -77,7 +77,7 @@ def measure(
         if seed_row.code_hash:
             seen_hashes.add(seed_row.code_hash)
         if seed_row.status == "ok" and seed_row.score is not None:
-            seen_scores.add(_key(seed_row.score))
+            seen_scores.add(score_key(seed_row.score))
             seed_cand = Candidate(seed_row.score, seed_row.test_score, seed_row.created_at)
     per_call: list[Candidate | None] = []
     for c in reader.answered_calls(run_id):
@@ -91,7 +91,7 @@ def measure(
         out.duplicates += clone
         if c.status == "ok" and c.score is not None:
             out.valid += 1
-            key = _key(c.score)
+            key = score_key(c.score)
             out.behaviourally_new += key not in seen_scores
             seen_scores.add(key)
             cand = Candidate(c.score, c.test_score, c.created_at or 0.0)
