@@ -25,6 +25,10 @@ from tests.cli_helpers import BINPACK, evolve
 from tests.scripted_llm import ScriptedLLM, binpack_replies, binpack_reply
 from tests.web_support import IMG, SCRIPT
 
+# The module's fixture runs two benches end to end (runs, seed and baselines scored in the
+# sandbox): minutes on two busy cores, past the suite's 300 s per test.
+pytestmark = pytest.mark.timeout(1500)
+
 BENCH_ID = "t"
 MARK = "FIRST-FIT-SEED-COPY"  # in the copy's prompts: the scripted model answers it with best fit
 BINPACK_SEED_TEST = -4.676  # best fit on binpack's held-out split (README)
