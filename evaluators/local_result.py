@@ -2,7 +2,9 @@
 
 Kept apart from the process plumbing because this is the trust boundary: the
 result file may have been written (or rewritten) by the candidate, so every
-field is re-checked here and stdout is never parsed for a score.
+field is re-checked here and stdout is never parsed for a score. Nothing in it can make
+reading it fail (a 10**400 metric, a list for a status): what cannot be read is the
+candidate's failure, never a sandbox error. Only a bounded part is kept (bounds.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from evaluators.bounds import DROPPED, MAX_ARTIFACTS, MAX_METRICS, dropped_note, keep_first
 from evaluators.exec_chain import cpu_limit_s
 from evaluators.sandbox import (
     INVALID,
@@ -107,7 +110,7 @@ def tail(f: BinaryIO, max_kb: int) -> str:
 
 
 def _clip(key: str, value: object) -> str:
-    text = value if isinstance(value, str) else str(value)
+    text = value if isinstance(value, str) else _str(value)
     if len(text) <= ARTIFACT_CHARS:
         return text
     cut = f"[... {len(text) - ARTIFACT_CHARS} chars cut ...]"
@@ -118,6 +121,44 @@ def _clip(key: str, value: object) -> str:
 
 def _is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _str(v: object) -> str:
+    """Text of a parsed JSON value; one str() refuses (too deep) is described instead."""
+    try:
+        return str(v)
+    except (ValueError, RecursionError, MemoryError):
+        return f"<a {type(v).__name__} too large or too deep to show>"
+
+
+def _float(v: object) -> float | None:
+    """A number as a float (NaN and infinities kept); None for anything else, an int
+    past float's range (10**400) included: never an exception."""
+    if not _is_number(v):
+        return None
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except OverflowError:
+        return None
+
+
+def _numbers(raw: dict, finite: bool) -> tuple[dict[str, float], dict[str, str]]:
+    """(numbers, the rest as text): what a harness does with an evaluator's metrics."""
+    numbers, other = {}, {}
+    for k, v in raw.items():
+        f = _float(v)
+        if f is not None and (math.isfinite(f) or not finite):
+            numbers[str(k)] = f
+        elif not finite:
+            other[str(k)] = _clip(str(k), v)
+    return numbers, other
+
+
+def _describe(v: object) -> str:
+    """A bad score, briefly: a 400-digit int as its size, not its digits."""
+    if isinstance(v, int) and not isinstance(v, bool) and _float(v) is None:
+        return f"an integer of about {int(v.bit_length() * math.log10(2)) + 1} digits, past a float's range"
+    return f"{_str(v)!r:.200}"
 
 
 def _exit_reason(rc: int, limits: Limits, stderr: str) -> tuple[str, str]:
@@ -175,36 +216,49 @@ def to_result(
             "status": RUNTIME_ERROR,
             "artifacts": {
                 **(art if isinstance(art, dict) else {}),
-                "error": f"{claimed!s:.2000} (a sandbox error is only ever decided by the host)",
+                "error": f"{_str(claimed):.2000} (a sandbox error is only ever decided by the host)",
             },
         }
-    if data is None or data.get("status") not in _HARNESS_STATUSES:
+    status = data.get("status") if data is not None else None
+    if data is None or not isinstance(status, str) or status not in _HARNESS_STATUSES:
         status, error = _exit_reason(run.returncode, limits, run.stderr)
         if data is not None:
             status, error = RUNTIME_ERROR, f"{who} left a malformed result file"
         elif run.note:
             error += f" ({run.note})"
         return EvalResult(status, artifacts={"error": error, **ours}), MISSING
-    status = data["status"]
     raw_metrics = data.get("metrics")
-    raw_metrics = raw_metrics if isinstance(raw_metrics, dict) else {}
-    metrics = {str(k): float(v) for k, v in raw_metrics.items() if _is_number(v)}
+    metrics, moved = _numbers(raw_metrics if isinstance(raw_metrics, dict) else {}, finite=False)
     raw_art = data.get("artifacts")
     raw_art = raw_art if isinstance(raw_art, dict) else {}
-    artifacts = {str(k): _clip(str(k), v) for k, v in raw_art.items()}
+    texts = {k: "" for k in ("error", "traceback") if k in raw_art}  # kept first, if given
+    texts.update((str(k), _clip(str(k), v)) for k, v in raw_art.items())
+    for k, text in moved.items():
+        texts.setdefault(k, text)
+    metrics, n_metrics = keep_first(metrics, MAX_METRICS)
+    artifacts, n_art = keep_first(texts, MAX_ARTIFACTS)
     for k, v in ours.items():  # the evaluator's own `stdout` (feedback for the model) wins
         artifacts[f"captured_{k}" if k in artifacts else k] = _clip(k, v)
     score: Any = data.get("score")
-    if status == OK and check_score and not (_is_number(score) and math.isfinite(score)):
-        status = INVALID
-        artifacts["error"] = f"{who} gave a score that is not a finite number: {score!r:.200}"
-    final = float(score) if status == OK and check_score else None
+    final = _float(score) if status == OK and check_score else None
+    if status == OK and check_score and (final is None or not math.isfinite(final)):
+        status, final = INVALID, None
+        artifacts["error"] = f"{who} gave a score that is not a finite number: {_describe(score)}"
     stages = data.get("stages") if final is not None else None
-    result = EvalResult(status, final, metrics, artifacts)
-    if isinstance(stages, dict):
-        result.stages = {
-            str(k): float(v) for k, v in stages.items() if _is_number(v) and math.isfinite(v)
+    stages, n_stages = keep_first(
+        _numbers(stages, finite=True)[0] if isinstance(stages, dict) else {}, MAX_METRICS
+    )
+    note = dropped_note(
+        {
+            "metrics": (n_metrics, MAX_METRICS),
+            "artifacts": (n_art, MAX_ARTIFACTS),
+            "stages": (n_stages, MAX_METRICS),
         }
+    )
+    if note:
+        artifacts[prefix + DROPPED] = note
+    result = EvalResult(status, final, metrics, artifacts)
+    result.stages = stages
     return result, data.get("outputs", MISSING)
 
 

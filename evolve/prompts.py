@@ -3,6 +3,9 @@
 
 StrictUndefined makes a template that names a missing variable fail loudly
 at the first render instead of silently sending the model an empty hole.
+Every value a template shows goes through evolve/inert.py's strip_controls: a
+candidate's output, errors and code reach the model without control characters
+or terminal escape sequences.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from evolve.edits.blocks import find_blocks, split_lines
+from evolve.inert import strip_controls
 from evolve.llm.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
 from evolve.population import Attempt
 from evolve.problem import Problem
@@ -101,6 +105,7 @@ class PromptBuilder:
             lstrip_blocks=True,
             keep_trailing_newline=True,
             autoescape=False,
+            finalize=_inert,  # every {{ value }}: the candidate's text included
         )
 
     @classmethod
@@ -266,6 +271,11 @@ class PromptBuilder:
         if self.problem.domain_notes:
             yield lambda c, p: ("the domain notes", c, replace(p, domain_notes=""))
         yield None
+
+
+def _inert(value: object) -> object:
+    """A value a template shows: text without control characters, anything else as is."""
+    return strip_controls(value) if isinstance(value, str) else value
 
 
 SHORT_ARTIFACT_CHARS = 400

@@ -123,7 +123,8 @@ def test_a_run_exports_as_two_tables_that_pandas_reads_back(runs, tmp_path, caps
     assert df.loc[3, "kind"] == "crossover"
     assert df.loc[3, "second_parent_id"] == "alpha-1-p0" and df.loc[3, "parent_id"] == "alpha-1-p1"
     assert df.loc[0, "code"] == SEED and df.loc[3, "code"].endswith("# crossed\n")
-    assert df.loc[1, "diff"] == "-old\n+new\n"
+    quote = "'" if fmt == "csv" else ""  # a CSV cell starting like a formula is quoted
+    assert df.loc[1, "diff"] == quote + "-old\n+new\n"
     assert df.loc[2, "status"] == "failed" and pd.isna(df.loc[2, "score"])
     assert json.loads(df.loc[2, "artifacts"]) == {"stderr": f"Traceback ... {SCRIPT}", "exit": 1}
     assert df.loc[1, "llm_call_id"] == 1

@@ -22,10 +22,7 @@ from typing import TextIO
 from rich.syntax import Syntax
 from rich.text import Text
 
-# C0 controls but \t and \n, a \r not ending a line, DEL, C1 controls, the bidi
-# overrides and isolates (they reorder what is shown: "Trojan Source"), and lone
-# surrogates (a surrogate-escaped byte would be written back raw, C1 included).
-_UNSAFE = re.compile("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+from evolve.inert import UNSAFE as _UNSAFE  # the characters prompts and exports drop
 
 
 def _visible(m: re.Match[str]) -> str:

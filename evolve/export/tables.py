@@ -4,6 +4,8 @@ People analyse runs in notebooks and spreadsheets, so every program is one flat 
 metrics, test metrics, stage scores and features become `metric.<name>`, ... columns, and
 the code and diff come along (the discovered code is what they study). Everything is read
 through the read-only ArchiveReader: exporting a run, even a running one, never writes it.
+Column names carry no control characters (a metric's name is the candidate's text) in any
+format, and a CSV cell a spreadsheet would run as a formula is quoted (evolve/inert.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 
 from evolve.archive import ArchiveReader, RunSummary
 from evolve.archive.rows import ProgramRow
+from evolve.inert import inert_cell, strip_controls
 
 
 class ExportError(ValueError):
@@ -73,7 +76,7 @@ def _program_record(p: ProgramRow, run_status: str) -> dict[str, Any]:
     rec["run_status"] = run_status
     for prefix, attr in FLAT:
         for name, value in getattr(p, attr).items():
-            rec[f"{prefix}.{_text(str(name))}"] = _cell(value)
+            rec[f"{prefix}.{_text(strip_controls(name))}"] = _cell(value)
     rec["artifacts"] = _json(p.artifacts)
     rec["code"], rec["diff"] = p.code, p.diff
     return rec
@@ -129,6 +132,16 @@ def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _inert_csv(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell that starts like a formula (`=`, `+`, `-`, `@`,
+    tab, CR) quoted, as OWASP advises: the replies, code and errors are candidates' text."""
+    df = df.copy()
+    texts = pd.api.types.is_object_dtype, pd.api.types.is_string_dtype  # pandas 3: `str`
+    for col in [c for c in df.columns if any(is_text(df[c]) for is_text in texts)]:
+        df[col] = df[col].map(inert_cell)
+    return df
+
+
 def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
@@ -138,7 +151,9 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         if fmt == "csv":
-            df.to_csv(tmp, index=False)
+            # CRLF rows (RFC 4180): Python's csv quotes a cell holding a character of the
+            # line terminator only, and a bare CR in an unquoted cell would split its row
+            _inert_csv(df).to_csv(tmp, index=False, lineterminator="\r\n")
         elif fmt == "parquet":
             _arrow_safe(df).to_parquet(tmp, engine="pyarrow", index=False)
         else:
