@@ -25,7 +25,8 @@ renice the agent nor reach the trusted side's files.
 
 Warm pool: up to `max_parallel` containers run evolve's agent
 (docker/agent.py) as PID 1; each evaluation checks one out, so concurrent
-evaluations never share a container. Per launch the agent wipes the writable
+evaluations never share a container, and a container serves one split: a
+held-out re-scoring never runs where train candidates run. Per launch the agent wipes the writable
 places, forks the harness with rlimits, kills it at the deadline, SIGKILLs
 every process left, checks its own state (rlimits, niceness, affinity, ids,
 capabilities) against what it was at start and answers over the container's
@@ -269,7 +270,8 @@ class DockerSandbox:
                 data_dir=DATA if req.data_dir else None,
                 includes=tuple(_inside(p) for p in req.includes),
             )
-            run = self._launch(boxes, req, "run", inside.to_json(), {name: req.program_code})
+            files = {name: req.program_code, **req.seed_files()}
+            run = self._launch(boxes, req, "run", inside.to_json(), files)
             result, outputs = to_result(run, req.limits, "evaluate()", check_score=not scored)
             if not scored or result.status != OK:
                 return result
@@ -285,6 +287,7 @@ class DockerSandbox:
                 "outputs": outputs,
                 "limits": req.to_json()["limits"],
                 "env": req.env,
+                "data_seed": req.data_seed,
             }
             run = self._launch(boxes, req, "score", payload, {})
             final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")
@@ -372,6 +375,8 @@ class DockerSandbox:
     # ---- the pool -----------------------------------------------------------
 
     def _key(self, req: EvalRequest) -> tuple:
+        """What a warm container is for. The split too: held-out re-scoring never shares a
+        container with train evaluations, whatever a container might keep between them."""
         lim = req.limits
         return (
             req.problem_dir,
@@ -381,6 +386,7 @@ class DockerSandbox:
             lim.memory_mb,
             lim.max_procs,
             lim.max_file_mb,
+            req.split,
         )
 
     def _checkout(self, req: EvalRequest) -> Box:
@@ -440,7 +446,7 @@ class DockerSandbox:
     def _create(self, key: tuple) -> Box:
         from docker.types import LogConfig, Mount
 
-        problem_dir, data_dir, includes, hidden, memory_mb, max_procs, max_file_mb = key
+        problem_dir, data_dir, includes, hidden, memory_mb, max_procs, max_file_mb, _split = key
         in_dir = tempfile.mkdtemp(prefix="in-", dir=self._host_root)
         os.chmod(in_dir, 0o755)
         env = {

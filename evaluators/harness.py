@@ -6,6 +6,9 @@
 RESULT.json may be `fd:N`, a file descriptor the host opened. In `run` mode,
 $EVOLVE_STATUS_FD, when set, names a descriptor that gets one JSON line once
 the evaluator is imported, before the candidate runs, and is then closed.
+In `run` mode, before REQ.json is read, it forks the worker a kit problem runs
+its candidate in (evaluators/remote.py `zygote`): the worker never holds the
+request (env values, data paths, hidden files), however it walks its memory.
 
 A standalone, stdlib-only script because it runs where the `evaluators`
 package is not importable (a bare interpreter, a container). The host never
@@ -19,6 +22,7 @@ import errno
 import gc
 import importlib.util
 import json
+import mmap
 import os
 import sys
 import tomllib
@@ -142,7 +146,23 @@ def _text(v: object) -> str:
         return v
     if isinstance(v, (bytes, bytearray)):
         return bytes(v).decode("utf-8", "replace")
-    return str(v)
+    try:
+        return str(v)
+    except Exception:  # an int of 5000 digits, a candidate's object whose __str__ raises
+        return f"<a {type(v).__name__} that cannot be shown as text>"
+
+
+def _float(v: object) -> float | None:
+    """v as a float, or None where it is no number or float() refuses it (10**400)."""
+    try:
+        return float(v) if _is_number(v) else None  # type: ignore[arg-type]
+    except Exception:
+        return None
+
+
+def _unreadable(who: str, e: Exception) -> dict:
+    """What a returned value that breaks on reading is: the candidate's failure, not ours."""
+    return _failure(RUNTIME_ERROR, f"{who} returned a value that cannot be read: {e!r:.500}", e)
 
 
 def _split_metrics(raw: object) -> tuple[dict[str, float], dict[str, str]]:
@@ -151,38 +171,43 @@ def _split_metrics(raw: object) -> tuple[dict[str, float], dict[str, str]]:
         return {}, {"metrics": _text(raw)}
     metrics, other = {}, {}
     for k, v in raw.items():
-        try:
-            if _is_number(v):
-                metrics[str(k)] = float(v)
-                continue
-        except (TypeError, ValueError, OverflowError):
-            pass
-        other[str(k)] = _text(v)
+        f = _float(v)
+        if f is not None:
+            metrics[_text(k)] = f
+        else:
+            other[_text(k)] = _text(v)
     return metrics, other
 
 
 def _texts(raw: object) -> dict[str, str]:
-    return {str(k): _text(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    return {_text(k): _text(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
 
 
 def _native(raw: object, who: str) -> dict:
     """A native dict {score, metrics, artifacts, outputs, valid}; the host checks the score."""
     if not isinstance(raw, dict):
         return _failure(RUNTIME_ERROR, f"{who} returned {type(raw).__name__}, expected a dict")
-    metrics, moved = _split_metrics(raw.get("metrics") or {})
-    artifacts = {**moved, **_texts(raw.get("artifacts"))}
-    score = raw.get("score")
-    out: dict[str, object] = {
-        "status": OK,
-        "score": float(score) if _is_number(score) else score,  # type: ignore[arg-type]
-        "metrics": metrics,
-        "artifacts": artifacts,
-    }
-    if "outputs" in raw:
-        out["outputs"] = raw["outputs"]
-    if not raw.get("valid", True):
-        out["status"] = INVALID
-        artifacts.setdefault("error", f"{who} reported valid=False")
+    try:
+        metrics, moved = _split_metrics(raw.get("metrics") or {})
+        artifacts = {**moved, **_texts(raw.get("artifacts"))}
+        score = raw.get("score")
+        if _is_number(score) and (as_float := _float(score)) is not None:
+            score = as_float
+        elif _is_number(score):  # past a float's range: the host says the score is invalid
+            score = score if type(score) is int and score.bit_length() < 8192 else _text(score)
+        out: dict[str, object] = {
+            "status": OK,
+            "score": score,
+            "metrics": metrics,
+            "artifacts": artifacts,
+        }
+        if "outputs" in raw:
+            out["outputs"] = raw["outputs"]
+        if not raw.get("valid", True):
+            out["status"] = INVALID
+            artifacts.setdefault("error", f"{who} reported valid=False")
+    except Exception as e:
+        return _unreadable(who, e)
     return out
 
 
@@ -190,22 +215,27 @@ def _openevolve(out, fitness_of) -> dict:
     """An OpenEvolve evaluation (openevolve_run.Outcome) as a result: its score is
     OpenEvolve's fitness of the raw metrics; an `error` message among them, or no
     number at all, makes it a failure (OpenEvolve would score it 0)."""
-    metrics, moved = _split_metrics(out.metrics)
-    artifacts = {**_texts(out.artifacts), **moved}
-    if out.note:
-        artifacts["cascade"] = out.note
-    result: dict[str, object] = {"status": OK, "score": None, "metrics": metrics}
-    error = out.metrics.get("error")
-    if error is not None and not _is_number(error):
-        result["status"] = RUNTIME_ERROR
-        artifacts["error"] = _text(error)
-    elif not metrics:
-        result["status"] = RUNTIME_ERROR
-        artifacts.setdefault("error", "the evaluator returned no numeric metrics")
-    else:
-        result["score"] = float(fitness_of(out.metrics))
-        result["stages"] = {k: float(v) for k, v in out.stages.items()}
-    result["artifacts"] = artifacts
+    try:
+        metrics, moved = _split_metrics(out.metrics)
+        artifacts = {**_texts(out.artifacts), **moved}
+        if out.note:
+            artifacts["cascade"] = out.note
+        result: dict[str, object] = {"status": OK, "score": None, "metrics": metrics}
+        error = out.metrics.get("error")
+        if error is not None and not _is_number(error):
+            result["status"] = RUNTIME_ERROR
+            artifacts["error"] = _text(error)
+        elif not metrics:
+            result["status"] = RUNTIME_ERROR
+            artifacts.setdefault("error", "the evaluator returned no numeric metrics")
+        else:
+            result["score"] = _float(fitness_of(out.metrics))  # None: the host says invalid
+            result["stages"] = {
+                _text(k): f for k, v in out.stages.items() if (f := _float(v)) is not None
+            }
+        result["artifacts"] = artifacts
+    except Exception as e:
+        return _unreadable("the evaluator", e)
     return result
 
 
@@ -231,14 +261,46 @@ def run(req: dict) -> dict:
         return bad
     _apply_env(req.get("env"))
     if req.get("fmt", "native") != "native":
+        _release_worker()
         return _run_openevolve(req, program)
     kit = _provide_kit()
     if _uses_worker(req["problem_dir"]):
-        kit.prestart(program)  # the candidate's worker starts while the evaluator imports
+        kit.prestart(program)  # the worker imports the program's libraries meanwhile
+    else:
+        kit.release()  # the worker main() forked is not needed
+    # the run's data seed (sandbox.DATA_SEED_FILE, beside the program the host wrote; Docker
+    # links the program into our cwd), read only now that the worker is forked
+    seed_file = os.path.join(os.path.dirname(os.path.realpath(program)), "DATA_SEED")
+    if os.path.isfile(seed_file):
+        with open(seed_file, encoding="ascii") as f:
+            kit.use_data_seed(int(f.read()))
+        try:  # gone before the candidate runs, where the file can go (Landlock keeps the
+            os.unlink(seed_file)  # worker out of this folder anyway)
+        except OSError:
+            pass
     try:
         return _run_native(req, program)
     finally:
         kit.release()
+
+
+def _fork_worker() -> None:
+    """Fork the candidate's worker (remote.zygote) now, before the payload is read: it holds
+    nothing of the request (env values, data paths, hidden files), whatever it walks."""
+    try:
+        if getattr(_provide_kit(), "REMOTE", True):
+            from evaluators import remote
+
+            remote.zygote()
+    except Exception:
+        pass  # the worker will start as a fresh interpreter instead
+
+
+def _release_worker() -> None:
+    """End the forked worker if nothing took it (before strays are counted)."""
+    remote = sys.modules.get("evaluators.remote")
+    if remote is not None:
+        remote.release()
 
 
 def _uses_worker(problem_dir: str) -> bool:
@@ -256,15 +318,31 @@ def _uses_worker(problem_dir: str) -> bool:
         if isinstance(rel, str):
             base = os.path.join(carried, os.path.basename(rel)) if carried else None
             paths.append(base or os.path.normpath(os.path.join(problem_dir, rel)))
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            continue
-        if "kit.evaluate(" in text or "kit.load(" in text:
-            return True
-    return False
+    return any(_mentions(path, (b"kit.evaluate(", b"kit.load(")) for path in paths)
+
+
+def _mentions(path: str, needles: tuple[bytes, ...]) -> bool:
+    """Whether the file holds one of `needles`, searched in a mapping of it: its text (an
+    evaluator's seeds, say) never lands in this process's heap, which a worker forked
+    later would copy."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return any(m.find(n) >= 0 for n in needles)
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return False
+
+
+def _worker_likely() -> bool:
+    """Whether the problem runs its candidate in the kit's worker, judged before the payload
+    is read from the folder both sandboxes put on PYTHONPATH (True when unsure). Only saves
+    a fork: a worker not forked in main() starts as a fresh interpreter."""
+    folders = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if len(folders) != 1 or not os.path.isfile(os.path.join(folders[0], "evaluator.py")):
+        return True
+    try:
+        return _uses_worker(folders[0])
+    except OSError:
+        return True
 
 
 def _run_native(req: dict, program: str) -> dict:
@@ -309,6 +387,7 @@ def _run_openevolve(req: dict, program: str) -> dict:
         oe.use_stand_in(compat)
         fitness_of = oe.fitness_rule(compat, req.get("feature_dims") or [])
         module = _load_evaluator(workdir)
+        oe.confine(req["problem_dir"], os.path.dirname(program), program)  # before any stage
         name = stage or "evaluate"
         if not callable(getattr(module, name, None)):
             failure = _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
@@ -341,6 +420,7 @@ def _run_openevolve(req: dict, program: str) -> dict:
 def score(payload: dict) -> dict:
     """`score` mode: trusted score(outputs, split) in a process that never saw the candidate."""
     _apply_env(payload.get("env"))
+    _provide_kit().use_data_seed(payload.get("data_seed"))  # score() regenerates the same data
     score_fn = _load_evaluator(payload["problem_dir"]).score
     try:
         raw = score_fn(payload.get("outputs"), payload["split"])
@@ -402,6 +482,8 @@ def main(argv: list[str]) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # no shadowing
     mode, src, dst = argv[1:]
+    if mode == "run" and _worker_likely():
+        _fork_worker()  # first: nothing of the request exists in this process yet
     try:
         with open(src, encoding="utf-8") as f:
             payload = json.load(f)
@@ -412,6 +494,7 @@ def main(argv: list[str]) -> int:
         result = _failure(RUNTIME_ERROR, "memory limit exceeded (MemoryError) in the harness")
     except BaseException as e:
         result = _failure(SANDBOX_ERROR, f"harness failed: {e!r}", e)
+    _release_worker()
     _reserve = None
     gc.collect()
     if os.environ.get(PIDNS_ENV) == "1":  # what the namespace will kill when we exit

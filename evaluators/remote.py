@@ -5,12 +5,15 @@ candidate code. `Remote(program, name)` reads the program and starts a worker
 (evaluators/worker.py) which confines itself (evaluators/confinement.py),
 executes the program's source and answers calls of `name`. Frame inspection,
 gc.get_objects() or `sys.modules['evaluator']` in the candidate find only the
-worker, which knows nothing but the arguments it was sent.
+worker, which knows nothing but the arguments it was sent: it is a fresh interpreter
+(`_start`) or a fork the harness made before it read anything of its request (`zygote`),
+never a copy of a process that held the request.
 
 Parent -> worker: pickle (the worker trusts its parent), of builtins and
 numpy values only, plus what evaluators/records.py makes travel by reference
 (kit.Memory by identity, records by field values). Messages (op, seq,
-payload, dropped Memory ids): "load" (path, source, name) first; then "call"
+payload, dropped Memory ids): "preload" ([module, ...], to a zygote, optional), then
+"load" (path, source, name, setup); then "call"
 ((args, kwargs): one result and the seconds the call took), "map" ([args,
 ...]) and "rows" ((record class, [field values, ...]): one record per call)
 -> one reply with a result per call, the calls made in order, stopping at the
@@ -20,7 +23,6 @@ first exception. Replies are untrusted: evaluators/codec.py.
 from __future__ import annotations
 
 import ast
-import importlib
 import io
 import json
 import operator
@@ -209,26 +211,36 @@ def _start(preload: list[str]) -> _Started:
     return proc, Channel(to_worker), Channel(from_worker)
 
 
-def prestart(program: str) -> None:
-    """Start the next Remote's worker now: the harness calls this before it imports the
-    evaluator, so the worker can be forked from this process (nothing of the evaluator, its
-    data or the future is here yet) with the libraries the program imports already imported,
-    and starts while the evaluator imports. `release()` ends it if nobody takes it."""
+def zygote() -> None:
+    """Fork the next Remote's worker now, before anything of the request exists in this
+    process: the harness calls this first thing in `run` mode, before it reads its payload
+    (the request, its env values, the data paths, the hidden files) or imports the evaluator.
+    The worker keeps only what this process was at that moment, with its environment and
+    command line (/proc/self/environ, cmdline) wiped; it waits for the program. `prestart`
+    tells it what to import; `release()` ends it if nobody takes it."""
     global _spare
+    if _spare is None and hasattr(os, "fork"):
+        _spare = _fork()
+
+
+def prestart(program: str) -> None:
+    """Start the next Remote's worker importing the libraries the program imports, while the
+    evaluator imports: the zygote when there is one, else a fresh interpreter (`_start`)."""
+    global _spare
+    with open(program, "rb") as f:
+        preload = preloads(f.read())
     if _spare is None:
-        with open(program, "rb") as f:
-            preload = preloads(f.read())
-        _spare = _fork(preload) if hasattr(os, "fork") else _start(preload)
-
-
-def _fork(preload: list[str]) -> _Started:
-    """A worker forked from this process with `preload` imported here first; it keeps its two
-    pipes as descriptors 3 and 4, the standard streams and the environment `_start` gives."""
-    for module in preload:
+        _spare = _start(preload)
+    elif preload:
         try:
-            importlib.import_module(module)
-        except Exception:
-            pass  # the program's own import will say why
+            _spare[1].send(pickle.dumps(("preload", 0, preload, [])))
+        except OSError:
+            pass  # it died: the load message finds out and says how
+
+
+def _fork() -> _Started:
+    """A worker forked from this process; it keeps its two pipes as descriptors 3 and 4, the
+    standard streams, the environment `_start` gives and no command line."""
     from_parent, to_worker = os.pipe()
     from_worker, to_parent = os.pipe()
     for stream in (sys.stdout, sys.stderr):
@@ -245,9 +257,7 @@ def _fork(preload: list[str]) -> _Started:
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
                 signal.signal(sig, signal.SIG_DFL)
             signal.setitimer(signal.ITIMER_REAL, 0)
-            kept = {k: v for k, v in os.environ.items() if k in _ENV_KEEP}
-            os.environ.clear()
-            os.environ.update(kept)
+            _as_fresh()
             from evaluators import worker
 
             worker.run(["3", "4", str(parent), "[]"])
@@ -256,6 +266,50 @@ def _fork(preload: list[str]) -> _Started:
     os.close(from_parent)
     os.close(to_parent)
     return _Forked(pid), Channel(to_worker), Channel(from_worker)
+
+
+def _as_fresh() -> None:
+    """In a forked worker: what `python -I -s` with `_start`'s environment would have, down
+    to what the kernel shows (/proc/self/environ, cmdline: `wipe_proc_strings`)."""
+    extra = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    sys.path[:] = [p for p in sys.path if p and p not in extra]
+    kept = {k: v for k, v in os.environ.items() if k in _ENV_KEEP}
+    os.environ.clear()
+    os.environ.update(kept)
+    sys.argv[:] = []
+    if isinstance(getattr(sys, "orig_argv", None), list):
+        sys.orig_argv[:] = []
+    wipe_proc_strings()
+
+
+# Left in a forked worker's /proc/self/environ (not in os.environ): the local sandbox's
+# per-launch token (evaluators/limits.py), by which it finds what an evaluation started.
+_ENV_KEEP_IN_PROC = ("EVOLVE_SANDBOX_TOKEN",)
+
+
+def wipe_proc_strings() -> None:
+    """Rewrite this process's original argument and environment strings, what the kernel
+    shows in /proc/self/cmdline and environ (libc's `environ` no longer points there once
+    os.environ was rebuilt): the name `evolve-worker` and the kept variables only."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        arg_start, arg_end, env_start, env_end = (int(x) for x in fields[45:49])
+    except (OSError, ValueError, IndexError):
+        return
+    import ctypes
+
+    keep = {k.encode() for k in (*_ENV_KEEP, *_ENV_KEEP_IN_PROC)}
+    for start, end, name in ((arg_start, arg_end, "cmdline"), (env_start, env_end, "environ")):
+        if not 0 < start < end:
+            continue
+        if name == "cmdline":
+            text = b"evolve-worker\0"
+        else:
+            entries = ctypes.string_at(start, end - start).split(b"\0")
+            text = b"".join(e + b"\0" for e in entries if e.split(b"=", 1)[0] in keep)
+        ctypes.memset(start, 0, end - start)
+        ctypes.memmove(start, text, min(len(text), end - start - 1))
 
 
 class _Forked:

@@ -2,8 +2,9 @@
 
 Started by `Remote` (evaluators/remote.py) as
 
-    python -I -s -c BOOT EVALUATORS_DIR READ_FD WRITE_FD SETUP_JSON
+    python -I -s -c BOOT EVALUATORS_DIR READ_FD WRITE_FD PARENT_PID PRELOAD_JSON
 
+or forked by the harness before it reads anything of its request (remote.zygote);
 it confines itself first (evaluators/confinement.py), then executes the
 program's source, sent as its first message, and answers calls until its
 request pipe closes. Requests are pickles from its parent (trusted); replies
@@ -142,9 +143,18 @@ def _exec_program(path: str, source: bytes) -> types.ModuleType:
     return module
 
 
+def _preload(modules: list[str]) -> None:
+    """Import the libraries the program imports (remote.PRELOADABLE), before confinement."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:
+            pass  # the program's own import will say why
+
+
 def main(argv: list[str]) -> int:
-    """READ_FD WRITE_FD PARENT_PID PRELOAD_JSON: import the preloads, wait for the program,
-    confine, import it, serve; the exit status."""
+    """READ_FD WRITE_FD PARENT_PID PRELOAD_JSON: import the preloads (and those of "preload"
+    messages), wait for the program, confine, import it, serve; the exit status."""
     global _reserve
     inp = Channel(int(argv[0]))
     out = Channel(int(argv[1]))
@@ -154,17 +164,18 @@ def main(argv: list[str]) -> int:
         pass
     if os.getppid() != int(argv[2]):  # the parent died before PDEATHSIG was set
         return 1
-    for module in json.loads(argv[3]):  # libraries the program imports (remote.PRELOADABLE)
+    _preload(json.loads(argv[3]))
+    while True:  # a zygote (remote.zygote) may first hear what to preload
         try:
-            importlib.import_module(module)
-        except Exception:
-            pass  # the program's own import will say why
-    try:
-        message = inp.recv()
-    except EOFError:
-        return 0  # a prestarted worker nobody needed
-    op, _, (path, source, name, setup), _ = _Unpickler(io.BytesIO(message)).load()
+            message = inp.recv()
+        except EOFError:
+            return 0  # a prestarted worker nobody needed
+        op, _, payload, _ = _Unpickler(io.BytesIO(message)).load()
+        if op != "preload":
+            break
+        _preload(payload)
     assert op == "load", op
+    path, source, name, setup = payload
     hello = confine(setup)  # before anything starts a thread: Landlock confines one thread
     sys.argv = [path]
     sys.dont_write_bytecode = True

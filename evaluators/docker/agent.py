@@ -12,6 +12,13 @@ checks that nothing of it drifted, and answers with one JSON line: exit status,
 the result file (base64, size-capped), the harness's preamble, the output tails,
 how many strays it killed and whether the container is clean again.
 
+The agent is the memory image every harness (and so every candidate) starts
+from, so it never holds what a launch printed or returned: a short-lived child
+reads the result and output files and writes the answer (`report`). A train
+candidate thus finds nothing of the evaluation before it (a held-out score, its
+output) however it walks its memory; the host also never gives a container that
+ran one split an evaluation of another (docker_sandbox.py's pool key).
+
 Trust: three uids, none shared between trusted and untrusted code.
 - 10000, the agent. The container starts it as root with only CAP_SETUID,
   CAP_SETGID, CAP_KILL and CAP_SETPCAP (the host drops every other one, and
@@ -465,45 +472,35 @@ def _host_gone() -> bool:
     return int.from_bytes(n, sys.byteorder) == 0
 
 
-def _wait(pid: int, timeout_s: float, status_r: int | None) -> tuple[int | None, bool, bytes]:
-    """Wait for the harness, reaping orphans meanwhile and reading its status pipe;
-    (wait status, timed out, what came over the pipe, at most PREAMBLE_MAX_BYTES + 1).
-    A host that went away (its controller died) ends the wait as the deadline would."""
+def _wait(pid: int, timeout_s: float) -> tuple[int | None, bool]:
+    """Wait for the harness, reaping orphans meanwhile; (wait status, timed out). A host
+    that went away (its controller died) ends the wait as the deadline would."""
     fd = os.pidfd_open(pid)
     end = time.monotonic() + timeout_s
-    preamble = bytearray()
     watch_host = True
     try:
         while True:
             for p, status in _reap():
                 if p == pid:
-                    return status, False, bytes(preamble)
+                    return status, False
             left = end - time.monotonic()
             if left <= 0:
-                return None, True, bytes(preamble)
-            watch = [fd] if status_r is None else [fd, status_r]
-            ready, _, _ = select.select(watch + ([0] if watch_host else []), [], [], min(left, 0.5))
+                return None, True
+            ready, _, _ = select.select([fd] + ([0] if watch_host else []), [], [], min(left, 0.5))
             if 0 in ready:
                 if _host_gone():
-                    return None, True, bytes(preamble)
+                    return None, True
                 watch_host = False  # the host never writes during a launch; read it later
-            if status_r is not None and status_r in ready:
-                chunk = os.read(status_r, PREAMBLE_MAX_BYTES + 1 - len(preamble))
-                preamble += chunk
-                if not chunk or len(preamble) > PREAMBLE_MAX_BYTES:
-                    os.close(status_r)
-                    status_r = None
     finally:
         os.close(fd)
-        if status_r is not None:
-            os.close(status_r)
 
 
 def _open_out(name: str) -> int:
     return os.open(f"{OUT}/{name}", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
 
 
-def launch(req: dict) -> dict:
+def launch(req: dict) -> dict | None:
+    """One harness process; None once a reporter child has answered the host (`report`)."""
     global _wiped
     t0 = time.monotonic()
     why = drift()
@@ -519,47 +516,68 @@ def launch(req: dict) -> dict:
     max_result = min(int(req.get("max_result_bytes") or RESULT_MAX_BYTES), RESULT_MAX_BYTES)
     fds = {0: os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)}
     fds.update({1: _open_out("stdout"), 2: _open_out("stderr"), RESULT_FD: _open_out("result")})
-    status_r = None
     if req["mode"] == "run":
-        status_r, fds[STATUS_FD] = os.pipe()  # both CLOEXEC; the child dup2s its end
+        fds[STATUS_FD] = _open_out("status")  # the harness's "evaluator loaded" line
     try:
         pid = os.fork()
         if pid == 0:
             _child(req, f"{IN}/{req['src']}", fds)
-        if STATUS_FD in fds:
-            os.close(fds.pop(STATUS_FD))  # EOF reaches us once the harness closed its end
-        status, timed_out, preamble = _wait(pid, float(req["timeout_s"]), status_r)
+        status, timed_out = _wait(pid, float(req["timeout_s"]))
         strays, clean = kill_all(skip=pid)  # at the deadline the harness itself is no stray
         if status is None:  # the deadline: kill_all reaped it
             rc = -signal.SIGKILL
         else:
             rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        result, note = read_result(fds[RESULT_FD], max_result)
-        kb = int(req["max_output_kb"])
-        answer: dict[str, object] = {
-            "rc": rc,
-            "timed_out": timed_out,
-            "strays": strays,
-            "result_b64": result,
-            "note": note,
-            "stdout": tail(fds[1], kb),
-            "stderr": tail(fds[2], kb),
-        }
-        if req["mode"] == "run" and preamble and len(preamble) <= PREAMBLE_MAX_BYTES:
-            answer["preamble"] = preamble.decode("utf-8", "replace")
+        uid = RUN_UID if req["mode"] == "run" else SCORE_UID
+        why = wipe((uid,)) if clean else "processes survived SIGKILL"  # our descriptors stay
+        preamble = STATUS_FD in fds and os.fstat(fds[STATUS_FD]).st_size > 0
+        if rc == SETUP_FAILED and (req["mode"] == "score" or not preamble):
+            why = why or "the harness could not be set up"  # not a candidate's exit: it never ran
+        why = why or drift()
+        meta: dict[str, object] = {"rc": rc, "timed_out": timed_out, "strays": strays}
+        meta["clean"] = why is None
+        if why:
+            meta["error"] = why
+        meta["agent_s"] = time.monotonic() - t0
+        report(meta, fds, int(req["max_output_kb"]), max_result)
     finally:
         for fd in fds.values():
             os.close(fd)
-    uid = RUN_UID if req["mode"] == "run" else SCORE_UID
-    why = wipe((uid,)) if clean else "processes survived SIGKILL"
-    if rc == SETUP_FAILED and (req["mode"] == "score" or not preamble):
-        why = why or "the harness could not be set up"  # not a candidate's exit: it never ran
-    why = why or drift()
-    answer["clean"] = why is None
-    if why:
-        answer["error"] = why
-    answer["agent_s"] = time.monotonic() - t0
-    return answer
+    return None
+
+
+def report(meta: dict, fds: dict[int, int], max_kb: int, max_result: int) -> None:
+    """Answer the host from a short-lived child: the result file, the output tails and the
+    preamble are read there, never here. The agent, whose memory image every later harness
+    starts from, so holds nothing of what a launch printed or returned (a held-out score,
+    an earlier candidate's output)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            result, note = read_result(fds[RESULT_FD], max_result)
+            answer = {**meta, "result_b64": result, "note": note}
+            answer["stdout"], answer["stderr"] = tail(fds[1], max_kb), tail(fds[2], max_kb)
+            if STATUS_FD in fds:
+                preamble = os.pread(fds[STATUS_FD], PREAMBLE_MAX_BYTES + 1, 0)
+                if preamble and len(preamble) <= PREAMBLE_MAX_BYTES:
+                    answer["preamble"] = preamble.decode("utf-8", "replace")
+            data = json.dumps(answer).encode()  # the agent ends the line once we are gone
+            code = 2  # from here on a failure may leave half a line: the agent must not answer
+            while data:
+                data = data[os.write(1, data) :]
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    status = _wait_pid(pid, WIPE_WAIT_S)
+    if status == 0:
+        os.write(1, b"\n")  # the answer is complete only now that its writer is reaped
+    elif status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 1:
+        _say({"error": "the agent could not read what the launch left", "clean": False})
+    else:  # half an answer may be out: the host cannot read this channel again
+        raise SystemExit("the agent's reporter failed mid-answer")
 
 
 def setup() -> None:
@@ -594,10 +612,11 @@ def main() -> int:
         line = stdin.readline()
         if not line:
             return 0  # the host went away: stop the container
+        answer: dict | None
         try:
             req = json.loads(line)
             if req.get("op") == "launch":
-                answer = launch(req)
+                answer = launch(req)  # None: a reporter child answered
             elif req.get("op") == "ping":
                 answer = {"pong": True}
             else:
@@ -608,7 +627,9 @@ def main() -> int:
                 "traceback": traceback.format_exc()[-4000:],
                 "clean": False,
             }
-        _say(answer)
+        if answer is not None:
+            _say(answer)
+        del answer, line
 
 
 if __name__ == "__main__":
