@@ -4,6 +4,9 @@ The controller packs the problem folder (and its data folder and shared includes
 they live elsewhere) once per run into one tar in memory; Ray's object store carries it
 to each node once. A node unpacks it once per content hash into its own cache, and
 every evaluation's paths are rewritten from the controller's to the node's copy.
+The cache lies in the shared temp folder, where anyone may have made that name first:
+a cache folder that is not ours alone (another owner, a link, writable by group or
+others) is refused, a bundle's folder in it replaced, never trusted.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import hashlib
 import io
 import os
 import shutil
+import stat
 import tarfile
 import tempfile
 from dataclasses import dataclass, replace
@@ -80,9 +84,16 @@ def unpack(data: bytes, digest: str, cache_root: str | None = None) -> Path:
     """The bundle's folder on this node: unpacked on first use, atomically, then reused."""
     root = Path(cache_root or tempfile.gettempdir(), CACHE_DIR)
     root.mkdir(mode=0o755, parents=True, exist_ok=True)
+    if why := _not_ours(root):
+        raise BundleError(f"{root}: the bundle cache is {why}; remove it (a new one is made)")
     final = root / digest
-    if final.is_dir():
+    if final.is_dir() and not _not_ours(final):
         return final
+    if os.path.lexists(final):  # planted, or left half-made: never trusted
+        if final.is_dir() and not final.is_symlink():
+            shutil.rmtree(final)
+        else:
+            final.unlink()
     if hashlib.sha256(data).hexdigest() != digest:
         raise BundleError(f"bundle {digest[:12]}: its bytes do not match their hash")
     work = Path(tempfile.mkdtemp(prefix=f".{digest[:12]}-", dir=root))
@@ -98,6 +109,18 @@ def unpack(data: bytes, digest: str, cache_root: str | None = None) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return final
+
+
+def _not_ours(path: Path) -> str | None:
+    """None for a real folder of this uid that no one else may write, else what it is."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a folder (a link?)"
+    if st.st_uid != os.geteuid():
+        return f"owned by uid {st.st_uid}, not {os.geteuid()}"
+    if st.st_mode & 0o022:
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
 
 
 def relocate(req: EvalRequest, roots: tuple[tuple[str, str], ...], where: Path) -> EvalRequest:

@@ -102,11 +102,12 @@ def watchdog(timeout_s: float) -> list[str]:
 
 
 def drop_to(uid: int | None) -> list[str]:
-    """Become the slot's uid/gid (root), keeping only CAP_DAC_READ_SEARCH, ambient, to read
-    the interpreter under /root; no new privileges; and die with the watchdog, whoever runs."""
+    """Become the slot's uid/gid (root) with no capability at all, inheritable, ambient or
+    in the bounding set: no new privileges; and die with the watchdog, whoever runs. What
+    the candidate must read but cannot reach is linked where it can (reachable.py), never
+    opened to it by CAP_DAC_READ_SEARCH, which reads every file on the machine."""
     argv = [tool("setpriv")]
     if uid is not None:
-        keep = "-all,+dac_read_search"
         argv += [f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-        argv += [f"--inh-caps={keep}", f"--ambient-caps={keep}", f"--bounding-set={keep}"]
+        argv += ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all"]
     return [*argv, "--no-new-privs", "--pdeathsig", "KILL", "--"]

@@ -48,6 +48,10 @@ SCOPE_SIGNAL = 1 << 1
 
 READ_DIR = FS_READ_FILE | FS_READ_DIR  # what a granted folder allows
 READ_FILE = FS_READ_FILE  # what a granted file allows
+EXEC_DIR = READ_DIR | FS_EXECUTE  # a folder of programs to run (an interpreter's)
+WRITE_DIR = _FS_LATEST  # a private folder: everything the ABI handles
+WRITE_FILE = FS_READ_FILE | FS_WRITE_FILE | FS_TRUNCATE  # /dev/null
+_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -140,9 +144,14 @@ def _handled(abi: int) -> tuple[_RulesetAttr, int, list[str]]:
     return attr, size, what
 
 
-def restrict(read_dirs: Iterable[str], read_files: Iterable[str] = ()) -> Confinement:
+def restrict(
+    read_dirs: Iterable[str],
+    read_files: Iterable[str] = (),
+    more: Iterable[tuple[str, int]] = (),
+) -> Confinement:
     """Confine this thread (and every process it starts) to reading `read_dirs` (their whole
-    trees) and `read_files`; nothing is writable. Paths that do not exist are skipped.
+    trees) and `read_files`, plus the (path, rights) of `more` (EXEC_DIR, WRITE_DIR,
+    WRITE_FILE); nothing else is writable. Paths that do not exist are skipped.
 
     Returns a Confinement whose `error` says why Landlock is unavailable (ENOSYS,
     EOPNOTSUPP: not built in or disabled; EPERM: a seccomp filter refused it);
@@ -158,15 +167,16 @@ def restrict(read_dirs: Iterable[str], read_files: Iterable[str] = ()) -> Confin
     )
     try:
         rules = [(p, READ_DIR) for p in read_dirs] + [(p, READ_FILE) for p in read_files]
+        rules += list(more)
         for path, access in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue
             try:
-                if access == READ_DIR and not os.path.isdir(path):
-                    access = READ_FILE  # a rule on a file may hold file rights only
-                rule = _PathBeneathAttr(access, fd)
+                if not os.path.isdir(path):
+                    access &= _FILE_RIGHTS  # a rule on a file may hold file rights only
+                rule = _PathBeneathAttr(access & attr.handled_access_fs, fd)
                 _syscall(
                     SYS_LANDLOCK_ADD_RULE,
                     ctypes.c_int(ruleset),

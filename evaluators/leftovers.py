@@ -110,6 +110,10 @@ def sweep(root: str | None = None) -> list[str]:
     (their agents stop by themselves once the controller is gone; this is for the rest).
     """
     found = dead(root)
+    if root is None:  # and the fallback's scratch folders kept out of the temp folder
+        from evaluators.reachable import SCRATCH_ROOT
+
+        found += dead(SCRATCH_ROOT)
     if any(kind == "docker" for kind, _ in found):
         try:
             from evaluators.docker_sandbox import reap_containers

@@ -3,10 +3,11 @@
 Why a dedicated uid per concurrent slot: RLIMIT_NPROC counts the tasks of a
 *real uid*, and a uid is the one handle that finds everything an evaluation
 started (a daemon that calls setsid leaves the process group, never its uid).
-As root the child drops to that uid completely (exec_chain.py does it, keeping
-only CAP_DAC_READ_SEARCH as an ambient capability so it can still read and
-exec the interpreter under /root (mode 0700) but cannot write outside its own
-files, signal other users' processes or regain root). Without root the limits
+As root the child drops to that uid completely, with no capability left
+(exec_chain.py does it): it cannot read what others may not, write outside its
+own files, signal other users' processes or regain root; an interpreter or
+problem it could not walk to (under /root, mode 0700) is linked where it can
+(reachable.py). Without root the limits
 are best-effort: processes are found by a per-evaluation token in their
 environment. Processes are looked up with psutil.
 """

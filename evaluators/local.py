@@ -28,7 +28,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from evaluators import cgroups, exec_chain, isolation
+from evaluators import cgroups, exec_chain, isolation, reachable
 from evaluators.isolation import SCRATCH, Isolation
 from evaluators.leftovers import make_dir, remove_tree
 from evaluators.limits import (
@@ -173,8 +173,10 @@ class LocalSandbox:
             includes=tuple(os.path.abspath(p) for p in req.includes),
             hidden=tuple(os.path.abspath(p) for p in req.hidden),
         )
+        if uid is not None and not self.isolation.bwrap:  # no capability: views it can reach
+            req = reachable.request(req)
         scored = req.fmt == "native" and has_score_fn(req.problem_dir)
-        files = {_check_name(req.program_name): req.program_code}
+        files = {_check_name(req.program_name): req.program_code, **req.seed_files()}
         run = self._launch(req, uid, "run", req.to_json(), files)
         result, outputs = to_result(run, req.limits, "evaluate()", check_score=not scored)
         if not scored or result.status != OK:
@@ -189,6 +191,7 @@ class LocalSandbox:
             "outputs": outputs,
             "limits": req.to_json()["limits"],
             "env": req.env,
+            "data_seed": req.data_seed,
         }
         trusted = None if uid is None else score_uid(uid)  # not the candidate's uid
         run = self._launch(req, trusted, "score", payload, {})
@@ -221,6 +224,7 @@ class LocalSandbox:
                 keep.append(status_f.fileno())
                 env_extra[STATUS_FD_ENV] = str(status_f.fileno())
             src = next(reversed(inputs))
+            python, harness = sys.executable, HARNESS
             if self.isolation.bwrap:
                 fds = {name: _memfd(name, text) for name, text in inputs.items()}
                 masks = {path: _memfd("hidden", "") for path in req.hidden if os.path.isfile(path)}
@@ -257,22 +261,31 @@ class LocalSandbox:
                 groups = cgroups.slot_groups(uid, limits.memory_mb, limits.max_procs) if uid else ()
                 confine = exec_chain.no_new_privs()  # bubblewrap drops to the uid itself
             else:
-                scratch = make_dir("scratch", self._tmp_root)  # named after us: see leftovers.py
+                parent = self._tmp_root if uid is None else reachable.scratch_parent(self._tmp_root)
+                scratch = make_dir("scratch", parent)  # named after us: see leftovers.py
                 stack.callback(remove_tree, scratch)
                 for name, text in inputs.items():
                     Path(scratch, name).write_text(text, encoding="utf-8")
                 if uid is not None:
+                    if why := isolation.unreadable([req.problem_dir, *req.includes]):
+                        raise PermissionError(why)
                     os.chown(scratch, uid, uid)
+                    python, harness, more = reachable.launcher(HARNESS)
+                    env_extra.update(more)
                     # what the slot uid leaves in the shared temp folders goes too
-                    tmp_dirs = (*OWNED_TMP_DIRS, self._tmp_root or tempfile.gettempdir())
+                    tmp_dirs = (
+                        *OWNED_TMP_DIRS,
+                        self._tmp_root or tempfile.gettempdir(),
+                        os.path.dirname(scratch),
+                    )
                     stack.callback(remove_owned, uid, tmp_dirs)
                 argv, cwd, home, groups = [], scratch, scratch, ()
                 # nothing else kills the evaluation if we die: the watchdog does (exec_chain.py)
                 confine = [*exec_chain.watchdog(limits.timeout_s), *exec_chain.drop_to(uid)]
             argv += [
-                sys.executable,
+                python,
                 "-s",
-                HARNESS,
+                harness,
                 mode,
                 f"{home}/{src}",
                 f"fd:{result_f.fileno()}",

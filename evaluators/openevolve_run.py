@@ -7,6 +7,10 @@ and first entry of sys.path (nothing it writes reaches the user's folder or the 
 evaluation), a stand-in for `openevolve.evaluation_result` when OpenEvolve is not
 installed, and OpenEvolve's cascade: each stage in a thread under its own timeout,
 stage metrics merged, a program under a threshold keeping the score it has so far.
+The candidate runs inside the evaluator's process, so once the evaluator is imported the
+process Landlocks itself (`confine`): it reads the interpreter, the harness, the problem
+and its data, writes only its scratch folder, and, where the kernel knows how, connects
+to no TCP port, whatever the sandbox around it (namespaces or none).
 
 Stdlib only: this runs where only the harness's folder is importable.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -58,6 +63,57 @@ def private_copy(src: str, parent: str) -> str:
             else:
                 os.symlink(origin, copy)
     return dst
+
+
+# what a Python program and the tools it runs read besides its libraries
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+)
+# /dev/shm for multiprocessing's semaphores; /proc for the harness's count of what is left
+# (Landlock judges a file by where it really lies: /proc/self/root/... leads nowhere new)
+_SHARED = ("/dev/shm", "/sys/devices/system/cpu", "/proc")
+
+
+def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]]:
+    """(path, Landlock rights) of an OpenEvolve evaluation: run the interpreter and the
+    system's programs, read the harness, the problem, its data and includes, the program
+    (where it really lies: Docker links it into the scratch from /in), write the scratch
+    folder (the private copy lies there), /dev/null and /dev/shm (multiprocessing's
+    semaphores). Never a folder above the harness (the checkout)."""
+    from evaluators import landlock as ll
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    libs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    libs |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
+    readable = {here, problem_dir, *(p for p in sys.path if p and os.path.isabs(p))}
+    readable |= {os.environ.get(v, "") for v in ("EVOLVE_DATA_DIR", "EVOLVE_INCLUDE_DIR")}
+    rules = [(p, ll.EXEC_DIR) for p in sorted({*libs, *_SYSTEM_DIRS}) if p]
+    for p in sorted(readable):
+        real = os.path.realpath(p) if p else ""
+        if real and real != "/" and not here.startswith(real.rstrip("/") + "/"):
+            rules.append((p, ll.READ_DIR))
+    rules += [(p, ll.READ_FILE) for p in (*_SYSTEM_FILES, os.path.realpath(program))]
+    rules += [(scratch, ll.WRITE_DIR), ("/dev/null", ll.WRITE_FILE)]
+    rules += [(_SHARED[0], ll.WRITE_DIR), (_SHARED[1], ll.READ_DIR), (_SHARED[2], ll.READ_DIR)]
+    return rules
+
+
+def confine(problem_dir: str, scratch: str, program: str) -> str | None:
+    """Landlock this process (the thread that runs the stages, and all they start) to
+    `grants`; None when confined, else why not (no Landlock in this kernel). A Landlock
+    that fails otherwise raises: never run unconfined unnoticed."""
+    from evaluators import landlock as ll
+
+    done = ll.restrict((), (), grants(problem_dir, scratch, program))
+    return None if done.confined else done.error
 
 
 def use_stand_in(folder: str) -> None:

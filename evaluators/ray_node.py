@@ -26,6 +26,16 @@ class NodeOptions:
     isolate: bool = True  # the local sandbox's namespaces (EVOLVE_LOCAL_ISOLATION=off: False)
     require_isolation: bool = False
     run_id: str | None = None
+    # a local sandbox without namespaces leaves the node's network, Ray's GCS included, in the
+    # candidate's reach: refused unless --allow-unisolated-ray-nodes
+    allow_unisolated: bool = False
+
+
+UNISOLATED_FLAG = "--allow-unisolated-ray-nodes"
+
+
+class UnisolatedNode(RuntimeError):
+    """This node's local sandbox has no namespaces and the user did not allow that."""
 
 
 @dataclass
@@ -67,7 +77,7 @@ def _make(opts: NodeOptions, problem_dir: str) -> Sandbox:
     # backend as `--sandbox auto|docker|local` makes on the controller
     from evolve.sandboxes import make_sandbox
 
-    return make_sandbox(
+    sandbox = make_sandbox(
         opts.sandbox,
         0,  # one evaluation at a time in this worker (+1 slot, unused)
         run_id=opts.run_id,
@@ -75,3 +85,11 @@ def _make(opts: NodeOptions, problem_dir: str) -> Sandbox:
         problem_dir=problem_dir,
         isolate=opts.isolate,
     )
+    iso = getattr(sandbox, "isolation", None)
+    if sandbox.name == "local" and iso is not None and not iso.bwrap and not opts.allow_unisolated:
+        sandbox.close()
+        raise UnisolatedNode(
+            f"node {socket.gethostname()}: its local sandbox has no namespaces, so a candidate "
+            f"could reach this node's network and Ray cluster; {UNISOLATED_FLAG} runs it anyway"
+        )
+    return sandbox

@@ -29,6 +29,7 @@ class RunConfig:
     require_isolation: bool = False  # refuse a local sandbox that lost any isolation guarantee
     ray_address: str | None = None  # --sandbox ray: the cluster (None: a private instance)
     ray_node_sandbox: str = "auto"  # --sandbox ray: each node's own sandbox
+    allow_unisolated_ray_nodes: bool = False  # --sandbox ray: nodes without namespaces too
     num_islands: int = 3
     migration_interval: int = 20  # finished iterations between ring migrations
     edit_format: str = "block"

@@ -108,16 +108,21 @@ def make_sandbox(
 
 
 def ray_options(
-    problem: Problem, address: str | None, node_sandbox: str = "auto", retries: int = 2
+    problem: Problem,
+    address: str | None,
+    node_sandbox: str = "auto",
+    retries: int = 2,
+    allow_unisolated: bool = False,
 ) -> RayOptions:
-    """What each Ray task of this problem asks of its node ([evaluation.resources])."""
+    """What each Ray task of this problem asks of its node ([evaluation.resources]);
+    `allow_unisolated`: --allow-unisolated-ray-nodes."""
     from evaluators.ray_node import NodeOptions
     from evaluators.ray_sandbox import RayOptions
 
     r = problem.resources
     return RayOptions(
         address=address,
-        node=NodeOptions(sandbox=node_sandbox),
+        node=NodeOptions(sandbox=node_sandbox, allow_unisolated=bool(allow_unisolated)),
         cpus=r.cpus,
         gpus=r.gpus,
         memory_mb=r.memory_mb or problem.memory_mb,
@@ -130,9 +135,15 @@ def _ray(
 ) -> Sandbox:
     from dataclasses import replace
 
+    from evaluators.ray_node import UNISOLATED_FLAG
     from evaluators.ray_sandbox import RayOptions, RaySandbox, RayUnavailable
 
     options = options or RayOptions()
+    if not isolate and options.node.sandbox != "docker" and not options.node.allow_unisolated:
+        raise SandboxUnavailable(
+            f"--sandbox ray: {ISOLATION_ENV}=off runs candidates on the nodes without namespaces, "
+            f"where they reach the node's network and Ray cluster; {UNISOLATED_FLAG} runs them anyway"
+        )
     node = replace(
         options.node, isolate=isolate, require_isolation=require_isolation, run_id=run_id
     )

@@ -2,10 +2,43 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+
+@pytest.fixture
+def cpu_hog() -> Iterator[None]:
+    """Every core kept busy for the test's duration (two busy loops at least), as on a
+    loaded machine: the races a quiet machine hides get the time to happen."""
+    loops = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(max(2, os.cpu_count() or 1))
+    ]
+    try:
+        yield
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+
+
+@pytest.fixture
+def walkable_tmp() -> Iterator[Path]:
+    """A temporary folder every uid may walk to: without namespaces the candidate's slot uid
+    has no capability, so an evaluator that writes marks reaches them only through
+    searchable parents, and pytest's own temp folder is 0700."""
+    path = Path(tempfile.mkdtemp(prefix="evolve-test-", dir="/var/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from evaluators.reachable import SCRATCH_ROOT
 from tests.cli_helpers import archive_json, evolve, popen, run_args
 from tests.scripted_llm import Reply, ScriptedLLM
 from tests.toy_problem import toy_problem
@@ -118,7 +119,10 @@ def _check(tmp_path: Path, backend: str, env: dict, mark: str) -> None:
         assert survivors == [], survivors
         assert [p.pid for p in _running(family)] == []
         if backend != "bwrap":  # the fallback's scratch, Docker's host folder
-            assert _owned_dirs(tmp, ctl.pid), os.listdir(tmp)
+            # (as root, out of the slot uid's reach under pytest's 0700 tmp_path, the fallback's
+            # scratch goes to evaluators/reachable.py's SCRATCH_ROOT)
+            kept = _owned_dirs(tmp, ctl.pid) or _owned_dirs(Path(SCRATCH_ROOT), ctl.pid)
+            assert kept, os.listdir(tmp)
 
         # the next command sweeps the dead controller's folders; the run resumes and finishes
         r = evolve("resume", run_id, "--runs-dir", runs, "--no-progress", extra_env=env)
@@ -126,6 +130,8 @@ def _check(tmp_path: Path, backend: str, env: dict, mark: str) -> None:
     run = next(x for x in archive_json(runs, "runs") if x["run_id"] == run_id)
     assert run["status"] == "finished" and run["iterations_done"] == 3, run
     assert _owned_dirs(tmp, ctl.pid) == []
+    if os.path.isdir(SCRATCH_ROOT):  # swept there too
+        assert _owned_dirs(Path(SCRATCH_ROOT), ctl.pid) == []
     if backend == "docker":
         import docker
 

@@ -34,7 +34,12 @@ def cmd_check(args) -> int:
         1,
         require_isolation=args.require_isolation,
         problem_dir=str(problem.root),
-        ray=ray_options(problem, args.ray_address, args.ray_node_sandbox),
+        ray=ray_options(
+            problem,
+            args.ray_address,
+            args.ray_node_sandbox,
+            allow_unisolated=args.allow_unisolated_ray_nodes,
+        ),
     )
     failed = False
     try:
