@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.race import evolve_side, levi, openevolve, report, shinka  # noqa: E402
 from bench.race.common import Ctx, RunResult  # noqa: E402
+from evolve import data_seed  # noqa: E402
 from evolve.baselines import scored  # noqa: E402
 from evolve.benchmark.normalise import references  # noqa: E402
 from evolve.llm import local_model as lm  # noqa: E402
@@ -67,9 +68,9 @@ def problem_dir(name: str) -> Path:
     return p.resolve()
 
 
-def seed_train(root: Path, problem, sandbox: str) -> float:
+def seed_train(root: Path, problem, sandbox: str, data_seed: int) -> float:
     seed_file = Path(problem.seed_path) if problem.seed_path else root / problem.entry
-    got = scored(root, seed_file, sandbox, role="seed")
+    got = scored(root, seed_file, sandbox, role="seed", data_seed=data_seed)
     if got.status != "ok" or got.score is None:
         raise SystemExit(f"{problem.name}: the seed does not score on train ({got.status}: {got.detail})")
     return got.score
@@ -98,10 +99,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--sandbox", default="local", choices=("local", "docker"),
                     help="evolve's sandbox, for `evolve run` and every `evolve eval` (default local)")
     ap.add_argument("--run-timeout", type=float, help="seconds before a run is killed (default 600 + 240 per call)")
+    ap.add_argument("--data-seed", type=int,
+                    help="the private seed of the workloads every framework scores on "
+                    "(default: a fresh secret one per race)")
     ap.add_argument("--work", help="keep every run's files here (default: a temporary folder, removed)")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--table", metavar="JSON", help="only print the table of a saved result")
     a = ap.parse_args(argv)
+    if a.data_seed is None:
+        a.data_seed = data_seed.draw()
     if not a.table and not a.problems:
         ap.error("name at least one problem")
     if not is_local(a.model):
@@ -112,6 +118,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def machine_info(a: argparse.Namespace, max_calls: bool) -> dict:
     profile = profile_for(a.model)
     return {"model": a.model, "calls": a.calls, "seeds": a.seeds, "frameworks": a.frameworks,
+            "data_seed": a.data_seed,
             "sandbox": a.sandbox, "context_window": profile.context_window,
             "max_tokens": profile.max_tokens, "evolve_max_calls_flag": max_calls,
             "python": platform.python_version(), "cpus": os.cpu_count(),
@@ -125,8 +132,8 @@ def race_problem(root: Path, a: argparse.Namespace, work: Path, port: int, max_c
     change of the machine's load over time falls on all of them). Each run's row is added to
     `rows` and the results file rewritten: a killed race keeps what it measured."""
     problem = load_problem(root)
-    refs = references(root, a.sandbox)
-    base = seed_train(root, problem, a.sandbox)
+    refs = references(root, a.sandbox, a.data_seed)
+    base = seed_train(root, problem, a.sandbox, a.data_seed)
     note(f"{problem.name}: seed train {base:.6g}, held out {refs.seed_test}, "
          f"best baseline {refs.best_baseline_name} {refs.best_baseline_test}")
     for seed in range(a.seeds):
@@ -135,7 +142,7 @@ def race_problem(root: Path, a: argparse.Namespace, work: Path, port: int, max_c
                       a.sandbox, run_timeout_s=a.run_timeout or 600 + 240 * a.calls,
                       eval_timeout_s=3 * problem.timeout_s + 60,
                       max_tokens=profile_for(a.model).max_tokens, seed_train=base,
-                      model=a.model, note=note)
+                      model=a.model, data_seed=a.data_seed, note=note)
             r = report.row(ctx, run_one(fw, ctx, a, max_calls), refs)
             note(f"{problem.name} s{seed} {fw}: {r['calls']} calls, {r['valid']} valid, "
                  f"best train {r['best_train']}, held out {r['held_out']}, "

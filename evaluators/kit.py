@@ -21,6 +21,7 @@ interpreter, a container), where nothing but the problem's own imports exist.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import itertools
 import json
@@ -40,6 +41,9 @@ DATA_ENV = "EVOLVE_DATA_DIR"  # set by the controller; overrides the problem's d
 
 _ids = itertools.count()
 _included: dict[str, ModuleType] = {}
+
+# The run's private data seed (`use_data_seed`); None: the problem's public data.
+_data_seed: int | None = None
 
 # Run candidates in a confined worker process. False only for measurements of the old way
 # (bench/remote_policy.py): the candidate then shares the evaluator's process and memory.
@@ -145,6 +149,30 @@ def prestart(program_path: str) -> None:
 def release() -> None:
     """End a prestarted worker the evaluator did not use."""
     remote.release()
+
+
+def use_data_seed(seed: object) -> None:
+    """Trusted processes only (the harness, `kit.main`): the run's private data seed, or None
+    for the problem's public data. Never an environment variable: a worker could read those."""
+    global _data_seed
+    if seed is not None and (type(seed) is not int or not 0 <= seed < 2**63):
+        raise ValueError(f"data_seed must be an integer in [0, 2**63), got {seed!r}")
+    _data_seed = seed
+
+
+def private_data() -> bool:
+    """Whether this evaluation draws its generated workloads under a run's private seed."""
+    return _data_seed is not None
+
+
+def seed(public: int, *parts: object) -> int:
+    """The seed of one generated workload: `public` (the problem's published seed) unchanged
+    when the run has no private seed, so published numbers reproduce; else a 63-bit mix of
+    the run's seed, `public` and `parts` that a candidate cannot regenerate."""
+    if _data_seed is None:
+        return public
+    text = json.dumps([_data_seed, public, *map(str, parts)])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
 def problem_dir(evaluator_file: str) -> str:
@@ -255,14 +283,21 @@ def evaluate_and_score(evaluator: ModuleType, program_path: str, split: str) -> 
 
 
 def main(evaluator: ModuleType | str, splits: Iterable[str], argv: list[str] | None = None) -> int:
-    """`python evaluator.py PROGRAM [SPLIT ...]`: evaluate and score, one JSON line per split.
+    """`python evaluator.py [--data-seed N] PROGRAM [SPLIT ...]`: evaluate and score, one JSON
+    line per split.
 
     Runs the candidate in the kit's confined worker process but without a
     sandbox's limits (time, memory, processes): for trusted programs
     (baselines, your own drafts). `evolve eval` is the sandboxed way.
+    `--data-seed N` draws the generated workloads as a run with that private
+    seed does (its value is in `evolve archive show RUN`).
     """
     module = sys.modules[evaluator] if isinstance(evaluator, str) else evaluator
-    args = sys.argv[1:] if argv is None else argv
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--data-seed" in args[:-1]:
+        at = args.index("--data-seed")
+        use_data_seed(int(args[at + 1]))
+        del args[at : at + 2]
     if not args or args[0] in ("-h", "--help"):
         print(main.__doc__, file=sys.stderr)
         return 2

@@ -18,6 +18,9 @@ RUNTIME_ERROR = "runtime_error"
 TIMEOUT = "timeout"
 SANDBOX_ERROR = "sandbox_error"  # our fault, not the candidate's (harness crashed, no result file)
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # harness.py's channel for "the evaluator loaded" (run mode)
+# The run's data seed travels beside the program in its own file, not in REQ.json: the harness
+# reads it only after the candidate's worker is forked, so the worker never holds it.
+DATA_SEED_FILE = "DATA_SEED"
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class EvalRequest:
     includes: tuple[str, ...] = ()  # files shared with other problems (problem.toml `include`)
     hidden: tuple[str, ...] = ()  # data files of other splits: invisible in this evaluation
     env: dict[str, str] = field(default_factory=dict)  # extra variables the evaluator needs
+    # the run's private seed for generated workloads (kit.seed), None: the problem's public
+    # data; read by the harness and score() only, never by the candidate
+    data_seed: int | None = None
     # OpenEvolve format: the cascade's thresholds (None: evaluate() alone, cascade off), how
     # often a raising evaluate() is tried again, each stage's own timeout, and the metrics
     # that are feature dimensions (never averaged into the score)
@@ -55,7 +61,18 @@ class EvalRequest:
     feature_dims: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """REQ.json: everything but the data seed, which `seed_files` carries."""
+        out = asdict(self)
+        del out["data_seed"]
+        return out
+
+    def seed_files(self) -> dict[str, str]:
+        """The file that carries the data seed beside the program (none on public data, nor
+        for an OpenEvolve evaluator, whose candidate shares its process and which has no
+        kit.seed to use it)."""
+        if self.data_seed is None or self.fmt != "native":
+            return {}
+        return {DATA_SEED_FILE: str(self.data_seed)}
 
 
 @dataclass

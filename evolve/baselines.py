@@ -3,8 +3,10 @@ splits a run uses: train through the cascade, as a run scores, and the held-out 
 
 Scoring runs the problem's own evaluator on its own reference programs, in the sandbox,
 never anything from an archive. Each result is cached under ~/.cache/evolve/baselines by a
-hash of the problem folder's files and the program, so a leaderboard or a benchmark gets
-them at once after the first time, and an edited evaluator or baseline is scored again.
+hash of the problem folder's files, the program and the data seed (a benchmark's runs draw
+their workloads under a private one: their baselines must score on the same workloads), so
+a leaderboard or a benchmark gets them at once after the first time, and an edited
+evaluator or baseline is scored again.
 The web view's leaderboards (evolve/web/baselines.py) and `evolve bench`'s normalisation
 (evolve/benchmark/normalise.py) both read them from here, so they agree.
 """
@@ -56,10 +58,14 @@ def baseline_files(root: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.py") if p.is_file())
 
 
-def cache_file(key: str, program: Path, role: str = "baseline") -> Path:
+def cache_file(
+    key: str, program: Path, role: str = "baseline", data_seed: int | None = None
+) -> Path:
     """Where the score of `program` for the folder hashed as `key` is kept; the seed's own
     role keeps it apart from a baseline with the same bytes (best fit as seed and baseline)."""
     salt = b"" if role == "baseline" else role.encode() + b"\0"
+    if data_seed is not None:
+        salt += f"data_seed={data_seed}".encode() + b"\0"
     h = hashlib.sha256(salt + key.encode() + program.read_bytes()).hexdigest()[:32]
     return cache_dir() / f"{h}.json"
 
@@ -79,7 +85,9 @@ def write_cached(path: Path, result: BaselineScore) -> None:
     tmp.replace(path)
 
 
-def score_program(root: Path, program: Path, sandbox_name: str) -> BaselineScore:
+def score_program(
+    root: Path, program: Path, sandbox_name: str, data_seed: int | None = None
+) -> BaselineScore:
     """Train (through the cascade, as a run scores) and held-out scores of one program file;
     a failure is a row with its status and first line, never an exception."""
     from evolve.edits.blocks import complete_from_seed
@@ -94,7 +102,7 @@ def score_program(root: Path, program: Path, sandbox_name: str) -> BaselineScore
     except Exception as e:  # a broken folder: shown on its row, never raised
         return BaselineScore(program.name, "error", detail=_first_line(e))
     try:
-        ev = CandidateEvaluator(problem, sandbox)
+        ev = CandidateEvaluator(problem, sandbox, data_seed=data_seed)
         train = ev.evaluate(code)
         test_split = problem.test_split
         test = ev.run_split(code, test_split) if test_split and train.status == "ok" else None
@@ -112,13 +120,20 @@ def score_program(root: Path, program: Path, sandbox_name: str) -> BaselineScore
         sandbox.close()
 
 
-def scored(root: Path, program: Path, sandbox_name: str, role: str = "baseline") -> BaselineScore:
-    """The cached score of `program`, scoring (and caching) it now if there is none."""
-    path = cache_file(folder_hash(root), program, role)
+def scored(
+    root: Path,
+    program: Path,
+    sandbox_name: str,
+    role: str = "baseline",
+    data_seed: int | None = None,
+) -> BaselineScore:
+    """The cached score of `program` (on the workloads of `data_seed`; None: the public
+    ones), scoring (and caching) it now if there is none."""
+    path = cache_file(folder_hash(root), program, role, data_seed)
     cached = read_cached(path)
     if cached is not None:
         return cached
-    result = score_program(root, program, sandbox_name)
+    result = score_program(root, program, sandbox_name, data_seed)
     write_cached(path, result)
     return result
 

@@ -56,9 +56,21 @@ def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
 
 
 class CandidateEvaluator:
-    def __init__(self, problem: Problem, sandbox: Sandbox, data_dir: str | None = None):
+    """Builds each request for one problem's candidates and runs them in the sandbox.
+
+    `data_seed`: the run's private seed for generated workloads (evolve/data_seed.py), which
+    every request carries to the trusted evaluator; None evaluates on the public data."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        sandbox: Sandbox,
+        data_dir: str | None = None,
+        data_seed: int | None = None,
+    ):
         self.problem = problem
         self.sandbox = sandbox
+        self.data_seed = data_seed
         root = Path(data_dir).resolve() if data_dir else data_dir_for(problem.root)
         if problem.data:
             ensure(list(problem.data), root)  # trusted side fetches; the sandbox gets no network
@@ -81,6 +93,7 @@ class CandidateEvaluator:
             includes=tuple(str(p) for p in self.problem.include),
             hidden=self.hidden(split),
             env=dict(self.problem.env),
+            data_seed=self.data_seed,
         )
         if self.problem.fmt != "openevolve":
             return req

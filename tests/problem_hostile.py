@@ -121,10 +121,14 @@ def short_timeout_copy(problem: Path, dest: Path, timeout_s: float = 3.0) -> Pat
     return copy
 
 
-def scripted_run(problem: Path, replies: list, runs: Path, iterations: int = 20) -> dict:
-    """A run of `iterations` on the scripted server's replies must finish; the problem's best."""
+def scripted_run(
+    problem: Path, replies: list, runs: Path, iterations: int = 20, data_seed: int | None = None
+) -> dict:
+    """A run of `iterations` on the scripted server's replies must finish; the problem's best.
+    `data_seed` fixes the run's private data seed (default: a fresh one, as `evolve run`)."""
+    extra = () if data_seed is None else ("--data-seed", str(data_seed))
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, runs, problem=problem, iterations=iterations), timeout=300)
+        r = evolve(*run_args(srv.base_url, runs, *extra, problem=problem, iterations=iterations), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     [run] = archive_json(runs, "runs")
     assert run["iterations_done"] == iterations and run["status"] == "finished"

@@ -263,7 +263,9 @@ def test_an_old_archive_is_migrated_keeping_its_runs_and_programs(tmp_path):
     c = sqlite3.connect(runs / "archive.db")
     assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     cols = {r[1] for r in c.execute("PRAGMA table_info(runs)")}
-    assert {"owner_pid", "owner_host"} <= cols
+    assert {"owner_pid", "owner_host", "data_seed"} <= cols
+    # runs from before private data seeds keep scoring on the public data
+    assert c.execute("SELECT COUNT(*) FROM runs WHERE data_seed IS NOT NULL").fetchone()[0] == 0
     assert c.execute("SELECT COUNT(*) FROM programs").fetchone()[0] == 6
     assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     c.close()

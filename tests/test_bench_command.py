@@ -31,7 +31,8 @@ pytestmark = pytest.mark.timeout(1500)
 
 BENCH_ID = "t"
 MARK = "FIRST-FIT-SEED-COPY"  # in the copy's prompts: the scripted model answers it with best fit
-BINPACK_SEED_TEST = -4.676  # best fit on binpack's held-out split (README)
+BINPACK_SEED_TEST = -4.676  # best fit on binpack's held-out split (README: public data)
+DATA_SEED = 7  # the benchmark's private workloads
 
 
 @dataclass
@@ -99,6 +100,8 @@ def bench(tmp_path_factory) -> Bench:
             *bench_args(srv, runs, BINPACK, copy),
             "--bench-id",
             BENCH_ID,
+            "--data-seed",
+            str(DATA_SEED),
             "--json",
             timeout=1200,
             extra_env=env,
@@ -171,12 +174,26 @@ def test_the_json_has_a_row_per_problem_with_the_runs_and_references(bench):
             assert p[key] is not None, key
 
 
+def held_out(program: Path, data_seed: int | None) -> float:
+    """`evolve eval --split test` of a file, on the workloads of `data_seed`."""
+    seed_flag = [] if data_seed is None else ["--data-seed", str(data_seed)]
+    r = evolve(
+        "eval", BINPACK, program, "--split", "test", "--json", "--sandbox", "local", *seed_flag
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["score"]
+
+
 def test_binpack_is_scaled_by_its_published_program_since_its_best_baseline_is_its_seed(bench):
     p = problem(bench, "binpack")
     refs = p["references"]
     assert refs["best_baseline_name"] == "reference/funsearch_or.py"  # best_fit.py is the seed
-    assert refs["seed_test"] == pytest.approx(BINPACK_SEED_TEST, abs=1e-3)
-    assert refs["best_baseline_test"] == pytest.approx(-3.0674, abs=1e-3)  # README's test column
+    # the seed and the reference score on the runs' private workloads, not the public ones
+    funsearch_or = BINPACK / "reference" / "funsearch_or.py"
+    assert refs["seed_test"] == pytest.approx(held_out(BINPACK / "seed.py", DATA_SEED))
+    assert refs["best_baseline_test"] == pytest.approx(held_out(funsearch_or, DATA_SEED))
+    assert refs["seed_test"] != pytest.approx(BINPACK_SEED_TEST, abs=1e-3)
+    assert held_out(funsearch_or, None) == pytest.approx(-3.0674, abs=1e-3)  # README's number
     for r in p["results"]:
         assert r["curve"][0] == 0.0
         assert r["held_out_curve"][0] == pytest.approx(refs["seed_test"])
@@ -193,8 +210,10 @@ def test_the_first_fit_copy_is_normalised_by_hand(bench):
     best fit with its first answered call and repeats it with the other two."""
     p = problem(bench, "binpack_ff")
     refs = p["references"]
-    assert refs["best_baseline_name"] == "best_fit.py"
-    assert refs["best_baseline_test"] == pytest.approx(BINPACK_SEED_TEST, abs=1e-3)
+    assert refs["best_baseline_name"] == "best_fit.py"  # binpack's seed, on the same workloads
+    assert refs["best_baseline_test"] == pytest.approx(
+        problem(bench, "binpack")["references"]["seed_test"]
+    )
     seed, best = refs["seed_test"], refs["best_baseline_test"]
     assert seed < best  # first fit does worse than best fit held out
     for r in p["results"]:
@@ -255,6 +274,8 @@ def test_bench_runs_rows_hold_each_run(bench):
             db.execute("SELECT config_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0]
         )
         assert config["seed"] == s  # a normal run with the bench's seed
+        drawn = db.execute("SELECT data_seed FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        assert drawn == (DATA_SEED,)  # and the bench's workloads
         assert config.get("max_calls", 3) == 3
 
 

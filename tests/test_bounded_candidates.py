@@ -334,6 +334,7 @@ def test_an_archive_of_schema_2_gains_the_skip_column(tmp_path):
         db.execute(f"ALTER TABLE llm_calls DROP COLUMN {col}")
     for table in ("decisions", "meta_notes", "bench_runs"):
         db.execute(f"DROP TABLE {table}")
+    db.execute("ALTER TABLE runs DROP COLUMN data_seed")  # schema 5's
     db.execute("PRAGMA user_version=2")
     db.commit()
     db.close()

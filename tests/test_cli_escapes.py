@@ -321,7 +321,7 @@ def test_archive_runs_counts_calls_rejected_and_repairs(search_archive):
     assert (run["calls"], run["rejected"], run["repairs"]) == (5, 1, 1)
     rc, out, _ = cli("archive", "runs", "--wide", "--runs-dir", runs)
     head, _, row = out.splitlines()[:3]
-    assert head.split()[-3:] == ["calls", "rejected", "repairs"]
-    assert row.split()[-3:] == ["5", "1", "1"]
+    assert head.split()[-4:] == ["calls", "rejected", "repairs", "data"]
+    assert row.split()[-4:] == ["5", "1", "1", "public"]  # created without a data seed
     rc, out, _ = cli("archive", "runs", "--runs-dir", runs)
     assert "rejected" not in out.splitlines()[0]  # only --wide has room for them

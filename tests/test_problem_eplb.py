@@ -14,6 +14,7 @@ import pytest
 from evaluators import kit
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from tests.cli_helpers import block
+from tests.data_seeds import RUN_DATA_SEED, scored_at
 from tests.problem_hostile import (
     FAKE_PRINT,
     START,
@@ -317,7 +318,10 @@ def test_patching_the_evaluator_and_simulator_gains_nothing(tmp_path, honest_rr)
     out = eval_json(PROBLEM, with_block(PROBLEM, ROUND_ROBIN, tmp_path, prelude=PATCH), "train")
     assert out["status"] == "ok"
     assert out["metrics"]["balancedness"] == pytest.approx(honest_rr["metrics"]["balancedness"], abs=1e-12)
-    assert out["score"] == pytest.approx(honest_rr["score"], abs=0.5)  # only the runtime may differ
+    # only the runtime term may differ: timed around each call, it carries the machine's noise
+    bal = out["metrics"]["balancedness"]
+    assert out["score"] == pytest.approx(sim.combined_score(bal, out["metrics"]["runtime_ms"] / 1000))
+    assert out["score"] <= sim.BALANCE_WEIGHT * bal + sim.SPEED_WEIGHT * sim.SPEED_CAP + 1e-9
 
 
 def test_patched_checker_cannot_smuggle_an_invalid_placement(tmp_path):
@@ -336,20 +340,20 @@ def test_printed_fake_score_is_ignored(tmp_path, honest_rr):
     assert out["score"] < 50
 
 
-def test_faking_the_clock_gains_at_most_the_bounded_runtime_term(tmp_path, honest_rr):
-    """The runtime is measured in the candidate's process, so a candidate can fake it (here by
-    patching the worker's clock); it then gains at most the runtime term (<= +10 points),
-    never balancedness."""
+@pytest.mark.parametrize("fake", [
+    "sys.modules['evaluators.worker']._CLOCK = lambda: 0.0",  # the worker's call timer
+    "time.perf_counter = lambda: 0.0\ntime.monotonic = lambda: 0.0",  # its clocks
+])
+def test_faking_the_clock_gains_nothing(tmp_path, fake):
+    """The runtime is measured in the evaluator's process, around each call to the
+    candidate's: a candidate that rebinds the clocks of its own process (it could fake the
+    worker's timer before) is still timed as slow."""
     slow = ROUND_ROBIN.replace('    layers, experts = np.shape(weight)\n',
                                '    time.sleep(0.05)\n    layers, experts = np.shape(weight)\n')
-    honest = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude="import time\n"), "train")
-    assert honest["metrics"]["runtime_ms"] > 45 and honest["metrics"]["slow_penalty"] > 3
-    fake = "import sys\nimport time\nsys.modules['evaluators.worker']._CLOCK = lambda: 0.0\n"
-    cheat = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude=fake), "train")
-    assert cheat["metrics"]["runtime_ms"] == 0.0
-    bal = cheat["metrics"]["balancedness"]
-    assert bal == pytest.approx(honest_rr["metrics"]["balancedness"], abs=1e-12)
-    assert cheat["score"] <= sim.BALANCE_WEIGHT * bal + sim.SPEED_WEIGHT * sim.SPEED_CAP + 1e-9
+    cheat = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude=f"import sys\nimport time\n{fake}\n"),
+                      "train")
+    assert cheat["status"] == "ok", cheat
+    assert cheat["metrics"]["runtime_ms"] > 45 and cheat["metrics"]["slow_penalty"] > 3
 
 
 def test_infinite_loop_times_out(tmp_path):
@@ -426,8 +430,8 @@ def test_scripted_run_of_20_iterations(tmp_path):
         block(f"def {CALL}:\n    return np.zeros(3\n", "Broken on purpose."),
         Reply("I have no idea."),
     ]
-    best = scripted_run(PROBLEM, replies, tmp_path)
+    best = scripted_run(PROBLEM, replies, tmp_path / "runs", data_seed=RUN_DATA_SEED)
     assert best["iteration"] > 0 and "np.argmin" in best["code"]  # the vectorised greedy won
-    assert best["metrics"]["balancedness"] == pytest.approx(README[("deepseek_eplb.py", "train")]["balancedness"],
-                                                            abs=5e-5)
+    deepseek = scored_at(RUN_DATA_SEED, ev, PROBLEM, PROBLEM / "baselines" / "deepseek_eplb.py", tmp_path)
+    assert best["metrics"]["balancedness"] == pytest.approx(deepseek["metrics"]["balancedness"], abs=5e-5)
     assert best["test_score"] is not None

@@ -18,6 +18,7 @@ import pytest
 from evaluators import kit
 from evolve.edits.blocks import complete_from_seed, find_blocks, fixed_parts
 from tests.cli_helpers import archive_json, block, evolve, run_args
+from tests.data_seeds import RUN_DATA_SEED, scored_at
 from tests.problem_data import check_download_round_trip, check_shipped_data, data_files
 from tests.problem_hostile import (
     END,
@@ -394,10 +395,15 @@ def test_a_scripted_20_iteration_run(tmp_path):
     ]
     runs = tmp_path / "runs"
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, runs, problem=PROBLEM, iterations=20), timeout=300)
+        seed = ("--data-seed", str(RUN_DATA_SEED))
+        r = evolve(*run_args(srv.base_url, runs, *seed, problem=PROBLEM, iterations=20), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     [run] = archive_json(runs, "runs")
     assert run["iterations_done"] == 20 and run["status"] == "finished"
     best = archive_json(runs, "best", "--problem", "spot_multi_region")
-    assert best["score"] == pytest.approx(-UP_MULTI_TRAIN, abs=0.01)
+    # the run's windows are its own: the same policy scored on them is what it must match
+    up = with_block(PROBLEM, UP_MULTI, tmp_path)
+    assert best["score"] == pytest.approx(
+        scored_at(RUN_DATA_SEED, ev, PROBLEM, up, tmp_path)["score"], abs=0.01
+    )
     assert best["test_score"] is not None

@@ -41,6 +41,7 @@ class Ctx:
     max_tokens: int  # reply tokens, the same for every framework (the model's profile)
     seed_train: float  # the seed's train score (`evolve eval`)
     model: str = "local"  # evolve's --model (the peers reach the same server by the proxy)
+    data_seed: int | None = None  # every framework's workloads (evolve's --data-seed)
     note: Callable[[str], None] = print
 
     @property
@@ -106,6 +107,7 @@ def peer_env(ctx: Ctx, eval_log: Path) -> dict:
         RACE_SANDBOX=ctx.sandbox,
         RACE_EVAL_LOG=str(eval_log),
         RACE_EVAL_TIMEOUT=str(ctx.eval_timeout_s),
+        RACE_DATA_SEED="" if ctx.data_seed is None else str(ctx.data_seed),
         OPENAI_API_KEY="not-needed",
         PYTHONUNBUFFERED="1",
         LITELLM_LOCAL_MODEL_COST_MAP="True",  # LEVI's litellm: no download of its price list
@@ -213,3 +215,8 @@ def race_peer(
         proxy.close()
     version = requirement.split("==")[1]
     return peer_result(name, version, ctx, proxy, proc, log, eval_log, settings(proxy.base_url))
+
+
+def data_seed_flag(seed: int | None) -> list[str]:
+    """`evolve run`/`eval`'s flag for the race's shared workloads (none: the public data)."""
+    return [] if seed is None else ["--data-seed", str(seed)]

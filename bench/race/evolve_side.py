@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from bench.race.common import ROOT, Ctx, RunResult, run_process, tail
+from bench.race.common import ROOT, Ctx, RunResult, data_seed_flag, run_process, tail
 from bench.race.measure import from_archive
 
 NAME = "evolve"
@@ -24,7 +24,8 @@ def command(ctx: Ctx, run_id: str, max_calls: bool) -> list[str]:
               else ["--iterations", str(ctx.calls)])
     return [sys.executable, "-m", "evolve.cli", "run", str(ctx.problem_dir), "--model", ctx.model,
             "--seed", str(ctx.seed), *budget, "--runs-dir", str(ctx.work / "runs"),
-            "--run-id", run_id, "--sandbox", ctx.sandbox, "--no-progress"]
+            "--run-id", run_id, "--sandbox", ctx.sandbox, "--no-progress",
+            *data_seed_flag(ctx.data_seed)]
 
 
 def run(ctx: Ctx, max_calls: bool = True) -> RunResult:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.race.common import ROOT, Ctx, RunResult
+from bench.race.common import ROOT, Ctx, RunResult, data_seed_flag
 from bench.race.measure import call_stats, yields
 from evolve.benchmark.normalise import References, normalised
 from evolve.edits.apply import normalized_hash
@@ -22,7 +22,7 @@ def held_out(ctx: Ctx, code: str, refs: References) -> tuple[float | None, str]:
     path.write_text(code)
     test = ctx.problem.test_split or "test"
     cmd = [sys.executable, "-m", "evolve.cli", "eval", str(ctx.problem_dir), str(path),
-           "--split", test, "--json", "--sandbox", ctx.sandbox]
+           "--split", test, "--json", "--sandbox", ctx.sandbox, *data_seed_flag(ctx.data_seed)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     try:
         out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -52,6 +52,7 @@ class RunSummary:
     created_at: float
     updated_at: float
     config: dict = field(default_factory=dict)
+    data_seed: int | None = None  # the private seed of its workloads (None: public data)
 
     @property
     def valid_pct(self) -> float | None:

@@ -15,8 +15,9 @@ from evolve.archive.faults import ArchiveError
 # (its archives say 0: it predates the versioning); 2 records each run's owner; 3 why a
 # program is no longer picked as a parent (programs.skip_reason); 4 what each LLM call was for
 # and what became of it (llm_calls.purpose, outcome, temperature, decision), the run's
-# search decisions, its meta-notes and `evolve bench` results.
-SCHEMA_VERSION = 4
+# search decisions, its meta-notes and `evolve bench` results; 5 each run's private data seed
+# (runs.data_seed: NULL for a run on the public data, as every run before 5).
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -30,7 +31,8 @@ CREATE TABLE IF NOT EXISTS runs (
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     owner_pid INTEGER,             -- the controller that owns (or last owned) the run
-    owner_host TEXT
+    owner_host TEXT,
+    data_seed INTEGER              -- the generated workloads' private seed; NULL: public data
 );
 CREATE TABLE IF NOT EXISTS programs (
     program_id TEXT PRIMARY KEY,
@@ -160,6 +162,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE llm_calls ADD COLUMN decision TEXT",
         *(st for st in statements(SCHEMA) if _names_table(st, V4_TABLES)),
     ),
+    5: ("ALTER TABLE runs ADD COLUMN data_seed INTEGER",),
 }
 
 

@@ -106,15 +106,22 @@ class Archive:
 
     # ---- runs -------------------------------------------------------------
     def create_run(
-        self, run_id: str, problem: str, problem_dir: str, config: dict, target: int
+        self,
+        run_id: str,
+        problem: str,
+        problem_dir: str,
+        config: dict,
+        target: int,
+        data_seed: int | None = None,
     ) -> None:
-        """A new run, owned by this process (call claim() first)."""
+        """A new run, owned by this process (call claim() first). `data_seed`: the private
+        seed its generated workloads are drawn from, kept so resume and re-scoring are exact."""
         now = time.time()
         with self.tx() as db:
             db.execute(
                 "INSERT INTO runs (run_id, problem, problem_dir, config_json, status, stop_reason,"
-                " iterations_target, created_at, updated_at, owner_pid, owner_host)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " iterations_target, created_at, updated_at, owner_pid, owner_host, data_seed)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     run_id,
                     problem,
@@ -127,6 +134,7 @@ class Archive:
                     now,
                     os.getpid(),
                     socket.gethostname(),
+                    data_seed,
                 ),
             )
 
@@ -191,7 +199,7 @@ class Archive:
         """Every run; a `running` run whose owner died shows as `interrupted`."""
         rows = self.db.execute(
             """SELECT r.run_id, r.problem, r.status, r.stop_reason, r.iterations_target,
-                      r.created_at, r.updated_at, r.owner_pid, r.owner_host,
+                      r.created_at, r.updated_at, r.owner_pid, r.owner_host, r.data_seed,
                       (SELECT COUNT(*) FROM programs p WHERE p.run_id=r.run_id AND p.iteration>0
                          AND p.status!='pending') AS iterations_done,
                       (SELECT MAX(score) FROM programs p WHERE p.run_id=r.run_id AND p.status='ok') AS best_score,

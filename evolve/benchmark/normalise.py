@@ -57,19 +57,22 @@ def normalised(
     return 100.0 * (score - seed_score) / span
 
 
-def references(problem_dir: str | Path, sandbox: str = "auto") -> References:
-    """The seed's and the best baseline's held-out scores, scored in the sandbox once and
-    cached with the web view's baseline scores (evolve/baselines.py)."""
+def references(
+    problem_dir: str | Path, sandbox: str = "auto", data_seed: int | None = None
+) -> References:
+    """The seed's and the best baseline's held-out scores on the workloads of `data_seed`
+    (the runs' private seed; None: the public data), scored in the sandbox once and cached
+    with the web view's baseline scores (evolve/baselines.py)."""
     from evolve.problem import load_problem
 
     root = Path(problem_dir)
     problem = load_problem(root)  # ProblemError (a ValueError): one line for the caller
-    seed = scored(root, Path(problem.seed_file), sandbox, role="seed")
-    best = _best(root, baseline_files(root), sandbox)
+    seed = scored(root, Path(problem.seed_file), sandbox, "seed", data_seed)
+    best = _best(root, baseline_files(root), sandbox, data_seed)
     seed_t = seed.test_score if seed.status == "ok" else None
     if seed_t is not None and (best is None or best[0] <= seed_t):
         published = sorted((root / "reference").glob("*.py"))
-        best = _best(root, published, sandbox, "reference/") or best
+        best = _best(root, published, sandbox, data_seed, "reference/") or best
     return References(
         seed.test_score if seed.status == "ok" else None,
         best[0] if best else None,
@@ -78,12 +81,12 @@ def references(problem_dir: str | Path, sandbox: str = "auto") -> References:
 
 
 def _best(
-    root: Path, files: list[Path], sandbox: str, prefix: str = ""
+    root: Path, files: list[Path], sandbox: str, data_seed: int | None, prefix: str = ""
 ) -> tuple[float, str] | None:
     """The best held-out score among files, with its name."""
     best: tuple[float, str] | None = None
     for f in files:
-        b = scored(root, f, sandbox)
+        b = scored(root, f, sandbox, data_seed=data_seed)
         t = b.test_score
         if (
             b.status == "ok"

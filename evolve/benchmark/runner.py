@@ -48,6 +48,9 @@ class BenchSpec:
     sandbox: str = "auto"
     run_args: tuple[str, ...] = ()  # more `evolve run` flags, as given
     max_calls_flag: bool = True  # `evolve run` takes --max-calls (else: --iterations N)
+    # every run's private data seed: the runs, their seed and the baselines score on the same
+    # workloads, so normalised scores compare like with like (None: the public data)
+    data_seed: int | None = None
 
     def run_id(self, problem: str, seed: int) -> str:
         return f"{self.bench_id}-{problem}-s{seed}"
@@ -94,6 +97,8 @@ def run_argv(spec: BenchSpec, problem: BenchProblem, seed: int) -> list[str]:
     ]
     if spec.api_base:
         argv += ["--api-base", spec.api_base]
+    if spec.data_seed is not None:
+        argv += ["--data-seed", str(spec.data_seed)]
     return argv + list(spec.run_args)
 
 
@@ -172,7 +177,7 @@ def run_bench(
     out: list[ProblemSummary] = []
     with shared_local_server(spec.model, log):
         for problem in spec.problems:
-            refs = references(problem.folder, spec.sandbox)
+            refs = references(problem.folder, spec.sandbox, spec.data_seed)
             tell("references", problem, refs)
             results = [_one_run(spec, problem, seed, refs, tell) for seed in range(spec.seeds)]
             out.append(summarise(problem.name, problem.folder, refs, results))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -24,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _sweep()
     try:
+        if args.command in ("run", "resume") and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            # inherited (`evolve run ... &` in a script): a Ctrl-C while the command loads
+            # stops it; then evolve/cli/stopping.py takes SIGINT and SIGTERM for the run
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         if args.command == "run":
             from evolve.cli.run import cmd_run
 
@@ -185,10 +190,15 @@ def cmd_eval(args) -> int:
         1,
         require_isolation=args.require_isolation,
         problem_dir=str(problem.root),
-        ray=ray_options(problem, args.ray_address, args.ray_node_sandbox),
+        ray=ray_options(
+            problem,
+            args.ray_address,
+            args.ray_node_sandbox,
+            allow_unisolated=args.allow_unisolated_ray_nodes,
+        ),
     )
     try:
-        ev = CandidateEvaluator(problem, sandbox)
+        ev = CandidateEvaluator(problem, sandbox, data_seed=args.data_seed)
         try:  # a baseline written as its EVOLVE-BLOCKs only gets the seed's fixed code
             code = complete_from_seed(path.read_text(), problem.seed_code)
         except ValueError as e:

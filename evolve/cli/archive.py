@@ -216,10 +216,12 @@ def _runs(out: Console, runs: list[dict], as_json: bool, wide: bool) -> int:
     ]
     columns = [("run", None), ("problem", 7), ("status", 11)]  # 11: "interrupted"
     columns += [(h, None) for h in ("iters", "seed", "best", "$")]
-    if wide:  # answered LLM calls, the replies rejected as repeats, the repair candidates
+    if wide:  # answered LLM calls, the replies rejected as repeats, the repair candidates,
+        # and whether its workloads come from a private data seed (--json shows the value)
         for row, r in zip(rows, runs, strict=True):
-            row += [str(r["calls"]), str(r["rejected"]), str(r["repairs"])]
-        columns += [(h, None) for h in ("calls", "rejected", "repairs")]
+            data = "public" if r.get("data_seed") is None else "private"
+            row += [str(r["calls"]), str(r["rejected"]), str(r["repairs"]), data]
+        columns += [(h, None) for h in ("calls", "rejected", "repairs", "data")]
     _print_table(out, columns, rows, wide=wide)
     return 0
 

@@ -7,6 +7,7 @@ prints the table (rich) or one JSON object on stdout, and draws the curve.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -25,7 +26,8 @@ if TYPE_CHECKING:  # the parser imports this module: the benchmark loads when it
 
 # `evolve run` flags the bench sets itself: a --run-arg may not set them again.
 _OWN_FLAGS = (
-    "--model --seed --max-calls --iterations --run-id --runs-dir --api-base --sandbox --no-progress"
+    "--model --seed --max-calls --iterations --run-id --runs-dir --api-base --sandbox "
+    "--no-progress --data-seed"
 ).split()
 _BENCH_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -78,9 +80,26 @@ def add_parser(sub, integer) -> None:
         help="one more `evolve run` flag for every run, written with `=`: "
         "--run-arg=--temperature=0.5; repeatable",
     )
+    b.add_argument(
+        "--data-seed",
+        type=_data_seed,
+        metavar="N",
+        help="the private seed of every run's generated workloads, under which the seed and "
+        "the baselines are scored too (default: a fresh secret one per benchmark)",
+    )
     b.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     # `evolve run`'s flags, each with whether it takes a value
     b.set_defaults(run_flags={o: a.nargs != 0 for a in run._actions for o in a.option_strings})
+
+
+def _data_seed(text: str) -> int:
+    """An argparse type: a data seed (evolve/data_seed.py)."""
+    from evolve.data_seed import check
+
+    try:
+        return check(int(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def check_run_args(given: list[str], flags: dict[str, bool]) -> tuple[str, ...]:
@@ -97,6 +116,7 @@ def check_run_args(given: list[str], flags: dict[str, bool]) -> tuple[str, ...]:
 
 def spec_from_args(args) -> BenchSpec:
     """The benchmark the flags ask for, or UsageError naming the flag or folder."""
+    from evolve import data_seed
     from evolve.benchmark.runner import BenchProblem, BenchSpec
     from evolve.cli.endpoints import check_endpoint
     from evolve.llm.profiles import is_local
@@ -134,6 +154,7 @@ def spec_from_args(args) -> BenchSpec:
         sandbox=args.sandbox,
         run_args=check_run_args(args.run_arg, flags),
         max_calls_flag="--max-calls" in flags,
+        data_seed=data_seed.draw() if args.data_seed is None else args.data_seed,
     )
 
 
@@ -151,7 +172,7 @@ def cmd_bench(args) -> int:
 
     log(
         f"evolve bench {spec.bench_id}: {len(spec.problems)} problem(s) x {spec.seeds} seed(s),"
-        f" {spec.calls} LLM calls each, model {spec.model}"
+        f" {spec.calls} LLM calls each, model {spec.model}, data seed {spec.data_seed}"
     )
 
     def progress(kind: str, problem: BenchProblem, what: object) -> None:
@@ -183,6 +204,7 @@ def bench_json(spec: BenchSpec, summaries: list[ProblemSummary], curve: Path) ->
         "model": spec.model,
         "calls": spec.calls,
         "seeds": spec.seeds,
+        "data_seed": spec.data_seed,
         "runs_dir": str(spec.runs_dir),
         "curve_png": str(curve),
         "problems": [s.to_json() for s in summaries],

@@ -43,6 +43,16 @@ def _parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     return out
 
 
+def _data_seed(text: str) -> int:
+    """An argparse type: a run's private data seed (evolve/data_seed.py)."""
+    from evolve.data_seed import check
+
+    try:
+        return check(int(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _integer(minimum: int | None = None) -> Callable[[str], int]:
     """An argparse type: an integer, at least `minimum`."""
     want = "an integer" if minimum is None else f"an integer >= {minimum}"
@@ -184,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument(
+        "--data-seed",
+        type=_data_seed,
+        metavar="N",
+        help="score on the workloads of a run with this private data seed (`evolve archive "
+        "runs --json` shows it; default: the problem's public data)",
+    )
+    ev.add_argument(
         "--sandbox", choices=SANDBOXES, default="auto", help="where the program runs (default auto)"
     )
     _ray_flags(ev)
@@ -278,6 +295,13 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--run-id", metavar="ID", help="name of the run (default: problem-date-random)"
+    )
+    run.add_argument(
+        "--data-seed",
+        type=_data_seed,
+        metavar="N",
+        help="the private seed of the generated workloads (default: a fresh secret one per "
+        "run, kept in the archive; never shown to the model or the candidates)",
     )
     run.add_argument(
         "--budget-usd",
@@ -440,6 +464,14 @@ def _ray_flags(p: argparse.ArgumentParser, default: str | None = "auto") -> None
         default=default,
         help="with --sandbox ray: how each node runs a candidate (default auto: docker where "
         "the node has its engine and image, else local)",
+    )
+    p.add_argument(
+        "--allow-unisolated-ray-nodes",
+        action="store_true",
+        default=False if default else None,
+        help="with --sandbox ray: evaluate on nodes whose local sandbox has no namespaces "
+        "(no bubblewrap, or EVOLVE_LOCAL_ISOLATION=off), where a candidate reaches the node's "
+        "network and Ray cluster (default: refuse)",
     )
 
 

@@ -76,7 +76,8 @@ BURSTY = Regime("bursty", rho=0.9, skew=0.8, group_skew=0.4, burst_rate=1.5,
 
 WINDOWS = 12  # windows per trace; the placement from window i is scored on window i + 1
 
-# split -> [(trace name, seed, regime)]; `test` is held out: other seeds, other regimes.
+# split -> [(trace name, public seed, regime)]; `test` is held out: other seeds, other regimes.
+# A run draws its traces under its private seed instead (kit.seed in make_traces).
 SPLITS: dict[str, list[tuple[str, int, Regime]]] = {
     "train": [("drift-a", 101, DRIFT), ("drift-b", 102, DRIFT)],
     "test": [("stable", 201, STABLE), ("fast", 202, FAST), ("bursty", 203, BURSTY)],
@@ -89,9 +90,10 @@ def generate_trace(seed: int, regime: Regime, windows: int = WINDOWS,
     """Expert loads [windows, layers, experts] (float64 token counts), seeded.
 
     Uses numpy's legacy RandomState, whose streams numpy keeps frozen across
-    versions, so a seed gives the same trace in every environment.
+    versions, so a seed gives the same trace in every environment. A seed past 32 bits (a
+    run's private one, kit.seed) seeds it as two 32-bit words.
     """
-    rng = np.random.RandomState(seed)
+    rng = np.random.RandomState(seed if seed < 2**32 else [seed & 0xFFFFFFFF, seed >> 32])
     group_size = experts // groups
     layer_skew = regime.skew * rng.uniform(0.7, 1.3, size=(layers, 1))
     z_exp = rng.standard_normal((layers, experts))
@@ -127,10 +129,11 @@ def generate_trace(seed: int, regime: Regime, windows: int = WINDOWS,
 
 
 def make_traces(split: str) -> list[tuple[str, np.ndarray]]:
-    """[(trace name, loads [windows, layers, experts])] for a split."""
+    """[(trace name, loads [windows, layers, experts])] for a split: from the public seeds
+    below, or under a run's private seed (kit.seed), so a candidate cannot replay them."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {sorted(SPLITS)}")
-    return [(name, generate_trace(seed, regime)) for name, seed, regime in SPLITS[split]]
+    return [(name, generate_trace(kit.seed(seed), regime)) for name, seed, regime in SPLITS[split]]
 
 
 # ---------------------------------------------------------------- placements

@@ -7,15 +7,17 @@ is what the placement is scored on); it checks each placement (for an early,
 precise error) and reports the placements and call times. `score()` runs in
 a clean process that never imports the candidate: it regenerates the traces,
 re-checks every placement and recomputes the balancedness of each on the
-*next* window. The runtime part of the score is self-reported: each call is
-timed in the candidate's process, around the bare call (score() cannot time
-code it never runs); it is clamped and bounded to at most +10 / -10 points,
+*next* window. The runtime part of the score is measured here, in the
+evaluator's process, around each call to the candidate's process (its
+request, the call and its reply): the candidate cannot reach this clock, as it
+could the worker's. It is clamped and bounded to at most +10 / -10 points,
 against 90 points for the trusted balancedness.
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 import eplb_sim as sim  # the simulator next to this file
 import numpy as np
@@ -28,9 +30,15 @@ ARRAYS = ("phy2log", "log2phy", "logcnt")
 
 def _placement(fn, weight: np.ndarray, where: str) -> tuple[tuple[np.ndarray, ...], float]:
     """One timed call on a private copy of `weight`: the checked (phy2log, log2phy, logcnt),
-    log2phy cut to the largest count, and the seconds the call took (in the candidate's process)."""
+    log2phy cut to the largest count, and the seconds the call took, on this process's clock."""
     arg = weight.copy()
-    raw, dt = kit.proxy(fn).timed(arg, sim.NUM_REPLICAS, sim.NUM_GROUPS, sim.NUM_NODES, sim.NUM_GPUS)
+    call = kit.proxy(fn)
+    ready = getattr(call, "ready", None)
+    if ready is not None:
+        ready()  # the program is imported before any clock starts
+    t0 = time.perf_counter()
+    raw = call(arg, sim.NUM_REPLICAS, sim.NUM_GROUPS, sim.NUM_NODES, sim.NUM_GPUS)
+    dt = time.perf_counter() - t0
     try:
         if not isinstance(raw, (tuple, list)) or len(raw) != 3:
             got = f"a {type(raw).__name__}" + (f" of length {len(raw)}" if isinstance(raw, (tuple, list)) else "")

@@ -95,6 +95,8 @@ def _run_evolve_eval(program_path: str) -> dict:
     cmd = [os.environ["RACE_EVOLVE_PYTHON"], "-m", "evolve.cli", "eval",
            os.environ["RACE_PROBLEM_DIR"], program_path, "--json",
            "--sandbox", os.environ.get("RACE_SANDBOX", "local")]
+    if os.environ.get("RACE_DATA_SEED"):  # the workloads every framework of the race scores on
+        cmd += ["--data-seed", os.environ["RACE_DATA_SEED"]]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
                               timeout=float(os.environ.get("RACE_EVAL_TIMEOUT", "900")))
