@@ -145,6 +145,16 @@ class RaySandbox:
             task = self._task.remote(request, ref, bundle.digest, bundle.roots, self.options.node)
             with self._lock:
                 self._inflight.add(task)
+                closed = self._closed
+            if closed:  # close() ran while it was being submitted: it did not see this task
+                with self._lock:
+                    self._inflight.discard(task)
+                try:
+                    self._ray.cancel(task, force=True)
+                except Exception:
+                    pass
+                why = "the run is stopping"
+                break
             try:
                 reply = self._ray.get(task, timeout=guard)
             except Exception as e:  # the task, its worker or its node failed: not the candidate

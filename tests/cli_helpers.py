@@ -31,10 +31,16 @@ def evolve(*args: str, timeout: float = 240, extra_env: dict | None = None) -> s
     )
 
 
-def popen(*args: str, extra_env: dict | None = None) -> subprocess.Popen:
+def popen(*args: str, extra_env: dict | None = None, ignore_sigint: bool = False) -> subprocess.Popen:
+    """`evolve ARGS` in the background; `ignore_sigint`: started with SIGINT ignored, as a
+    non-interactive shell starts a background job (`evolve run ... &` in a script)."""
+    cmd = [sys.executable, "-m", "evolve.cli", *map(str, args)]
+    if ignore_sigint:
+        ignoring = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                    "os.execv(sys.argv[1], sys.argv[1:])")
+        cmd = [sys.executable, "-c", ignoring, *cmd]
     return subprocess.Popen(
-        [sys.executable, "-m", "evolve.cli", *map(str, args)], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=env(**(extra_env or {})), cwd=ROOT,
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**(extra_env or {})), cwd=ROOT,
     )
 
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sqlite3
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from evolve import data_seed
 from evolve.archive import Archive
+from evolve.cli import stopping
 from evolve.cli.common import UsageError, new_run_id, runs_dir
 from evolve.cli.endpoints import check_endpoint, llm_config, model_line, models_for
 from evolve.cli.progress import RunProgress
@@ -39,7 +39,7 @@ _FLAGS = (
     "require_isolation islands migration_interval edit_format crossover_rate temperature "
     "max_tokens llm_timeout llm_retries llm_backoff prices context_window ray_address "
     "ray_node_sandbox max_calls max_resamples repair_attempts temperatures prompt_style "
-    "meta_interval stagnation burst_calls escalation_model"
+    "meta_interval stagnation burst_calls escalation_model allow_unisolated_ray_nodes"
 ).split()
 _FIELD_OF = {
     "time_limit": "time_limit_s",
@@ -186,6 +186,16 @@ def start_local(cfg: RunConfig) -> LocalServer | None:
 
 
 def cmd_run(args) -> int:
+    with stopping.installed():  # Ctrl-C and SIGTERM are ours from here, whatever we inherited
+        return _cmd_run(args)
+
+
+def cmd_resume(args) -> int:
+    with stopping.installed():
+        return _cmd_resume(args)
+
+
+def _cmd_run(args) -> int:
     try:
         problem = load_problem(args.problem_dir, Overrides.from_args(args))
     except ProblemError as e:
@@ -204,12 +214,16 @@ def cmd_run(args) -> int:
             raise UsageError(
                 f"--run-id {run_id}: a run with this id exists; use `evolve resume {run_id}`"
             )
-        archive.create_run(run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations)
+        seed = getattr(args, "data_seed", None)
+        seed = data_seed.draw() if seed is None else seed
+        archive.create_run(
+            run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations, seed
+        )
         print(safe_text(run_id), flush=True)
         return _execute(archive, run_id, cfg, problem, args.no_progress)
 
 
-def cmd_resume(args) -> int:
+def _cmd_resume(args) -> int:
     where = runs_dir(args)
     if not where.exists() or (where.is_dir() and not (where / "archive.db").exists()):
         raise UsageError(f"{args.run_id}: no such run ({where} holds no archive.db)")
@@ -239,23 +253,16 @@ def cmd_resume(args) -> int:
 def _owning(archive: Archive, run_id: str) -> Iterator[None]:
     """Hold the run's lock for the whole block (RunBusy, exit 2, if a live process has it).
 
-    SIGTERM becomes KeyboardInterrupt here, so that `kill` before the run's event loop
-    starts (or after it ends) still leaves the run `stopped`; the loop handles its own."""
+    Ctrl-C or SIGTERM before the run's event loop starts (or after it ends) is a
+    KeyboardInterrupt (evolve/cli/stopping.py), which leaves the run `stopped`."""
     lease = archive.claim(run_id)
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGTERM)
-    if main_thread:
-        signal.signal(signal.SIGTERM, _sigterm)
+    stop = stopping.current()
+    if stop is not None:
+        stop.for_run(archive.path, run_id)  # a second Ctrl-C leaves it `stopped` too
     try:
         yield
     finally:
-        if main_thread:
-            signal.signal(signal.SIGTERM, previous)
         lease.release()
-
-
-def _sigterm(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def _settle(archive: Archive, run_id: str, status: str, reason: str) -> None:
@@ -274,6 +281,8 @@ def _execute(
     finished, stopped or failed, never `running`."""
     try:
         server = start_local(cfg)  # None unless the run uses the local model
+        if server is not None and (stop := stopping.current()) is not None:
+            stop.on_force(server.stop)
         try:
             code = _execute_with(archive, run_id, cfg, problem, no_progress, server)
         finally:
@@ -310,8 +319,16 @@ def _execute_with(
         run_id=run_id,
         require_isolation=cfg.require_isolation,
         problem_dir=str(problem.root),
-        ray=ray_options(problem, cfg.ray_address, cfg.ray_node_sandbox),
+        ray=ray_options(
+            problem,
+            cfg.ray_address,
+            cfg.ray_node_sandbox,
+            allow_unisolated=cfg.allow_unisolated_ray_nodes,
+        ),
     )
+    if (stop := stopping.current()) is not None:
+        stop.reassert()  # Ray's init installs its own SIGTERM handler
+        stop.on_force(sandbox.close)  # a second Ctrl-C kills what is in flight
     llm_cfg = llm_config(cfg, problem)  # with the keys, read now
     llm = LLMClient(
         replace(llm_cfg, api_base=server.base_url) if server else llm_cfg, prices, seed=cfg.seed
@@ -324,25 +341,26 @@ def _execute_with(
         run_id,
         cfg,
         problem,
-        CandidateEvaluator(problem, sandbox, cfg.data_dir),
+        CandidateEvaluator(problem, sandbox, cfg.data_dir, _run_data_seed(archive, run_id)),
         llm,
         progress,
         prompts,
     )
 
     async def go() -> RunSummary:
-        # SIGTERM (a job scheduler, `kill`) stops the run like Ctrl-C: cleanly and resumable.
+        # Ctrl-C or SIGTERM (a job scheduler, `kill`) cancels this task: the controller
+        # stops cleanly, leaving what is unfinished pending for `resume`
         task = asyncio.current_task()
         assert task is not None  # go() runs as the loop's main task
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         try:
-            return await ctl.run()
+            with stopping.running(task):
+                return await ctl.run()
         finally:
             await llm.close()
 
     try:
         summary = asyncio.run(go())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # stopped before the controller began
         _settle(archive, run_id, "stopped", "interrupted")
         print(
             safe_text(f"interrupted: `evolve resume {run_id}` continues the run"), file=sys.stderr
@@ -361,6 +379,13 @@ def _execute_with(
         print(safe_text(f"evolve: error: {summary.reason}"), file=sys.stderr)
         return 2
     return 0
+
+
+def _run_data_seed(archive: Archive, run_id: str) -> int | None:
+    """The run's private data seed, as its creation stored it: a resumed run scores on the same
+    workloads (None: a run from before private seeds, on the public data as it began)."""
+    run = archive.get_run(run_id)
+    return None if run is None else run.get("data_seed")
 
 
 def _report(archive: Archive, s: RunSummary) -> None:
