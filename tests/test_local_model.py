@@ -222,8 +222,9 @@ def test_missing_extra_is_a_one_line_error_with_the_install_command(tmp_path):
 # ---- the server's lifecycle, with a stand-in for llama_cpp.server -------------------------
 
 FAKE_SERVER = textwrap.dedent('''
-    """Stands in for llama_cpp.server: answers GET /v1/models with the alias."""
-    import json, sys
+    """Stands in for llama_cpp.server: answers GET /v1/models with the alias, and a completion
+    (--segfault: dies of SIGSEGV on it, as a llama.cpp built for the wrong CPU does)."""
+    import json, os, signal, sys
     from http.server import BaseHTTPRequestHandler, HTTPServer
     args = sys.argv[1:]
     port = int(args[args.index("--port") + 1]); alias = args[args.index("--model_alias") + 1]
@@ -232,6 +233,12 @@ FAKE_SERVER = textwrap.dedent('''
     class H(BaseHTTPRequestHandler):
         def do_GET(self):
             body = json.dumps({"object": "list", "data": [{"id": alias}]}).encode()
+            self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+            self.wfile.write(body)
+        def do_POST(self):
+            if "--segfault" in args:
+                os.kill(os.getpid(), signal.SIGSEGV)
+            body = json.dumps({"choices": [{"text": " f", "index": 0}]}).encode()
             self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
             self.wfile.write(body)
         def log_message(self, *a):
@@ -288,6 +295,14 @@ def test_a_server_that_dies_at_start_is_a_clear_error(tmp_path):
     s = _fake(tmp_path)
     s.extra = ("--fail",)
     with pytest.raises(lm.LocalModelError, match="did not start.*cannot load the model"):
+        s.start()
+    assert not s.state_path.exists()
+
+
+def test_a_server_that_crashes_on_its_first_completion_says_how_to_rebuild_it(tmp_path):
+    s = _fake(tmp_path)
+    s.extra = ("--segfault",)
+    with pytest.raises(lm.LocalModelError, match="died on its first completion.*SIGSEGV.*GGML_NATIVE=OFF"):
         s.start()
     assert not s.state_path.exists()
 

@@ -120,6 +120,13 @@ def install_command() -> str:
     return f"{sys.executable} -m pip install 'evolve[local]'"
 
 
+def _installed_version() -> str:
+    try:
+        return importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
 def missing_server_modules() -> list[str]:
     return [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
 
@@ -561,6 +568,7 @@ class LocalServer:
                 _terminate(proc.pid, proc)
                 raise
             if ok:
+                self._first_completion(proc, port)
                 self._proc, self.pid, self.port = proc, proc.pid, port
                 return
             _terminate(proc.pid, proc)
@@ -569,6 +577,38 @@ class LocalServer:
                 break
         raise LocalModelError(
             f"the local model server did not start (log {self.log_path}): {last_err}"
+        )
+
+    def _first_completion(self, proc: subprocess.Popen, port: int) -> None:
+        """One token, before any run depends on the server: a llama.cpp built with
+        instructions this CPU faults on (seen: a native build on a Sapphire Rapids VM,
+        a general protection fault in libggml-cpu) lists its model, then dies on the first
+        completion, which a run would only report as an unreachable endpoint."""
+        body = json.dumps({"prompt": "def", "max_tokens": 1, "temperature": 0}).encode()
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/completions",
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.ready_timeout_s) as r:
+                r.read()
+            return
+        except (OSError, ValueError, urllib.error.URLError):
+            pass
+        try:
+            code = proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            return  # alive, only slow: the run's own calls retry
+        how = f"exit code {code}"
+        with contextlib.suppress(ValueError):
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else how
+        raise LocalModelError(
+            f"the local model server died on its first completion ({how}; log "
+            f"{self.log_path}): llama-cpp-python was likely built for instructions this CPU "
+            "faults on; rebuild it portable: CMAKE_ARGS=-DGGML_NATIVE=OFF "
+            f"{sys.executable} -m pip install --force-reinstall --no-cache-dir --no-deps "
+            f"'llama-cpp-python[server]=={_installed_version()}'"
         )
 
     def _wait_ready(self, proc: subprocess.Popen, port: int) -> bool:
