@@ -79,14 +79,14 @@ def _safe_root() -> str:
     return VIEW_ROOT
 
 
-def _link_tree(src: str, dst: str, root: str, moves: Moves) -> None:
+def _link_tree(src: str, dst: str, root: str, moves: Moves, skip: frozenset[str]) -> None:
     """`src` mirrored at `dst`: folders made with the same modes (less group and others'
     write), files hard-linked (copied across file systems), symlinks moved into the view."""
     os.mkdir(dst, 0o700)
     with os.scandir(src) as it:
         entries = list(it)
     for e in entries:
-        if e.name in SKIP:
+        if e.name in skip:
             continue
         out = os.path.join(dst, e.name)
         try:
@@ -96,7 +96,7 @@ def _link_tree(src: str, dst: str, root: str, moves: Moves) -> None:
                 inside = where == root or where.startswith(root + "/")
                 os.symlink(target if inside else moved(where, moves), out)
             elif e.is_dir(follow_symlinks=False):
-                _link_tree(e.path, out, root, moves)
+                _link_tree(e.path, out, root, moves, skip)
             elif e.is_file(follow_symlinks=False):
                 try:
                     os.link(e.path, out, follow_symlinks=False)
@@ -138,10 +138,12 @@ def _sweep(root: str, keep: str) -> None:
             pass
 
 
-def view(folders: list[str], key: str, fix: Iterable[str] = ()) -> tuple[str, Moves]:
+def view(
+    folders: list[str], key: str, fix: Iterable[str] = (), skip: frozenset[str] = SKIP
+) -> tuple[str, Moves]:
     """The view holding each of `folders` (absolute, resolved) at VIEW_ROOT/<key>/<path>,
     made now unless it exists; `fix`: pyvenv.cfg files (original paths) whose folder names
-    are moved into the view."""
+    are moved into the view; `skip`: names left out."""
     root = _safe_root()
     final = os.path.join(root, key)
     moves = tuple((f, final + f) for f in folders)
@@ -151,7 +153,7 @@ def view(folders: list[str], key: str, fix: Iterable[str] = ()) -> tuple[str, Mo
             try:
                 for f in folders:
                     _parents(work, os.path.dirname(f))
-                    _link_tree(f, work + f, f, moves)
+                    _link_tree(f, work + f, f, moves, skip)
                 for cfg in fix:
                     _move_names(moved(cfg, tuple((f, work + f) for f in folders)), moves)
                 try:
@@ -218,9 +220,11 @@ def interpreter() -> Interpreter:
         for sub in (f"lib/python{sys.version_info[0]}.{sys.version_info[1]}", "lib", "bin")
     ]
     sites = [os.path.realpath(p) for p in sys.path if os.path.basename(p) == "site-packages"]
-    key = "python-" + _fingerprint([*roots, *libs, *sites], deep=False)
+    key = "python-pyc-" + _fingerprint([*roots, *libs, *sites], deep=False)
     cfgs = [os.path.join(r, "pyvenv.cfg") for r in roots]
-    _, moves = view(roots, key, fix=[c for c in cfgs if os.path.isfile(c)])
+    # with its compiled modules: the slot uid cannot write them, and an interpreter that
+    # compiles its standard library at every start costs each evaluation 200 ms
+    _, moves = view(roots, key, fix=[c for c in cfgs if os.path.isfile(c)], skip=frozenset())
     env = {}
     libdir = sysconfig.get_config_var("LIBDIR")
     if isinstance(libdir, str) and moved(os.path.realpath(libdir), moves) != os.path.realpath(
