@@ -366,7 +366,7 @@ class Remote:
 
     `fn(*args)` is one call; `fn.map([args, ...])` and `fn.each([arg, ...])` make several in
     one round trip (stopping at the first exception, whose `call_index` says which);
-    `fn.timed(*args)` also returns the seconds the call took in the worker. Import errors
+    `fn.timed(*args)` also returns the seconds the call took, timed by the caller. Import errors
     raise from the constructor, as importing the program would; a missing function raises
     `missing(name)`. With `wait=False` the constructor returns while the worker starts and
     imports the program (in parallel with the evaluator loading its data), and the first call
@@ -426,12 +426,13 @@ class Remote:
         return self.timed(*args, **kwargs)[0]
 
     def timed(self, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-        """(the call's result, the seconds it took in the worker: clamp before trusting it)."""
+        """(the call's result, the seconds it took), timed here around the request and its
+        reply, after the program's import: a clock the candidate cannot rebind, as it could
+        the worker's."""
+        self._await_load()
+        t0 = time.perf_counter()
         reply = self._request("call", (args, kwargs))
-        seconds: Any = reply.get("s")
-        if type(seconds) not in (int, float) or not 0 <= seconds < float("inf"):
-            seconds = float("inf")  # garbage: the evaluator rejects it
-        return reply["ok"], float(seconds)
+        return reply["ok"], time.perf_counter() - t0
 
     def map(self, calls: Sequence[tuple]) -> list:
         """[fn(*args) for args in calls], in order, in one round trip."""
@@ -456,12 +457,15 @@ class Remote:
             raise WorkerError(f"{WHO} answered {n} calls of {self.name}() with a malformed reply")
         return results
 
-    def _request(self, op: str, payload: object) -> dict:
+    def _await_load(self) -> None:
         if not self._loaded:
             try:
                 self.ready()
             except BaseException as e:
                 raise LoadFailed(e) from None
+
+    def _request(self, op: str, payload: object) -> dict:
+        self._await_load()
         self._seq += 1
         dropped = records.dropped[:]
         del records.dropped[: len(dropped)]

@@ -7,7 +7,6 @@ prints the table (rich) or one JSON object on stdout, and draws the curve.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -32,9 +31,9 @@ _OWN_FLAGS = (
 _BENCH_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-def add_parser(sub, integer) -> None:
+def add_parser(sub, integer, data_seed) -> None:
     """`evolve bench`'s flags; `evolve run`'s parser must be in `sub` already (--run-arg is
-    checked against its flags)."""
+    checked against its flags). `integer` and `data_seed`: the argparse types of the others."""
     run = sub.choices["run"]
     b = sub.add_parser(
         "bench",
@@ -82,7 +81,7 @@ def add_parser(sub, integer) -> None:
     )
     b.add_argument(
         "--data-seed",
-        type=_data_seed,
+        type=data_seed,
         metavar="N",
         help="the private seed of every run's generated workloads, under which the seed and "
         "the baselines are scored too (default: a fresh secret one per benchmark)",
@@ -90,16 +89,6 @@ def add_parser(sub, integer) -> None:
     b.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     # `evolve run`'s flags, each with whether it takes a value
     b.set_defaults(run_flags={o: a.nargs != 0 for a in run._actions for o in a.option_strings})
-
-
-def _data_seed(text: str) -> int:
-    """An argparse type: a data seed (evolve/data_seed.py)."""
-    from evolve.data_seed import check
-
-    try:
-        return check(int(text))
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def check_run_args(given: list[str], flags: dict[str, bool]) -> tuple[str, ...]:

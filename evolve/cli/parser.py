@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_ui_parser(sub, SANDBOXES[:-1], _integer)  # baselines score here: no ray
     from evolve.cli.bench import add_parser as add_bench_parser
 
-    add_bench_parser(sub, _integer)
+    add_bench_parser(sub, _integer, _data_seed)
     return ap
 
 

@@ -17,7 +17,6 @@ against 90 points for the trusted balancedness.
 from __future__ import annotations
 
 import math
-import time
 
 import eplb_sim as sim  # the simulator next to this file
 import numpy as np
@@ -32,13 +31,7 @@ def _placement(fn, weight: np.ndarray, where: str) -> tuple[tuple[np.ndarray, ..
     """One timed call on a private copy of `weight`: the checked (phy2log, log2phy, logcnt),
     log2phy cut to the largest count, and the seconds the call took, on this process's clock."""
     arg = weight.copy()
-    call = kit.proxy(fn)
-    ready = getattr(call, "ready", None)
-    if ready is not None:
-        ready()  # the program is imported before any clock starts
-    t0 = time.perf_counter()
-    raw = call(arg, sim.NUM_REPLICAS, sim.NUM_GROUPS, sim.NUM_NODES, sim.NUM_GPUS)
-    dt = time.perf_counter() - t0
+    raw, dt = kit.proxy(fn).timed(arg, sim.NUM_REPLICAS, sim.NUM_GROUPS, sim.NUM_NODES, sim.NUM_GPUS)
     try:
         if not isinstance(raw, (tuple, list)) or len(raw) != 3:
             got = f"a {type(raw).__name__}" + (f" of length {len(raw)}" if isinstance(raw, (tuple, list)) else "")
