@@ -19,10 +19,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from evaluators.backends import make_sandbox  # noqa: E402
 from evolve.edits.blocks import complete_from_seed  # noqa: E402
 from evolve.evaluation import CandidateEvaluator  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
-from evolve.sandboxes import make_sandbox  # noqa: E402
 
 TIMING = ("speed_bonus", "slow_penalty")
 
@@ -54,7 +54,7 @@ def score_all(names: list[str], sandbox_name: str) -> dict[str, dict]:
                         "status": r.status,
                         "score": r.score,
                         "metrics": r.metrics,
-                        "eval_s": round(r.wall_s, 2),
+                        "eval_s": round(r.eval_s, 2),
                     }
                     print(f"{key}: {r.status} {r.score}", file=sys.stderr, flush=True)
     finally:

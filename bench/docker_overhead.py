@@ -32,10 +32,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from evaluators.docker_sandbox import DockerSandbox
-from evaluators.image import find_image
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import OK, EvalRequest, Limits
+from evaluators.docker.image import find_image
+from evaluators.docker.sandbox import DockerSandbox
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, Limits, Status
 
 CANDIDATE = "def solve():\n    return 1\n"
 EVALUATOR = '''import importlib.util
@@ -89,7 +89,7 @@ def _sandboxed(sandbox, problem: str):
 
     def call() -> None:
         res = sandbox.evaluate(req)
-        if res.status != OK:
+        if res.status != Status.OK:
             raise RuntimeError(f"benchmark evaluation failed: {res.status} {res.artifacts}")
 
     return call
@@ -131,7 +131,7 @@ def _check(out_dir: str) -> None:
     with open(path) as f:
         data = json.load(f)
     os.unlink(path)
-    if data.get("status") != OK:
+    if data.get("status") != Status.OK:
         raise RuntimeError(f"benchmark evaluation failed: {data}")
 
 

@@ -53,7 +53,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluators.limits import TOKEN_VAR  # noqa: E402
+from evaluators.local.process_tree import TOKEN_VAR  # noqa: E402
 from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 from tests.toy_problem import toy_problem  # noqa: E402
 
@@ -155,7 +155,7 @@ class Containers:
     def __init__(self) -> None:
         import docker
 
-        from evaluators.docker_sandbox import LABEL
+        from evaluators.docker.sandbox import LABEL
 
         self.client, self.label = docker.from_env(timeout=120), LABEL
 

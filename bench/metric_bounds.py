@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from starlette.testclient import TestClient  # noqa: E402
 
 from evaluators.bounds import MAX_METRICS  # noqa: E402
-from evaluators.local_result import ProcRun, read_result_file, to_result  # noqa: E402
+from evaluators.harness_result import ProcRun, read_result_file, to_result  # noqa: E402
 from evaluators.sandbox import Limits  # noqa: E402
 from evolve.archive import Archive, ArchiveReader, ProgramRow  # noqa: E402
 from evolve.export.tables import write_tables  # noqa: E402

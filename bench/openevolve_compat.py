@@ -8,7 +8,7 @@ For each fixture in tests/fixtures/openevolve/ and each of its program files:
   direct      `evaluate(program)` called the way a user tries an evaluator by hand: a
               subprocess started in the folder (`python -c "import evaluator; ..."`), with
               the fixture's environment variables set, and PYTHONPATH holding our stand-in
-              `openevolve` package (evaluators/openevolve_compat) for the fixtures that
+              `openevolve` package (evaluators/inside/openevolve_compat) for the fixtures that
               import it. The interpreter is this one, or the reference venv's for the
               fixtures that need packages this one lacks (pandas, scipy, networkx,
               tabulate). Its score is OpenEvolve's rule, implemented here: combined_score,
@@ -58,7 +58,7 @@ from rich.table import Table
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 FIXTURES = REPO / "tests" / "fixtures" / "openevolve"
-STAND_IN = REPO / "evaluators" / "openevolve_compat"  # holds the stand-in `openevolve` package
+STAND_IN = REPO / "evaluators" / "inside" / "openevolve_compat"  # holds the stand-in `openevolve` package
 RESULTS = BENCH / "results" / "openevolve_compat.json"
 sys.path.insert(0, str(REPO))  # tests/ is not installed
 from tests.openevolve_reference import DIRECT_CHILD, openevolve_score  # noqa: E402

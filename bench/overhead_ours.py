@@ -4,15 +4,14 @@
   running it (no subprocess): "sandbox excluded".
 - `fill_archive`: pre-populate a run with synthetic `ok` programs through
   Archive.insert_program (distinct code, real scores, MAP-Elites cells).
-- run as a script: resume a run in this process with the Controller wired as
-  `evolve resume` wires it (evolve.cli.run._execute), but with ConstantSandbox.
+- run as a script: resume a run in this process through evolve.resume, as
+  `evolve resume` does, but with ConstantSandbox.
 
     python bench/overhead_ours.py RUNS_DIR RUN_ID ITERATIONS
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import sys
@@ -20,15 +19,11 @@ import time
 
 from overhead_common import score_of, value_of
 
-from evaluators.sandbox import OK, EvalRequest, EvalResult
+from evaluators.sandbox import EvalRequest, EvalResult, Status
 from evolve.archive import Archive, ProgramRow
 from evolve.cli.progress import RunProgress
 from evolve.config import RunConfig
-from evolve.controller import Controller
 from evolve.edits import normalized_hash
-from evolve.evaluation import CandidateEvaluator
-from evolve.llm import LLMClient
-from evolve.llm.pricing import PriceTable
 from evolve.population import Features
 from evolve.problem import load_problem
 
@@ -43,7 +38,7 @@ class ConstantSandbox:
         t0 = time.perf_counter()
         s = score_of(value_of(request.program_code))
         metric = "combined_score" if request.fmt == "openevolve" else "score"
-        return EvalResult(status=OK, score=s, metrics={metric: s}, wall_s=time.perf_counter() - t0)
+        return EvalResult(status=Status.OK, score=s, metrics={metric: s}, eval_s=time.perf_counter() - t0)
 
     def close(self) -> None:
         pass
@@ -91,25 +86,10 @@ def fill_archive(runs_dir: str, run_id: str, total: int, synthetic: list[dict], 
 
 def drive(runs_dir: str, run_id: str, iterations: int) -> int:
     """`evolve resume RUN_ID --iterations N`, in process, with ConstantSandbox."""
-    archive = Archive(runs_dir)
-    run = archive.get_run(run_id)
-    cfg = RunConfig.from_json(run["config"]).with_(iterations=iterations)
-    problem = load_problem(run["problem_dir"])
-    archive.set_run_status(run_id, "running", None, target=cfg.iterations, config=cfg.to_json())
-    sandbox = ConstantSandbox()
-    llm = LLMClient(cfg.llm_config(), PriceTable.load(cfg.prices_file), seed=cfg.seed)
-    ctl = Controller(archive, run_id, cfg, problem, CandidateEvaluator(problem, sandbox, cfg.data_dir),
-                     llm, RunProgress(enabled=False))
+    import evolve
 
-    async def go():
-        try:
-            return await ctl.run()
-        finally:
-            await llm.close()
-
-    summary = asyncio.run(go())
-    sandbox.close()
-    archive.close()
+    summary = evolve.resume(run_id, runs_dir=runs_dir, iterations=iterations, sandbox=ConstantSandbox(),
+                            observer=RunProgress(enabled=False))
     print(json.dumps({"status": summary.status, "reason": summary.reason,
                       "iterations_done": summary.iterations_done}))
     return 0 if summary.status == "finished" else 1

@@ -40,10 +40,10 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluators.local import LocalSandbox  # noqa: E402
+from evaluators.backends import make_sandbox, ray_options  # noqa: E402
+from evaluators.local.sandbox import LocalSandbox  # noqa: E402
 from evolve.evaluation import CandidateEvaluator  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
-from evolve.sandboxes import make_sandbox, ray_options  # noqa: E402
 from tests.ray_support import AUTH_OFF, LoopbackCluster  # noqa: E402
 from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 

@@ -5,11 +5,11 @@
 For each problem, its seed is evaluated and scored on the train split twice
 over: with the candidate imported into the evaluator's process (`kit.REMOTE =
 False`, the way before the worker existed) and through the confined worker
-(`evaluators/remote.py`, the default), worker start included. Two tables:
+(`evaluators/inside/worker_client.py`, the default), worker start included. Two tables:
 
 - warm: `kit.evaluate_and_score` in this process (the evaluator imported once);
 - cold: what a sandbox runs per evaluation, minus the sandbox itself: the
-  harness (`evaluators/harness.py run`) in a fresh interpreter, then the
+  harness (`evaluators/inside/harness.py run`) in a fresh interpreter, then the
   trusted `harness.py score` in another.
 
 The modes alternate run by run, so a load change on a shared machine hits both
@@ -41,7 +41,8 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluators import kit, remote  # noqa: E402
+from evaluators import kit  # noqa: E402
+from evaluators.inside import worker_client  # noqa: E402
 
 PROBLEMS = ("binpack", "spot_scheduling", "spot_multi_region")
 MODES = ("in-process", "worker")
@@ -77,7 +78,7 @@ def _timed(evaluator, program: str, mode: str) -> tuple[float, object]:
         kit.REMOTE = True
 
 
-HARNESS = ROOT / "evaluators" / "harness.py"
+HARNESS = ROOT / "evaluators" / "inside" / "harness.py"
 # Runs the harness as the sandbox does; "in-process" turns the worker off in the kit it loads.
 WRAPPER = """
 import importlib.util, os, sys
@@ -148,10 +149,10 @@ def _protocol(tmp: Path, n: int) -> dict[str, float]:
     starts = []
     for _ in range(n):
         t0 = time.perf_counter()
-        with remote.Remote(str(program), "f", kit.Invalid):
+        with worker_client.Remote(str(program), "f", kit.Invalid):
             pass
         starts.append(time.perf_counter() - t0)
-    with remote.Remote(str(program), "f", kit.Invalid) as fn:
+    with worker_client.Remote(str(program), "f", kit.Invalid) as fn:
         for i in range(500):
             fn(i)
         t0 = time.perf_counter()

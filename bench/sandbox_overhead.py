@@ -27,8 +27,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import OK, EvalRequest, Limits
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, Limits, Status
 
 CANDIDATE = "def solve():\n    return 1\n"
 EVALUATOR = '''import importlib.util
@@ -88,7 +88,7 @@ def _sandboxed(sandbox: LocalSandbox, problem: str):
 
     def call() -> None:
         res = sandbox.evaluate(req)
-        if res.status != OK:
+        if res.status != Status.OK:
             raise RuntimeError(f"benchmark evaluation failed: {res.status} {res.artifacts}")
 
     return call
@@ -97,7 +97,7 @@ def _sandboxed(sandbox: LocalSandbox, problem: str):
 def _docker():
     """The Docker backend's warm pool where an engine and the image are there, else None."""
     try:
-        from evaluators.docker_sandbox import DockerSandbox
+        from evaluators.docker.sandbox import DockerSandbox
 
         return DockerSandbox(max_parallel=1)
     except Exception as e:  # no engine, no image: the row is left out, and said so

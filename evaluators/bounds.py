@@ -6,7 +6,7 @@ page 11 MB and its CSV export take 48 s. The host keeps the first MAX_METRICS
 metrics (and stages) and MAX_ARTIFACTS artifacts whose names are at most
 MAX_NAME_CHARS characters long, in the order given, and says in the `dropped`
 artifact how many it left out. Each artifact's value is cut to ARTIFACT_CHARS
-(local_result._clip).
+(harness_result._clip).
 """
 
 from __future__ import annotations

@@ -1,23 +1,39 @@
-"""The one interface every sandbox backend (local, docker) implements.
+"""The one interface every sandbox backend (local, docker, ray) implements.
 
 Requests and results are plain dataclasses; a request crosses process and
-container boundaries as JSON. The controller never imports candidate code.
+container boundaries as JSON (and a Ray task's pickle). The controller never
+imports candidate code. backends.make_sandbox builds a backend by name.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
-# Candidate outcome statuses that a sandbox can produce. The controller adds
-# its own (invalid_edit, duplicate, rejected) before anything reaches a sandbox.
-OK = "ok"
-INVALID = "invalid"  # ran, but the evaluator rejected its outputs (shapes, feasibility)
-SYNTAX_ERROR = "syntax_error"
-RUNTIME_ERROR = "runtime_error"
-TIMEOUT = "timeout"
-SANDBOX_ERROR = "sandbox_error"  # our fault, not the candidate's (harness crashed, no result file)
-STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # harness.py's channel for "the evaluator loaded" (run mode)
+
+class Status(StrEnum):
+    """What became of one candidate program: an EvalResult's status, stored as is in the
+    archive (programs.status) and in JSON (a StrEnum is its string). Here, at the protocol,
+    so the backends, the loop and the archive share one vocabulary without an import cycle;
+    the harness inside a sandbox writes the same strings and the host reads them back
+    (harness_result.py) as members."""
+
+    # What a sandbox can report.
+    OK = "ok"
+    INVALID = "invalid"  # ran, but the evaluator rejected its outputs (shapes, feasibility)
+    SYNTAX_ERROR = "syntax_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    SANDBOX_ERROR = "sandbox_error"  # our fault, not the candidate's (harness crashed, no result)
+    # What the controller records of a program no sandbox scored (yet).
+    PENDING = "pending"  # stored, its evaluation not finished (a resume finishes it)
+    INVALID_EDIT = "invalid_edit"  # the reply could not be applied to its parent
+    DUPLICATE = "duplicate"  # the same program (normalised) was already evaluated in the run
+    REJECTED = "rejected"  # under a cascade stage's threshold: later stages were not run
+
+
+STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # the harness's channel for "the evaluator loaded" (run mode)
 # The run's data seed travels beside the program in its own file, not in REQ.json: the harness
 # reads it only after the candidate's worker is forked, so the worker never holds it.
 DATA_SEED_FILE = "DATA_SEED"
@@ -77,17 +93,19 @@ class EvalRequest:
 
 @dataclass
 class EvalResult:
-    """What the trusted side learned about one evaluation.
+    """What the trusted side learned about one evaluation: one stage in a sandbox, or a
+    whole cascade (evolve/evaluation.py). The archive stores these fields under the same
+    names (a ProgramRow's status, score, scores, metrics, artifacts, eval_s).
 
     `score` is None unless status is OK: failed candidates never compete.
     """
 
-    status: str
+    status: Status
     score: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
-    wall_s: float = 0.0
-    stages: dict[str, float] = field(default_factory=dict)  # score after each cascade stage
+    eval_s: float = 0.0  # wall-clock seconds
+    scores: dict[str, float] = field(default_factory=dict)  # score after each cascade stage
 
 
 class Sandbox(Protocol):

@@ -8,11 +8,10 @@ token went. RunStats and the observer hear of each attempt as it happens.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evolve.archive import Archive
+from evolve.archive import Archive, LlmCall
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.client import FailedAttempt
 from evolve.run_state import RunObserver, RunStats
@@ -51,30 +50,43 @@ class Asker:
         self.sem = asyncio.Semaphore(parallel)
         self.stats, self.observer, self.refresh = stats, observer, refresh
         self.successes = 0
-        self.ok_at = time.monotonic()  # the last answer (or the start)
+        self.ok_at = llm.clock.monotonic()  # the last answer (or the start), on the LLM's clock
 
     def slot(self) -> asyncio.Semaphore:
         """Held by the caller around building a prompt and asking it (--llm-parallel)."""
         return self.sem
 
-    async def ask(self, a: Ask) -> tuple[int, str]:
-        """The reply's (call_id, text); LLMError once every attempt failed. The caller
-        holds a slot()."""
+    async def ask(self, a: Ask) -> LlmCall:
+        """The answered call, as stored (its call_id set, its reply text); LLMError once
+        every attempt failed. The caller holds a slot()."""
         model = a.choice.model
         self.stats.llm_in_flight += 1
         self.refresh()
 
-        def record(content, error, tokens_in, tokens_out, cost_usd, latency_s) -> int:
-            return self.archive.insert_llm_call(
-                self.run_id, a.iteration, a.island, a.parent_id, a.second_id, a.edit_format,
-                model, a.messages, content, error, tokens_in, tokens_out, cost_usd, latency_s,
-                purpose=a.purpose, temperature=a.choice.temperature, decision=a.choice.decision,
+        def record(
+            reply: str | None = None,
+            error: str | None = None,
+            prompt_tokens: int = 0,
+            completion_tokens: int = 0,
+            cost_usd: float = 0.0,
+            latency_s: float = 0.0,
+        ) -> LlmCall:
+            """One attempt's llm_calls row: its reply or error, tokens, cost and latency."""
+            call = LlmCall(
+                run_id=self.run_id, iteration=a.iteration, island=a.island, model=model,
+                edit_format=a.edit_format, prompt=a.messages, reply=reply, error=error,
+                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                cost_usd=cost_usd, latency_s=latency_s, parent_id=a.parent_id,
+                second_parent_id=a.second_id, purpose=a.purpose,
+                temperature=a.choice.temperature, decision=a.choice.decision,
             )  # fmt: skip
+            self.archive.insert_llm_call(call)
+            return call
 
         def on_retry(attempt: FailedAttempt) -> None:
             """A failed attempt that will be tried again: one llm_calls row (no reply, its
             error) and the status line; a long wait is also a note."""
-            record(None, attempt.describe(), 0, 0, 0.0, attempt.latency_s)
+            record(error=attempt.describe(), latency_s=attempt.latency_s)
             self.stats.add_llm_fault(attempt.fault, retried=True)
             self.refresh()
             if attempt.wait_s >= LONG_LLM_WAIT_S:
@@ -89,23 +101,22 @@ class Asker:
                 a.messages, model, seed=a.seed, on_retry=on_retry, temperature=a.choice.temperature
             )
         except LLMError as e:
-            record(None, str(e), 0, 0, 0.0, e.latency_s)
+            record(error=str(e), latency_s=e.latency_s)
             self.stats.add_llm_fault(e.fault, retried=False)
             self.refresh()
             self.observer.note(f"LLM call for iteration {a.iteration} failed: {e}")
             raise
         finally:
             self.stats.llm_in_flight -= 1
-        self.ok_at = time.monotonic()
+        self.ok_at = self.llm.clock.monotonic()
         self.successes += 1
-        call_id = record(
-            reply.content,
-            None,
-            reply.prompt_tokens,
-            reply.completion_tokens,
-            reply.cost_usd,
-            reply.latency_s,
+        call = record(
+            reply=reply.content,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cost_usd=reply.cost_usd,
+            latency_s=reply.latency_s,
         )
         self.stats.calls += 1
         self.stats.add_call(reply.prompt_tokens, reply.completion_tokens, reply.cost_usd)
-        return call_id, reply.content
+        return call

@@ -90,10 +90,11 @@ def score_program(
 ) -> BaselineScore:
     """Train (through the cascade, as a run scores) and held-out scores of one program file;
     a failure is a row with its status and first line, never an exception."""
+    from evaluators.backends import make_sandbox
+    from evolve.archive import Status
     from evolve.edits.blocks import complete_from_seed
     from evolve.evaluation import CandidateEvaluator
     from evolve.problem import load_problem
-    from evolve.sandboxes import make_sandbox
 
     try:
         problem = load_problem(root)
@@ -105,12 +106,12 @@ def score_program(
         ev = CandidateEvaluator(problem, sandbox, data_seed=data_seed)
         train = ev.evaluate(code)
         test_split = problem.test_split
-        test = ev.run_split(code, test_split) if test_split and train.status == "ok" else None
+        test = ev.run_split(code, test_split) if test_split and train.status == Status.OK else None
         return BaselineScore(
             program.name,
             train.status,
             train.score,
-            test.score if test is not None and test.status == "ok" else None,
+            test.score if test is not None and test.status == Status.OK else None,
             problem.train_split,
             test_split,
         )

@@ -4,9 +4,10 @@ program of the run is the controller's question: it knows what is in flight."""
 
 from __future__ import annotations
 
-from evolve.archive import ProgramRow
+from evaluators.sandbox import Status
+from evolve.archive import LlmCall, ProgramRow
 from evolve.edits import apply_reply, normalized_hash
-from evolve.evaluation import INVALID, too_large
+from evolve.evaluation import oversized
 from evolve.problem import Problem
 from evolve.search.versions import block_functions, unversioned
 
@@ -38,7 +39,7 @@ def new_row(
         problem=problem.name,
         iteration=iteration,
         island=island,
-        status="pending",
+        status=Status.PENDING,
         code=code,
         parent_id=parent_id,
         second_parent_id=second_id,
@@ -50,35 +51,37 @@ def new_row(
     )
 
 
-def reply_to_row(call: dict, parent: ProgramRow, run_id: str, problem: Problem) -> ProgramRow:
-    """`call` is an llm_calls row (as a dict); the row is pending unless the reply could not
-    be applied (invalid_edit) or the program is over the size cap (invalid, no code kept:
-    the reply has it)."""
+def reply_to_row(call: LlmCall, parent: ProgramRow, run_id: str, problem: Problem) -> ProgramRow:
+    """The program an answered call's reply makes: pending, unless the reply could not be
+    applied (invalid_edit) or the program is over the size cap (invalid, no code kept: the
+    reply has it)."""
     if parent.code is None:
         raise ValueError(f"program {parent.program_id} has no code")
-    fmt, reply = call["edit_format"], call["reply"]
+    if call.reply is None:
+        raise ValueError(f"call {call.call_id} has no reply")
+    fmt, reply = call.edit_format, call.reply
     if fmt == "funsearch":  # the model wrote NAME_vK: back to NAME
         reply = unversioned(reply, block_functions(parent.code))
     edit = apply_reply(parent.code, reply, ASKED.get(fmt, fmt))
-    too_big = too_large(problem, edit.code) if edit.ok and edit.code else None
-    keep = edit.ok and edit.code is not None and not too_big
+    refused = oversized(problem, edit.code) if edit.ok and edit.code else None
+    keep = edit.ok and edit.code is not None and refused is None
     row = new_row(
         run_id,
         problem,
-        call["iteration"],
-        call["island"],
+        call.iteration,
+        call.island,
         edit.code if keep else None,
         parent_id=parent.program_id,
-        second_id=call["second_parent_id"],
+        second_id=call.second_parent_id,
         kind=KIND.get(fmt, "mutation"),
         edit_kind=edit.kind,
-        model=call["model"],
+        model=call.model,
         diff=edit.diff if keep else None,
     )
-    row.llm_call_id = call["call_id"]
+    row.llm_call_id = call.call_id
     if not edit.ok or edit.code is None:
-        row.status = "invalid_edit"
+        row.status = Status.INVALID_EDIT
         row.artifacts = {"error": f"the reply could not be applied: {edit.error}"}
-    elif too_big:
-        row.status, row.artifacts = INVALID, {"error": too_big}
+    elif refused is not None:  # unevaluated: its status and error only
+        row.status, row.artifacts = refused.status, refused.artifacts
     return row

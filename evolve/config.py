@@ -3,6 +3,8 @@
 The merged record is stored with the run, so `resume` needs nothing but the
 run id to continue exactly as the run started. API keys are never part of it: a run
 reads them from the problem's config.yaml and the environment each time it starts.
+A field that is a setting (a flag) takes its default from evolve.settings.flags.Settings,
+so each default is written once; evolve.launch merges the layers.
 """
 
 from __future__ import annotations
@@ -11,50 +13,51 @@ from dataclasses import asdict, dataclass, field, replace
 
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.prompts import EDIT_FORMATS, PROMPT_STYLES
+from evolve.settings.flags import default as _d
 from evolve.settings.overrides import Overrides
 
 
 @dataclass(frozen=True)
 class RunConfig:
     problem_dir: str
-    iterations: int = 50
+    iterations: int = _d("iterations")
     models: tuple[ModelSpec, ...] = (ModelSpec("gpt-4.1-mini"),)
-    api_base: str | None = None
-    parallel: int = 2  # evaluations in flight
-    llm_parallel: int = 4  # LLM requests in flight
-    seed: int = 0
-    budget_usd: float | None = None
-    time_limit_s: float | None = None
-    sandbox: str = "auto"  # docker if its engine and image are there, else local
-    require_isolation: bool = False  # refuse a local sandbox that lost any isolation guarantee
-    ray_address: str | None = None  # --sandbox ray: the cluster (None: a private instance)
-    ray_node_sandbox: str = "auto"  # --sandbox ray: each node's own sandbox
-    allow_unisolated_ray_nodes: bool = False  # --sandbox ray: nodes without namespaces too
-    num_islands: int = 3
-    migration_interval: int = 20  # finished iterations between ring migrations
-    edit_format: str = "block"
-    crossover_rate: float = 0.1
-    temperature: float = 0.8
-    max_tokens: int = 4096
-    llm_timeout_s: float = 120.0
-    llm_retries: int = 4
-    llm_backoff_s: float = 1.0
-    prices_file: str | None = None
+    api_base: str | None = _d("api_base")
+    parallel: int = _d("parallel")  # evaluations in flight
+    llm_parallel: int = _d("llm_parallel")  # LLM requests in flight
+    seed: int = _d("seed")
+    budget_usd: float | None = _d("budget_usd")
+    time_limit_s: float | None = _d("time_limit")
+    sandbox: str = _d("sandbox")  # auto: docker if its engine and image are there, else local
+    require_isolation: bool = _d("require_isolation")  # refuse a local sandbox less isolated
+    ray_address: str | None = _d("ray_address")  # --sandbox ray: the cluster (None: private)
+    ray_node_sandbox: str = _d("ray_node_sandbox")  # --sandbox ray: each node's own sandbox
+    allow_unisolated_ray_nodes: bool = _d("allow_unisolated_ray_nodes")
+    num_islands: int = _d("islands")
+    migration_interval: int = _d("migration_interval")  # finished iterations between migrations
+    edit_format: str = _d("edit_format")
+    crossover_rate: float = _d("crossover_rate")
+    temperature: float = _d("temperature")
+    max_tokens: int = _d("max_tokens")
+    llm_timeout_s: float = _d("llm_timeout")
+    llm_retries: int = _d("llm_retries")
+    llm_backoff_s: float = _d("llm_backoff")
+    prices_file: str | None = _d("prices")
     data_dir: str | None = None
     # From the model's profile (evolve/llm/profiles.py): prompts are packed to fit the window.
     context_window: int | None = None  # tokens; None: no packing
-    prompt_style: str = "full"  # full | short
+    prompt_style: str = _d("prompt_style")  # full | short | funsearch
     num_inspirations: int = 3  # shown per prompt, at most
     max_attempts: int = 5  # recent attempts shown per prompt, at most
     # The search (evolve/search/): what a call may cost and how clones and failures are met.
-    max_calls: int | None = None  # answered LLM calls after which the run stops
-    max_resamples: int = 2  # a reply that repeats a program is asked again this often
-    repair_attempts: int = 1  # calls to fix a child that failed with an error
-    temperatures: tuple[float, ...] = ()  # drawn per call; () = (temperature,)
-    meta_interval: int = 0  # calls between meta-notes; 0: none
-    stagnation: int = 0  # iterations without a new best that start a burst; 0: never
-    burst_calls: int = 4  # calls of a stagnation burst
-    escalation_model: str | None = None  # the burst's model (None: the bandit's other pick)
+    max_calls: int | None = _d("max_calls")  # answered LLM calls after which the run stops
+    max_resamples: int = _d("max_resamples")  # a reply repeating a program is asked again
+    repair_attempts: int = _d("repair_attempts")  # calls to fix a child that failed
+    temperatures: tuple[float, ...] = _d("temperatures")  # drawn per call; () = (temperature,)
+    meta_interval: int = _d("meta_interval")  # calls between meta-notes; 0: none
+    stagnation: int = _d("stagnation")  # iterations without a new best that start a burst
+    burst_calls: int = _d("burst_calls")  # calls of a stagnation burst
+    escalation_model: str | None = _d("escalation_model")  # None: the bandit's other pick
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
     eval_env: tuple[str, ...] = ()  # as given: NAME (read again at resume) or NAME=VALUE

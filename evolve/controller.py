@@ -14,11 +14,12 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from evolve.archive import Archive, ProgramRow
+from evaluators.sandbox import EvalResult
+from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus, Status
 from evolve.asking import Ask, Asker
 from evolve.candidates import new_row, program_id, reply_to_row
 from evolve.config import RunConfig
-from evolve.evaluation import INVALID, CandidateEvaluator, Outcome
+from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
@@ -45,7 +46,7 @@ class CallsSpent(Exception):
 @dataclass
 class RunSummary:
     run_id: str
-    status: str
+    status: RunStatus
     reason: str | None
     iterations_done: int
     best_score: float | None
@@ -114,7 +115,7 @@ class Controller:
         row = new_row(self.run_id, self.problem, 0, 0, self.problem.seed_code, kind="seed", diff="")
         await self._apply_outcome(row, out)
         self.archive.insert_program(row)
-        if row.status != "ok":
+        if row.status != Status.OK:
             detail = (
                 row.artifacts.get("error")
                 or row.artifacts.get("traceback")
@@ -136,7 +137,7 @@ class Controller:
         resets = [d for d in self.archive.decisions(self.run_id) if d["kind"] == "stagnation"]
         added = 0
         self.replaying = True
-        for p in self.archive.programs(self.run_id, "status!='pending'"):
+        for p in self.archive.programs(self.run_id, pending=False):
             while resets and resets[0]["at_done"] <= added:
                 self._replay_reset(resets.pop(0)["detail"])
             self._add(p)
@@ -187,9 +188,9 @@ class Controller:
         except asyncio.CancelledError:
             # Kill what is running now; unfinished candidates stay pending for `resume`.
             self.evaluator.sandbox.close()
-            status, reason = "stopped", "interrupted"
+            status, reason = RunStatus.STOPPED, "interrupted"
         except RunAborted as e:
-            status, reason = "failed", str(e)
+            status, reason = RunStatus.FAILED, str(e)
         finally:
             self.observer.stop()
         self.archive.set_run_status(self.run_id, status, reason)
@@ -199,7 +200,7 @@ class Controller:
             self.run_id,
             status,
             reason,
-            self._done(),
+            self.archive.finished(self.run_id),
             best.score if best else None,
             seed.score if seed else None,
         )
@@ -211,13 +212,6 @@ class Controller:
             require_prices([m.name for m in self.cfg.models], self.cfg.budget_usd, self.llm.prices)
         except UnpricedModel as e:
             raise RunAborted(str(e)) from None
-
-    def _done(self) -> int:
-        r = self.archive.db.execute(
-            "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!='pending'",
-            (self.run_id,),
-        ).fetchone()
-        return int(r[0])
 
     def _calls_left(self) -> int | None:
         """Calls --max-calls still allows, those in flight counted as spent."""
@@ -238,25 +232,25 @@ class Controller:
             return f"time limit of {self.cfg.time_limit_s:g} s reached"
         return None
 
-    def _final_status(self) -> tuple[str, str | None]:
+    def _final_status(self) -> tuple[RunStatus, str | None]:
         reason = self._stop_reason()
         spent = self.cfg.max_calls is not None and self.stats.calls >= self.cfg.max_calls
-        if self._done() >= self.cfg.iterations or spent:
-            return "finished", None
-        return "stopped", reason
+        if self.archive.finished(self.run_id) >= self.cfg.iterations or spent:
+            return RunStatus.FINISHED, None
+        return RunStatus.STOPPED, reason
 
     async def _loop(self) -> None:
         tasks: set[asyncio.Task] = set()
         # Work left over from a killed controller comes first.
-        for prow in self.archive.programs(self.run_id, "status='pending'"):
+        for prow in self.archive.programs(self.run_id, pending=True):
             tasks.add(asyncio.create_task(self._evaluate_candidate(prow)))
         replies = self.archive.unconsumed_replies(self.run_id)
         iteration_of: dict[asyncio.Task, int] = {}  # the tasks that ask the LLM
         for call in replies:
-            t = asyncio.create_task(self._iteration(call["iteration"], stored=call))
-            iteration_of[t] = call["iteration"]
+            t = asyncio.create_task(self._iteration(call.iteration, stored=call))
+            iteration_of[t] = call.iteration
             tasks.add(t)
-        taken = self.archive.iterations(self.run_id) | {c["iteration"] for c in replies}
+        taken = self.archive.iterations(self.run_id) | {c.iteration for c in replies}
         free = [i for i in range(1, self.cfg.iterations + 1) if i not in taken]
         retry: list[int] = []
         limit = self.cfg.parallel + self.cfg.llm_parallel
@@ -278,7 +272,7 @@ class Controller:
                         continue
                     if isinstance(exc, LLMError) and iteration is not None:
                         retry.append(iteration)
-                        down_s = time.monotonic() - self.asker.ok_at
+                        down_s = self.llm.clock.monotonic() - self.asker.ok_at
                         if self.asker.successes == 0 or down_s >= MAX_LLM_OUTAGE_S:
                             fatal = fatal or RunAborted(f"LLM endpoint unreachable: {exc}")
                     else:
@@ -293,7 +287,7 @@ class Controller:
                 await asyncio.gather(*tasks, return_exceptions=True)
 
     # ---- one iteration -----------------------------------------------------
-    async def _iteration(self, it: int, stored: dict | None = None) -> None:
+    async def _iteration(self, it: int, stored: LlmCall | None = None) -> None:
         """Fill slot `it`: ask (a reply stored before a kill is used first), and ask again,
         hotter and told so, while the reply repeats a program of the run (each rejected
         reply stays an llm_calls row); then evaluate what came back."""
@@ -305,22 +299,23 @@ class Controller:
                 call = await self._ask(it, resample)
             row = self._candidate(call)
             if (
-                row.status == "duplicate"
+                row.status == Status.DUPLICATE
                 and resample < self.cfg.max_resamples
                 and self._stop_reason() is None
             ):
-                self.archive.reject_call(call["call_id"], "rejected_duplicate")
-                self.search.rejected(call["model"])
+                assert call.call_id is not None  # stored before it was used
+                self.archive.reject_call(call.call_id, CallOutcome.REJECTED_DUPLICATE)
+                self.search.rejected(call.model)
                 self.stats.rejected += 1
                 resample += 1
                 continue
             break
-        if row.status != "pending":
+        if row.status != Status.PENDING:
             return self._finish_now(row)
         self.archive.insert_program(row)
         await self._evaluate_candidate(row)
 
-    async def _ask(self, it: int, resample: int) -> dict:
+    async def _ask(self, it: int, resample: int) -> LlmCall:
         """One LLM call for slot `it`, recorded whether answered or failed. Its prompt is
         built once the call may go out, from the population as it is then: a failure that
         finished meanwhile is repaired first."""
@@ -331,7 +326,7 @@ class Controller:
                 raise CallsSpent()
             return await self._ask_now(it, resample)
 
-    async def _ask_now(self, it: int, resample: int) -> dict:
+    async def _ask_now(self, it: int, resample: int) -> LlmCall:
         island = it % self.cfg.num_islands
         repair = None if resample else self.search.next_repair()
         proposal = self.proposer.repair(self._program(repair), self.notes) if repair else None
@@ -352,7 +347,7 @@ class Controller:
         )
         choice = self.search.choose(resample)
         second = proposal.second.program_id if proposal.second else None
-        reply = await self.asker.ask(
+        return await self.asker.ask(
             Ask(
                 it,
                 island,
@@ -365,16 +360,6 @@ class Controller:
                 self.cfg.seed * 100003 + it * 16 + resample,
             )
         )
-        return {
-            "call_id": reply[0],
-            "iteration": it,
-            "island": island,
-            "parent_id": proposal.parent.program_id,
-            "second_parent_id": second,
-            "edit_format": fmt,
-            "model": choice.model,
-            "reply": reply[1],
-        }
 
     async def _maybe_meta(self, it: int) -> None:
         """Every --meta-interval answered calls, one call writes the run's meta-notes."""
@@ -386,7 +371,7 @@ class Controller:
             left = self._calls_left()
             if self.stats.calls < (written + 1) * every or (left is not None and left <= 1):
                 return
-            programs = self.archive.programs(self.run_id, "status!='pending'")
+            programs = self.archive.programs(self.run_id, pending=False)
             children = [p for p in programs if p.iteration > 0]
             scores = {p.program_id: p.score for p in programs}
             best = self.pop.best()
@@ -408,25 +393,27 @@ class Controller:
                 self.search.choose(),
                 self.cfg.seed * 100003 + it * 16 + 15,
             )
-            call_id, reply = await self.asker.ask(ask)
-            self.notes = parse_notes(reply)
-            self.archive.add_meta_note(self.run_id, self.stats.calls, call_id, self.notes)
+            call = await self.asker.ask(ask)
+            assert call.call_id is not None and call.reply is not None  # stored, answered
+            self.notes = parse_notes(call.reply)
+            self.archive.add_meta_note(self.run_id, self.stats.calls, call.call_id, self.notes)
             self.observer.note(f"meta-notes after {self.stats.calls} calls")
 
-    def _candidate(self, call: dict) -> ProgramRow:
+    def _candidate(self, call: LlmCall) -> ProgramRow:
         """The program a reply makes (not yet stored): pending, or why it is not evaluated."""
-        row = reply_to_row(call, self._program(call["parent_id"]), self.run_id, self.problem)
-        if row.status == INVALID:
+        parent = self._program(call.parent_id or "")  # every proposing call names its parent
+        row = reply_to_row(call, parent, self.run_id, self.problem)
+        if row.status == Status.INVALID:
             self.observer.note(
                 f"iteration {row.iteration} recorded invalid, unevaluated: {row.artifacts['error']}"
             )
-        elif row.status == "pending":
+        elif row.status == Status.PENDING:
             assert row.code_hash is not None  # reply_to_row hashes the code it keeps
             dup = self.archive.hash_seen(self.run_id, row.code_hash) or self.in_flight_hashes.get(
                 row.code_hash
             )
             if dup:
-                row.status = "duplicate"
+                row.status = Status.DUPLICATE
                 row.artifacts = {
                     "error": f"duplicate of {dup}: the program was already evaluated in this run"
                 }
@@ -445,7 +432,7 @@ class Controller:
         self.pop.add(row)
         self._count(row)
         best = (
-            row.status == "ok"
+            row.status == Status.OK
             and row.score is not None
             and (prev_best is None or row.score > prev_best.score)
         )
@@ -515,22 +502,22 @@ class Controller:
             await self._rescore_test(row)
 
     # ---- helpers -------------------------------------------------------------
-    async def _apply_outcome(self, row: ProgramRow, out: Outcome) -> None:
+    async def _apply_outcome(self, row: ProgramRow, out: EvalResult) -> None:
         row.status, row.score, row.scores = out.status, out.score, out.scores
         row.metrics, row.artifacts, row.eval_s = out.metrics, out.artifacts, out.eval_s
-        if row.status == "ok":  # off the loop: a big program's features take a while
+        if row.status == Status.OK:  # off the loop: a big program's features take a while
             row.features = await asyncio.to_thread(self.features.values, _code(row), row.metrics)
             row.cell = self.features.cell(row.features)
 
     async def _rescore_test(self, row: ProgramRow) -> None:
         """Held-out score for a new best; it is stored, never shown to the model."""
         split = self.problem.test_split
-        if not split or row.status != "ok":
+        if not split or row.status != Status.OK:
             return
         async with self.eval_sem:
             res = await asyncio.to_thread(self.evaluator.run_split, _code(row), split)
         metrics: dict[str, object] = dict(res.metrics)
-        if res.status != "ok":
+        if res.status != Status.OK:
             metrics["status"] = res.status
         self.archive.set_test_result(row.program_id, res.score, metrics)
         best = self.pop.best()
@@ -558,9 +545,9 @@ class Controller:
             self.stats.seed_score = p.score
         else:
             self.stats.done += 1
-            self.stats.ok += p.status == "ok"
+            self.stats.ok += p.status == Status.OK
         if (
-            p.status == "ok"
+            p.status == Status.OK
             and p.score is not None
             and (self.stats.best is None or p.score > self.stats.best)
         ):

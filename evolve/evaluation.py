@@ -4,22 +4,21 @@ Native problems: cheap stages screen candidates before the expensive one; a
 candidate that misses a stage's threshold is `rejected` and, like every
 failure, gets no score, so it can never outrank a program that really ran.
 OpenEvolve-format problems get OpenEvolve's own cascade, run by the harness in
-one sandbox process (evaluators/openevolve_run.py): stage metrics merge, and a
+one sandbox process (evaluators/inside/openevolve_run.py): stage metrics merge, and a
 program under a threshold keeps the score it has so far. A candidate over the
-problem's size cap is `invalid` before any sandbox sees it.
+problem's size cap is `invalid` before any sandbox sees it (`oversized`, the one size check).
+Every path gives the sandbox's own EvalResult, whose fields the archive stores as they are.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
-from evaluators.sandbox import INVALID, OK, EvalRequest, EvalResult, Limits, Sandbox
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
 from evolve.data import data_dir_for, ensure
 from evolve.problem import Problem
-
-REJECTED = "rejected"
 
 
 def too_large(problem: Problem, code: str) -> str | None:
@@ -38,14 +37,11 @@ def too_large(problem: Problem, code: str) -> str | None:
     return f"code is {size:,} bytes; this problem allows at most {problem.max_code_bytes:,} ({setting})"
 
 
-@dataclass
-class Outcome:
-    status: str
-    score: float | None
-    scores: dict[str, float] = field(default_factory=dict)  # per stage
-    metrics: dict[str, float] = field(default_factory=dict)
-    artifacts: dict[str, str] = field(default_factory=dict)
-    eval_s: float = 0.0
+def oversized(problem: Problem, code: str) -> EvalResult | None:
+    """The size check every candidate passes before a sandbox or the archive keeps it: None
+    when `code` is within the cap, else the `invalid` result recorded in place of a score."""
+    reason = too_large(problem, code)
+    return None if reason is None else EvalResult(Status.INVALID, artifacts={"error": reason})
 
 
 def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
@@ -102,10 +98,7 @@ class CandidateEvaluator:
             cascade=openevolve_thresholds(self.problem),
             retries=self.problem.eval_retries,
             stage_timeout_s=self.problem.timeout_s,
-            # OpenEvolve's names: our code_length is its complexity
-            feature_dims=tuple(
-                "complexity" if d == "code_length" else d for d in self.problem.feature_dims
-            ),
+            feature_dims=self.problem.openevolve_feature_dims,
         )
 
     def hidden(self, split: str) -> tuple[str, ...]:
@@ -129,31 +122,29 @@ class CandidateEvaluator:
             return self.sandbox.evaluate(self.request(code, self.problem.train_split, stage))
         return self.run_split(code, stage)
 
-    def evaluate(self, code: str) -> Outcome:
-        reason = too_large(self.problem, code)
-        if reason is not None:
-            return Outcome(status=INVALID, score=None, artifacts={"error": reason})
+    def evaluate(self, code: str) -> EvalResult:
+        """The whole cascade; `scores` holds each stage's score, `eval_s` the time it took."""
+        refused = oversized(self.problem, code)
+        if refused is not None:
+            return refused
         if self.problem.fmt == "openevolve":  # the harness runs OpenEvolve's cascade
-            res = self.sandbox.evaluate(self.request(code, self.problem.train_split))
-            return Outcome(
-                res.status, res.score, res.stages, res.metrics, res.artifacts, res.wall_s
-            )
+            return self.sandbox.evaluate(self.request(code, self.problem.train_split))
         t0 = time.monotonic()
-        out = Outcome(status=OK, score=None)
+        out = EvalResult(Status.OK)
         for i, stage in enumerate(self.problem.cascade):
             name = stage.function or stage.split
             res = self.sandbox.evaluate(self.request(code, stage.split, stage.function))
             out.metrics.update(res.metrics)
             out.artifacts.update(res.artifacts)
-            if res.status != OK or res.score is None:
-                out.status = res.status if res.status != OK else "sandbox_error"
+            if res.status != Status.OK or res.score is None:
+                out.status = res.status if res.status != Status.OK else Status.SANDBOX_ERROR
                 out.artifacts.setdefault("stage", name)
                 out.score = None
                 break
             out.scores[name] = res.score
             last = i == len(self.problem.cascade) - 1
             if not last and stage.threshold is not None and res.score < stage.threshold:
-                out.status = REJECTED
+                out.status = Status.REJECTED
                 out.artifacts["cascade"] = (
                     f"stage '{name}' scored {res.score:.6g}, below its threshold {stage.threshold:.6g}; "
                     "later stages were not run"

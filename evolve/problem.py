@@ -284,6 +284,7 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         # The last stage's threshold gates nothing after it.
         stages[-1] = Stage(split="train", function=stages[-1].function)
     diff_based = cfg.diff_based_evolution
+    oe_dims = tuple(db.feature_dimensions or ("complexity", "diversity"))
     return Problem(
         name=root.name,
         description=f"OpenEvolve-format problem {root.name}",
@@ -300,11 +301,9 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         train_split="train",
         test_split=None,
         cascade=tuple(stages),
-        # OpenEvolve calls code length "complexity".
-        feature_dims=tuple(
-            "code_length" if d == "complexity" else d
-            for d in (db.feature_dimensions or ("code_length", "diversity"))
-        ),
+        # OpenEvolve calls code length "complexity": the grid's name for it is code_length
+        feature_dims=tuple("code_length" if d == "complexity" else d for d in oe_dims),
+        openevolve_feature_dims=oe_dims,
         feature_bins=db.bins() or 8,
         num_islands=db.num_islands,
         iterations=cfg.max_iterations,

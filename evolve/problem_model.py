@@ -78,7 +78,7 @@ class Problem:
     train_split: str
     test_split: str | None
     cascade: tuple[Stage, ...]
-    feature_dims: tuple[str, ...]
+    feature_dims: tuple[str, ...]  # the MAP-Elites grid's: code_length, diversity, metrics
     feature_bins: int
     num_islands: int | None = None
     population_size: int | None = None
@@ -91,6 +91,9 @@ class Problem:
     env: dict[str, str] = field(default_factory=dict)  # extra environment for the evaluator
     eval_retries: int = 0  # retries of an evaluation that fails (OpenEvolve's max_retries)
     cascade_evaluation: bool = True  # OpenEvolve's evaluator.cascade_evaluation
+    # OpenEvolve's database.feature_dimensions as config.yaml names them (code length is its
+    # `complexity`): the metrics its fitness leaves out of the average (EvalRequest.feature_dims)
+    openevolve_feature_dims: tuple[str, ...] = ()
     parallel: int | None = None  # evaluations in flight (OpenEvolve's parallel_evaluations)
     seed: int | None = None  # the run's seed (OpenEvolve's random_seed)
     migration_interval: int | None = None

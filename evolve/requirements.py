@@ -2,7 +2,7 @@
 
 The local sandbox runs evaluators on the host's Python, so `evolve check` warns about
 what is missing here before a run fails on an ImportError. (The Docker sandbox layers
-the file on its image instead: evaluators/image_layers.py.)
+the file on its image instead: evaluators/docker/image_layers.py.)
 """
 
 from __future__ import annotations

@@ -2,12 +2,17 @@
 
 The controller keeps a RunStats up to date and reports to a RunObserver. The
 command line's live display (evolve.cli.progress.RunProgress) is one; the
-default observer does nothing, so the loop never depends on a display.
+default observer does nothing, so the loop never depends on a display. RunHooks is
+what a front end adds around a run started through evolve.api (its lines, its signals).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 
@@ -77,3 +82,28 @@ class NullObserver:
 
     def stop(self) -> None:
         pass
+
+
+class RunHooks:
+    """What a front end hears, and adds, while a run is set up and runs; here each does
+    nothing. The command line's (evolve/cli/run.py) prints the lines and ties Ctrl-C and
+    SIGTERM to the run."""
+
+    def notice(self, line: str) -> None:
+        """A line for the user before the run starts: a setting ignored, the model used."""
+
+    def started(self, run_id: str) -> None:
+        """The run's row exists (or was taken over by this process): it runs from here."""
+
+    def owning(self, archive_path: Path, run_id: str) -> None:
+        """This process holds the run's lock: the run a forced stop must leave `stopped`."""
+
+    def on_force(self, cleanup: Callable[[], object]) -> None:
+        """`cleanup` (stop a server, kill what is in flight) is what a forced stop runs."""
+
+    def reassert(self) -> None:
+        """A library may have replaced the signal handlers (Ray's init does): take them back."""
+
+    def running(self, task: asyncio.Task) -> AbstractContextManager[None]:
+        """While the controller runs as `task`: a stop request cancels it."""
+        return nullcontext()

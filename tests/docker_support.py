@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from evaluators.docker_sandbox import LABEL
+from evaluators.docker.sandbox import LABEL
 
 
 def engine():
@@ -32,7 +32,7 @@ def engine():
 @pytest.fixture(scope="session")
 def docker_image() -> str:
     """The sandbox image's tag, built now if this machine does not have it yet."""
-    from evaluators.image import ImageError, build, find_image
+    from evaluators.docker.image import ImageError, build, find_image
 
     client = engine()
     if (tag := find_image(client)) is not None:

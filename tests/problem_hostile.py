@@ -18,10 +18,12 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import os
 import re
 import shutil
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 from evolve.edits.blocks import complete_from_seed
@@ -111,10 +113,16 @@ def assert_fails(out: dict, fragment: str = "", status: str | tuple[str, ...] = 
 
 
 def short_timeout_copy(problem: Path, dest: Path, timeout_s: float = 3.0) -> Path:
-    """A copy of the problem folder whose evaluation deadline is `timeout_s` seconds."""
+    """A copy of the problem folder whose evaluation deadline is `timeout_s` seconds (the
+    files its problem.toml includes, such as ../other/sim.py, copied beside it alike)."""
     copy = Path(dest) / f"{problem.name}_t{next(_ids)}"
     shutil.copytree(problem, copy, ignore=shutil.ignore_patterns("__pycache__"))
     toml = copy / "problem.toml"
+    for include in tomllib.loads(toml.read_text()).get("problem", {}).get("include", []):
+        target = Path(os.path.normpath(copy / include))
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy((problem / include).resolve(), target)
     text, n = re.subn(r"(?m)^timeout_s\s*=.*$", f"timeout_s = {timeout_s}", toml.read_text())
     assert n == 1, f"{toml}: expected exactly one timeout_s line"
     toml.write_text(text)

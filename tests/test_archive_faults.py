@@ -1,7 +1,8 @@
 """A runs dir that cannot be used, an archive of another schema, and ids as people type them.
 
 Every command that takes --runs-dir answers a fault with exit 2 and one stderr line naming
-the path; an older archive is migrated keeping everything; a newer one is refused."""
+the path; an older archive is read as it is (looking never writes it) and migrated keeping
+everything when a run opens it; a newer one is refused."""
 
 from __future__ import annotations
 
@@ -250,8 +251,9 @@ def old_archive(runs: Path) -> Path:
     return runs
 
 
-def test_an_old_archive_is_migrated_keeping_its_runs_and_programs(tmp_path):
+def test_an_old_archive_is_read_untouched_and_migrated_keeping_its_runs_and_programs(tmp_path):
     runs = old_archive(tmp_path / "runs")
+    before = (runs / "archive.db").read_bytes()
     listed = {r["run_id"]: r for r in archive_json(runs, "runs")}
     assert set(listed) == {"old-a", "old-b"}
     assert listed["old-a"]["status"] == "finished" and listed["old-a"]["iterations_done"] == 2
@@ -260,6 +262,10 @@ def test_an_old_archive_is_migrated_keeping_its_runs_and_programs(tmp_path):
     assert listed["old-b"]["status"] == "interrupted"
     shown = archive_json(runs, "show", "old-a:2")
     assert shown["code"] == "x = 2\n" and shown["metrics"] == {"m": 2}
+    assert archive_json(runs, "best", "--run", "old-a")["program_id"] == "old-a:2"
+    assert evolve("archive", "lineage", "old-a:2", "--runs-dir", runs).returncode == 0
+    assert (runs / "archive.db").read_bytes() == before  # looking never writes, nor migrates
+    Archive(runs).close()  # what `evolve run` and `resume` open: it migrates
     c = sqlite3.connect(runs / "archive.db")
     assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     cols = {r[1] for r in c.execute("PRAGMA table_info(runs)")}
@@ -279,7 +285,7 @@ def test_a_migration_that_cannot_finish_leaves_the_old_archive_as_it_was(tmp_pat
     c.execute("ALTER TABLE runs ADD COLUMN owner_host TEXT")
     c.commit()
     c.close()
-    r = evolve("archive", "runs", "--runs-dir", runs)
+    r = evolve("resume", "old-a", "--runs-dir", runs, "--no-progress")  # opens it to write
     assert_one_line(r, str(runs / "archive.db"), "owner_host")
     c = sqlite3.connect(runs / "archive.db")
     assert c.execute("PRAGMA user_version").fetchone()[0] == 0

@@ -1,6 +1,9 @@
 """The archive is the only state; the population is derived from it."""
 
-from evolve.archive import Archive, ProgramRow
+import json
+from dataclasses import replace
+
+from evolve.archive import Archive, ArchiveReader, CallOutcome, LlmCall, ProgramRow, Status
 from evolve.population import Features, Population, SelectionPolicy
 
 SEED = "import math\n# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
@@ -22,24 +25,63 @@ def test_wal_best_across_runs_and_failed_never_best(tmp_path):
     a.insert_program(_row("r2", 0, 1.0))
     a.insert_program(_row("r2", 1, None, status="runtime_error"))
     a.insert_program(_row("r2", 2, 3.0, parent="r2:0"))
-    assert a.best(problem="p").program_id == "r1:1"
-    assert a.best(run_id="r2").program_id == "r2:2"
-    runs = {r["run_id"]: r for r in a.list_runs()}
+    assert a.best("r2").program_id == "r2:2" and a.finished("r2") == 2
+    reader = ArchiveReader(tmp_path)  # every look from outside the loop
+    assert reader.best(problem="p").program_id == "r1:1"
+    assert reader.best(run_id="r2").program_id == "r2:2"
+    runs = {r["run_id"]: r for r in reader.list_runs()}
     assert runs["r2"]["iterations_done"] == 2 and runs["r2"]["best_score"] == 3.0
-    assert [p.program_id for p in a.lineage("r2:2")] == ["r2:2", "r2:0"]
+    assert [p.program_id for p in reader.lineage("r2:2")] == ["r2:2", "r2:0"]
     assert a.hash_seen("r2", "h2") == "r2:2" and a.hash_seen("r1", "h2") is None
+
+
+def test_statuses_and_calls_are_stored_as_they_always_were_and_read_back_typed(tmp_path):
+    a = Archive(tmp_path)
+    a.create_run("r", "p", "/x", {}, 3)
+    a.insert_program(_row("r", 0, 1.0))
+    a.insert_program(_row("r", 1, None, status=Status.PENDING))
+    assert [p.iteration for p in a.programs("r", pending=True)] == [1]
+    assert [p.iteration for p in a.programs("r", pending=False)] == [0]
+    assert a.finished("r") == 0  # the seed is no iteration; a pending one is not done
+    rows = a.db.execute("SELECT status, typeof(status) FROM programs ORDER BY iteration")
+    assert [tuple(r) for r in rows] == [("ok", "text"), ("pending", "text")]
+    assert a.get_program("r:0").status is Status.OK and json.dumps([Status.OK]) == '["ok"]'
+    call = LlmCall(run_id="r", iteration=1, island=0, model="m", edit_format="diff",
+                   prompt=[{"role": "user", "content": "hi"}], reply="x", prompt_tokens=3,
+                   parent_id="r:0", purpose="mutation", temperature=0.5)  # fmt: skip
+    call_id = a.insert_llm_call(call)
+    assert call.call_id == call_id and call.created_at > 0
+    a.reject_call(call_id, CallOutcome.REJECTED_DUPLICATE)
+    (outcome,) = a.db.execute("SELECT outcome FROM llm_calls").fetchone()
+    assert outcome == "rejected_duplicate"
+    # the reader's LlmCall is the row the loop wrote, its outcome now set
+    back = ArchiveReader(tmp_path).llm_call(call_id)
+    assert back == replace(call, outcome=CallOutcome.REJECTED_DUPLICATE)
+    assert back.category == "rejected duplicate"
 
 
 def test_unconsumed_replies_are_found_after_a_crash(tmp_path):
     a = Archive(tmp_path)
     a.create_run("r", "p", "/x", {}, 5)
     a.insert_program(_row("r", 0, 1.0))
-    a.insert_llm_call("r", 1, 1, "r:0", None, "block", "m", [], "reply one", None, 10, 5, 0.0, 0.1)
-    a.insert_llm_call("r", 2, 2, "r:0", None, "block", "m", [], None, "HTTP 500", 0, 0, 0.0, 0.1)
-    a.insert_llm_call("r", 3, 0, "r:0", None, "block", "m", [], "reply three", None, 10, 5, 0.0, 0.1)
+    a.insert_llm_call(LlmCall(
+        run_id="r", iteration=1, island=1, parent_id="r:0", edit_format="block", model="m",
+        prompt=[], reply="reply one", prompt_tokens=10, completion_tokens=5, cost_usd=0.0,
+        latency_s=0.1,
+    ))
+    a.insert_llm_call(LlmCall(
+        run_id="r", iteration=2, island=2, parent_id="r:0", edit_format="block", model="m",
+        prompt=[], error="HTTP 500", prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
+        latency_s=0.1,
+    ))
+    a.insert_llm_call(LlmCall(
+        run_id="r", iteration=3, island=0, parent_id="r:0", edit_format="block", model="m",
+        prompt=[], reply="reply three", prompt_tokens=10, completion_tokens=5, cost_usd=0.0,
+        latency_s=0.1,
+    ))
     a.insert_program(_row("r", 3, 2.0))
     left = a.unconsumed_replies("r")
-    assert [c["iteration"] for c in left] == [1]
+    assert [c.iteration for c in left] == [1]
     assert a.usage("r")["prompt_tokens"] == 20
 
 

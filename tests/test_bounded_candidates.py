@@ -16,6 +16,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from evaluators.backends import make_sandbox
 from evolve.archive import Archive, ProgramRow
 from evolve.archive.schema import SCHEMA_VERSION
 from evolve.config import RunConfig
@@ -26,7 +27,6 @@ from evolve.llm.pricing import PriceTable
 from evolve.population import Population, SelectionPolicy
 from evolve.problem import load_problem
 from evolve.prompts import PromptBuilder
-from evolve.sandboxes import make_sandbox
 from tests.cli_helpers import archive_json, evolve, run_args
 from tests.scripted_llm import Reply, ScriptedLLM
 from tests.toy_problem import toy_problem

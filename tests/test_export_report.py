@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.archive import Archive, ProgramRow
+from evolve.archive import Archive, LlmCall, ProgramRow
 from evolve.cli import main
 
 T0 = 1_700_000_000.0
@@ -52,8 +52,11 @@ def runs(tmp_path: Path) -> Path:
     seed = _program(a, RUN, 0, kind="seed", score=1.0, metrics={"waste": 10.0})
     parents = {2: seed, 5: f"{RUN}:2", 9: f"{RUN}:5"}
     for it in range(1, 11):
-        call = a.insert_llm_call(RUN, it, 0, seed, None, "diff", MODEL if it % 2 else "gpt-y",
-                                 [], "reply", None, 1000 * it, 100, 0.02, 1.0)  # fmt: skip
+        call = a.insert_llm_call(LlmCall(
+            run_id=RUN, iteration=it, island=0, parent_id=seed, edit_format="diff",
+            model=MODEL if it % 2 else "gpt-y", prompt=[], reply="reply", prompt_tokens=1000 * it,
+            completion_tokens=100, cost_usd=0.02, latency_s=1.0,
+        ))  # fmt: skip
         kw: dict = {"parent_id": parents.get(it, seed), "llm_call_id": call, "edit_kind": "diff",
                     "model": MODEL if it % 2 else "gpt-y", "score": 1.0 + it / 20,
                     "metrics": {"waste": 10.0 - it / 2, "<i>bins</i>": it}}  # fmt: skip

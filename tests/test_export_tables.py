@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evolve.archive import Archive, ArchiveReader, ProgramRow
+from evolve.archive import Archive, ArchiveReader, LlmCall, ProgramRow
 from evolve.cli import main
 from evolve.export.tables import write_tables
 
@@ -40,8 +40,11 @@ def _program(a: Archive, run_id: str, problem: str, it: int, **kw) -> str:
 
 
 def _call(a: Archive, run_id: str, it: int, tokens: int) -> int:
-    return a.insert_llm_call(run_id, it, it % 2, None, None, "diff", "gpt-x", PROMPT,
-                             f"reply {it}", None, tokens, tokens // 10, 0.01, 1.5)  # fmt: skip
+    return a.insert_llm_call(LlmCall(
+        run_id=run_id, iteration=it, island=it % 2, edit_format="diff", model="gpt-x",
+        prompt=PROMPT, reply=f"reply {it}", prompt_tokens=tokens, completion_tokens=tokens // 10,
+        cost_usd=0.01, latency_s=1.5,
+    ))  # fmt: skip
 
 
 @pytest.fixture
@@ -249,12 +252,18 @@ def test_llm_calls_carry_purpose_outcome_temperature_and_decision(tmp_path, caps
     seed = _program(a, "s-1", "alpha", 0, score=1.0)
     why = "UCB 0.812 (mean reward 0.300 over 4 calls)"
     kw = {"purpose": "mutation", "temperature": 0.7, "decision": why}
-    dup = a.insert_llm_call("s-1", 1, 0, seed, None, "diff", "gpt-x", PROMPT, "same", None,
-                            10, 1, 0.0, 1.0, **kw)  # fmt: skip
+    dup = a.insert_llm_call(LlmCall(
+        run_id="s-1", iteration=1, island=0, parent_id=seed, edit_format="diff", model="gpt-x",
+        prompt=PROMPT, reply="same", prompt_tokens=10, completion_tokens=1, cost_usd=0.0,
+        latency_s=1.0, **kw,
+    ))  # fmt: skip
     a.reject_call(dup, "rejected_duplicate")
     kw = {"purpose": "resample", "temperature": 1.0, "decision": why}
-    c = a.insert_llm_call("s-1", 1, 0, seed, None, "diff", "gpt-x", PROMPT, "new", None,
-                          10, 1, 0.0, 1.0, **kw)  # fmt: skip
+    c = a.insert_llm_call(LlmCall(
+        run_id="s-1", iteration=1, island=0, parent_id=seed, edit_format="diff", model="gpt-x",
+        prompt=PROMPT, reply="new", prompt_tokens=10, completion_tokens=1, cost_usd=0.0,
+        latency_s=1.0, **kw,
+    ))  # fmt: skip
     _program(a, "s-1", "alpha", 1, parent_id=seed, llm_call_id=c, score=2.0)
     a.close()
     out = tmp_path / f"s.{fmt}"

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluators import landlock, reachable
-from evaluators.sandbox import OK, EvalRequest, EvalResult, Limits, Sandbox
-from evolve.sandboxes import ISOLATION_ENV, make_sandbox
+from evaluators.backends import ISOLATION_ENV, make_sandbox
+from evaluators.inside import landlock
+from evaluators.local import reachable
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sandbox_native"
 LIMITS = Limits(timeout_s=30.0, memory_mb=1024, max_procs=24, max_file_mb=8, max_output_kb=16)
@@ -120,7 +121,7 @@ def test_root_only_files_are_out_of_reach(fallback, outside, tmp_path, fmt) -> N
     paths = [str(secret), "/etc/shadow"]
     code = _reader(paths, "solve" if fmt == "native" else "run")
     res = _evaluate(fallback, _problem(tmp_path, fmt), code, fmt)
-    assert res.status == OK, res.artifacts
+    assert res.status == Status.OK, res.artifacts
     seen = json.loads(res.artifacts["info"])
     assert "canary-secret" not in res.artifacts["info"]
     for p in paths:
@@ -131,5 +132,5 @@ def test_root_only_files_are_out_of_reach(fallback, outside, tmp_path, fmt) -> N
 def test_an_openevolve_candidate_reads_no_file_outside_its_grants(fallback, outside, tmp_path):
     readable = _secret(outside, 0o644)  # any uid may read it: only Landlock stops the read
     res = _evaluate(fallback, _problem(tmp_path, "openevolve"), _reader([str(readable)], "run"), "openevolve")
-    assert res.status == OK, res.artifacts
+    assert res.status == Status.OK, res.artifacts
     assert json.loads(res.artifacts["info"])[str(readable)].startswith("error ")

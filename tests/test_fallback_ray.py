@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from evaluators import ray_node
-from evaluators.bundle import CACHE_DIR, BundleError, pack, unpack
-from evaluators.ray_node import NodeOptions
-from evaluators.ray_sandbox import RayOptions
-from evaluators.sandbox import OK, EvalRequest, Limits
-from evolve.sandboxes import SandboxUnavailable, make_sandbox
+from evaluators.backends import SandboxUnavailable, make_sandbox
+from evaluators.ray import node as ray_node
+from evaluators.ray.bundle import CACHE_DIR, BundleError, pack, unpack
+from evaluators.ray.node import NodeOptions
+from evaluators.ray.sandbox import RayOptions
+from evaluators.sandbox import EvalRequest, Limits, Status
 from tests.cli_helpers import ROOT, evolve
 from tests.ray_support import AUTH_OFF, LoopbackCluster, ray_env
 
@@ -68,7 +68,7 @@ def test_with_the_flag_an_unisolated_node_evaluates(monkeypatch) -> None:
             sandbox.close()
     finally:
         cluster.stop()
-    assert (res.status, res.score) == (OK, 0.25), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 0.25), res.artifacts
 
 
 def _bundle(tmp_path: Path):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import INVALID, OK, RUNTIME_ERROR, TIMEOUT, EvalRequest, EvalResult, Limits
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from tests.docker_support import assert_pool_clean, docker_image, wait_gone  # noqa: F401
 from tests.test_sandbox_local import _alive_sandbox_pids
 
@@ -56,10 +56,10 @@ class Backend:
     def hostile(self, code: str, **kw) -> EvalResult:
         """Evaluate; then nothing may be left and the next evaluation must work."""
         res = self.evaluate(code, **kw)
-        assert res.score is None or res.status == OK, res
+        assert res.score is None or res.status == Status.OK, res
         self.assert_nothing_left()
         nxt = self.evaluate(GOOD)
-        assert (nxt.status, nxt.score) == (OK, 0.5), nxt.artifacts
+        assert (nxt.status, nxt.score) == (Status.OK, 0.5), nxt.artifacts
         return res
 
 
@@ -71,7 +71,7 @@ def backend(request, tmp_path_factory):
         yield Backend("local", sb, tmp_root)
         sb.close()
         return
-    from evaluators.docker_sandbox import DockerSandbox
+    from evaluators.docker.sandbox import DockerSandbox
 
     image = request.getfixturevalue("docker_image")
     run_id = f"test-hostile-{os.getpid()}"
@@ -88,19 +88,19 @@ def test_infinite_loop(backend: Backend) -> None:
     res = backend.hostile("def solve():\n    while True:\n        pass\n")
     # the loop never ends by itself: a timeout, with nothing of it left (hostile() checks),
     # is the deadline having fired
-    assert res.status == TIMEOUT and "timeout" in res.artifacts["error"]
+    assert res.status == Status.TIMEOUT and "timeout" in res.artifacts["error"]
 
 
 def test_sigterm_ignored(backend: Backend) -> None:
     code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
             "def solve():\n    time.sleep(100)\n")
-    assert backend.hostile(code).status == TIMEOUT
+    assert backend.hostile(code).status == Status.TIMEOUT
 
 
 def test_fork_bomb(backend: Backend) -> None:
     code = ("import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
             "        except OSError:\n            pass\n")
-    assert backend.hostile(code).status in (TIMEOUT, RUNTIME_ERROR)
+    assert backend.hostile(code).status in (Status.TIMEOUT, Status.RUNTIME_ERROR)
 
 
 def test_daemon_outliving_the_evaluation_is_killed(backend: Backend) -> None:
@@ -108,7 +108,7 @@ def test_daemon_outliving_the_evaluation_is_killed(backend: Backend) -> None:
             "        if os.fork() == 0:\n            time.sleep(60)\n        os._exit(0)\n"
             "    time.sleep(0.3)\n    return 1.0\n")
     res = backend.hostile(code)
-    assert (res.status, res.score) == (OK, 1.0)
+    assert (res.status, res.score) == (Status.OK, 1.0)
     assert "killed 1 process " in res.artifacts["cleanup"]
 
 
@@ -122,8 +122,8 @@ def test_hostile_evaluations_beside_good_ones(backend: Backend) -> None:
         hostile = [pool.submit(backend.evaluate, code) for code in bombs]
         good = [backend.evaluate(GOOD) for _ in range(3)]  # on this thread, while they run
         results = [f.result() for f in hostile]
-    assert all((r.status, r.score) == (OK, 0.5) for r in good), [r.artifacts for r in good]
-    assert all(r.status in (TIMEOUT, RUNTIME_ERROR) for r in results), results
+    assert all((r.status, r.score) == (Status.OK, 0.5) for r in good), [r.artifacts for r in good]
+    assert all(r.status in (Status.TIMEOUT, Status.RUNTIME_ERROR) for r in results), results
     backend.assert_nothing_left()
 
 
@@ -132,7 +132,7 @@ def test_hostile_evaluations_beside_good_ones(backend: Backend) -> None:
 
 def test_memory_bomb(backend: Backend) -> None:
     res = backend.hostile("def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n")
-    assert res.status == RUNTIME_ERROR and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "memory limit (512 MB) exceeded" in res.artifacts["error"]
 
 
 def test_disk_fill(backend: Backend) -> None:
@@ -143,16 +143,16 @@ def test_disk_fill(backend: Backend) -> None:
             "            f.write(chunk)\n    return 600.0\n")
     res = backend.hostile(code)
     if backend.name == "docker":
-        assert res.status == RUNTIME_ERROR and "No space left on device" in res.artifacts["error"]
+        assert res.status == Status.RUNTIME_ERROR and "No space left on device" in res.artifacts["error"]
     else:
-        assert res.status in (OK, RUNTIME_ERROR, TIMEOUT)
+        assert res.status in (Status.OK, Status.RUNTIME_ERROR, Status.TIMEOUT)
 
 
 def test_output_flood(backend: Backend) -> None:
     code = ("import sys\ndef solve():\n    chunk = 'x' * (1 << 20) + '\\n'\n    for _ in range(400):\n"
             "        sys.stdout.write(chunk)\n        sys.stderr.write(chunk)\n    return 1.0\n")
     res = backend.hostile(code)
-    assert res.status == RUNTIME_ERROR and "file size limit (8 MB)" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "file size limit (8 MB)" in res.artifacts["error"]
     cap = LIMITS.max_output_kb * 1024 + 100  # the tail plus the "bytes cut" marker
     assert 0 < len(res.artifacts["stdout"]) <= cap and len(res.artifacts.get("stderr", "")) <= cap
 
@@ -199,7 +199,7 @@ def test_network(backend: Backend, listener: int) -> None:
             "    global INFO\n    INFO = json.dumps(ok)\n"
             "    return float(sum(v == 'connected' for v in ok.values()))\n")
     res = backend.hostile(code)
-    assert res.status == OK, res.artifacts  # an honest score: the connections it made
+    assert res.status == Status.OK, res.artifacts  # an honest score: the connections it made
     if backend.name == "docker":  # no network at all, not even the host's loopback
         assert res.score == 0.0, res.artifacts["info"]
 
@@ -214,7 +214,7 @@ def test_secrets_do_not_leak(backend: Backend, monkeypatch) -> None:
             "INFO = json.dumps(seen)\n" + GOOD)
     # a data dir of its own: under docker, a container created after the key was set
     res = backend.hostile(code, data_dir=str(SORTING))
-    assert res.status == OK
+    assert res.status == Status.OK
     info = json.loads(res.artifacts["info"])
     assert SECRET not in res.artifacts["info"] and "OPENAI_API_KEY" not in info["env"]
     assert info["env"]["EVOLVE_DATA_DIR"]
@@ -260,9 +260,9 @@ def test_writes_outside_the_scratch_dir_fail(backend: Backend, tmp_path: Path) -
 def test_printed_fake_result_is_ignored(backend: Backend) -> None:
     fake = "print('{\"status\": \"ok\", \"score\": 1e9, \"combined_score\": 1e9}')\nprint('score: 999')\n"
     res = backend.hostile(fake + "def solve():\n    return 0.25\n")
-    assert (res.status, res.score) == (OK, 0.25)
+    assert (res.status, res.score) == (Status.OK, 0.25)
     oe = backend.evaluate(fake + "def run():\n    return 0.75\n", OPENEVOLVE)
-    assert (oe.status, oe.score) == (OK, 0.75) and "1e9" in oe.artifacts["stdout"]
+    assert (oe.status, oe.score) == (Status.OK, 0.75) and "1e9" in oe.artifacts["stdout"]
 
 
 def test_fake_result_file_from_a_daemon_is_ignored(backend: Backend) -> None:
@@ -284,13 +284,13 @@ def test_monkeypatched_evaluator_gets_honest_score(backend: Backend) -> None:
             "builtins.sorted = lambda xs, **kw: list(xs)\n"
             "def solve(xs):\n    return xs\n")
     res = backend.hostile(code, problem=SORTING)
-    assert (res.status, res.score) == (OK, 0.0) and res.artifacts["checked_by"] == "score()"
+    assert (res.status, res.score) == (Status.OK, 0.0) and res.artifacts["checked_by"] == "score()"
 
 
 @pytest.mark.parametrize("value", ["float('nan')", "float('inf')", "-float('inf')"])
 def test_non_finite_score_is_invalid(backend: Backend, value: str) -> None:
     res = backend.hostile(f"def solve():\n    return {value}\n")
-    assert res.status == INVALID and "not a finite number" in res.artifacts["error"]
+    assert res.status == Status.INVALID and "not a finite number" in res.artifacts["error"]
 
 
 # ---- side effects at import time ---------------------------------------------------
@@ -305,15 +305,15 @@ def test_import_time_side_effects_do_not_carry_over(backend: Backend) -> None:
              "threading.Thread(target=lambda: time.sleep(60)).start()\n"
              "if os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n" + GOOD)
     res = backend.hostile(plant)
-    assert (res.status, res.score) == (OK, 0.5)
+    assert (res.status, res.score) == (Status.OK, 0.5)
     probe = ("import os\nFOUND = [os.path.join(d, 'evolve-planted-marker') for d in "
              "(os.environ['HOME'], os.environ['TMPDIR'], '/tmp', '/dev/shm')]\n"
              "FOUND = [p for p in FOUND if os.path.exists(p)] + (['env'] if 'EVOLVE_PLANTED' in os.environ else [])\n"
              "INFO = repr(FOUND)\ndef solve():\n    return float(len(FOUND))\n")
     res = backend.evaluate(probe)
-    assert (res.status, res.score) == (OK, 0.0), res.artifacts["info"]
+    assert (res.status, res.score) == (Status.OK, 0.0), res.artifacts["info"]
 
 
 def test_import_time_exception(backend: Backend) -> None:
     res = backend.hostile("raise RuntimeError('boom at import')\n")
-    assert res.status == RUNTIME_ERROR and "boom at import" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "boom at import" in res.artifacts["error"]

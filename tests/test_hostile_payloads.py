@@ -21,20 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluators import harness
 from evaluators.bounds import DROPPED, MAX_ARTIFACTS, MAX_METRICS, MAX_NAME_CHARS
-from evaluators.docker_sandbox import _parse_result
-from evaluators.local import LocalSandbox
-from evaluators.local_result import ProcRun, read_result_file, to_result
-from evaluators.sandbox import (
-    INVALID,
-    OK,
-    RUNTIME_ERROR,
-    SANDBOX_ERROR,
-    EvalRequest,
-    EvalResult,
-    Limits,
-)
+from evaluators.docker.sandbox import _parse_result
+from evaluators.harness_result import ProcRun, read_result_file, to_result
+from evaluators.inside import harness
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DIRECT = FIXTURES / "sandbox_native" / "direct"  # score and metric `value` = solve()
@@ -61,7 +53,7 @@ _json = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
     max_leaves=20,
 )
-_statuses = st.sampled_from([OK, INVALID, RUNTIME_ERROR, "timeout", "syntax_error", "nope"])
+_statuses = st.sampled_from([Status.OK, Status.INVALID, Status.RUNTIME_ERROR, "timeout", "syntax_error", "nope"])
 
 
 def _deep(n: int) -> object:
@@ -110,14 +102,14 @@ _raw_files = st.one_of(
 
 def _check(res: EvalResult) -> None:
     """What the host may store: never our fault, numbers as floats, every dict bounded."""
-    assert res.status != SANDBOX_ERROR, res.artifacts
+    assert res.status != Status.SANDBOX_ERROR, res.artifacts
     assert res.score is None or (type(res.score) is float and math.isfinite(res.score))
-    assert len(res.metrics) <= MAX_METRICS and len(res.stages) <= MAX_METRICS
-    assert all(type(v) is float for v in [*res.metrics.values(), *res.stages.values()])
-    assert all(len(k) <= MAX_NAME_CHARS for k in [*res.metrics, *res.stages])
+    assert len(res.metrics) <= MAX_METRICS and len(res.scores) <= MAX_METRICS
+    assert all(type(v) is float for v in [*res.metrics.values(), *res.scores.values()])
+    assert all(len(k) <= MAX_NAME_CHARS for k in [*res.metrics, *res.scores])
     assert all(type(v) is str for v in res.artifacts.values())
     assert len(res.artifacts) <= MAX_ARTIFACTS + 6  # + the host's own (error, output, ...)
-    json.dumps([res.metrics, res.artifacts, res.stages])  # as the archive stores them
+    json.dumps([res.metrics, res.artifacts, res.scores])  # as the archive stores them
 
 
 def _run(data: dict | None, preamble: dict | None = LOADED) -> ProcRun:
@@ -147,27 +139,27 @@ def test_any_result_file_is_never_a_sandbox_error(raw: bytes) -> None:
 
 
 @PROPERTY
-@given(_payloads(status=st.sampled_from([OK, INVALID, RUNTIME_ERROR, SANDBOX_ERROR])))
+@given(_payloads(status=st.sampled_from([Status.OK, Status.INVALID, Status.RUNTIME_ERROR, Status.SANDBOX_ERROR])))
 def test_any_parsed_result_is_never_a_sandbox_error(payload: dict) -> None:
     """Every type in every field, after the candidate ran (it may claim a sandbox error)."""
     _host(payload, LOADED)
 
 
 @PROPERTY
-@given(_payloads(status=st.sampled_from([OK, INVALID, RUNTIME_ERROR])))
+@given(_payloads(status=st.sampled_from([Status.OK, Status.INVALID, Status.RUNTIME_ERROR])))
 def test_a_score_result_is_never_a_sandbox_error(payload: dict) -> None:
     """Score mode (no preamble): score() ran on the candidate's outputs."""
     _host(payload, None)
 
 
 def test_a_huge_int_metric_is_kept_as_text_and_a_huge_score_is_invalid() -> None:
-    res, _ = to_result(_run({"status": OK, "score": BIG, "metrics": {"a": BIG, "b": 2.0}}),
+    res, _ = to_result(_run({"status": Status.OK, "score": BIG, "metrics": {"a": BIG, "b": 2.0}}),
                        LIMITS, "evaluate()", True)  # fmt: skip
-    assert res.status == INVALID and res.metrics == {"b": 2.0}
+    assert res.status == Status.INVALID and res.metrics == {"b": 2.0}
     assert "an integer of about 401 digits, past a float's range" in res.artifacts["error"]
     assert res.artifacts["a"] == str(BIG)
-    ok, _ = to_result(_run({"status": OK, "score": 1, "metrics": {"a": BIG}}), LIMITS, "x", True)
-    assert (ok.status, ok.score) == (OK, 1.0)
+    ok, _ = to_result(_run({"status": Status.OK, "score": 1, "metrics": {"a": BIG}}), LIMITS, "x", True)
+    assert (ok.status, ok.score) == (Status.OK, 1.0)
 
 
 def test_a_million_metric_names_are_cut_to_the_bound() -> None:
@@ -175,7 +167,7 @@ def test_a_million_metric_names_are_cut_to_the_bound() -> None:
     names = {"x" * (MAX_NAME_CHARS + 1): 1.0, "y" * MAX_NAME_CHARS: 2.0}
     arts = {f"a{i}": "v" for i in range(1000)}
     stages = {f"s{i}": 0.5 for i in range(1000)}
-    payload = {"status": OK, "score": 1.0, "metrics": {**names, **metrics}, "artifacts": arts,
+    payload = {"status": Status.OK, "score": 1.0, "metrics": {**names, **metrics}, "artifacts": arts,
                "stages": stages}  # fmt: skip
     raw = json.dumps(payload, separators=(",", ":")).encode()
     with tempfile.TemporaryFile() as f:  # a result file the host reads (under its size cap)
@@ -184,9 +176,9 @@ def test_a_million_metric_names_are_cut_to_the_bound() -> None:
     assert data is not None, note
     res, _ = to_result(_run(data), LIMITS, "evaluate()", True)
     _check(res)
-    assert (res.status, res.score, len(res.metrics)) == (OK, 1.0, MAX_METRICS)
+    assert (res.status, res.score, len(res.metrics)) == (Status.OK, 1.0, MAX_METRICS)
     assert list(res.metrics)[:2] == ["y" * MAX_NAME_CHARS, "0"]  # the long name is left out
-    assert len(res.stages) == MAX_METRICS
+    assert len(res.scores) == MAX_METRICS
     note = res.artifacts[DROPPED]
     assert f"{10**6 + 2 - MAX_METRICS:,} metrics (at most {MAX_METRICS} are kept)" in note
     assert f"{1000 - MAX_ARTIFACTS:,} artifacts" in note and "stages" in note
@@ -233,7 +225,7 @@ def test_whatever_evaluate_returns_is_never_a_sandbox_error(raw: object) -> None
             harness._write(f"fd:{f.fileno()}", result)
             data, note = read_result_file(f)
         assert data is not None, note
-        assert data["status"] != SANDBOX_ERROR, data
+        assert data["status"] != Status.SANDBOX_ERROR, data
         _check(to_result(_run(data, preamble), LIMITS, who, check_score=True)[0])
 
 
@@ -241,7 +233,7 @@ def test_a_huge_score_from_evaluate_says_why() -> None:
     result = harness._native({"score": BIG, "metrics": {"a": BIG}}, "evaluate()")
     assert result["metrics"] == {} and result["artifacts"]["a"] == str(BIG)
     res, _ = to_result(_run(result), LIMITS, "evaluate()", True)
-    assert res.status == INVALID and "past a float's range" in res.artifacts["error"]
+    assert res.status == Status.INVALID and "past a float's range" in res.artifacts["error"]
 
 
 # ---- real candidates, end to end ------------------------------------------------------
@@ -291,8 +283,8 @@ def _docker():
     try:
         import docker
 
-        from evaluators.docker_sandbox import DockerSandbox
-        from evaluators.image import find_image
+        from evaluators.docker.image import find_image
+        from evaluators.docker.sandbox import DockerSandbox
 
         client = docker.from_env(timeout=10)
         image = find_image(client)
@@ -333,7 +325,7 @@ def _evaluate(sandbox, code: str, problem: Path, fmt: str = "native") -> EvalRes
 
 def test_a_candidate_returning_10_400_as_metric_and_score(sandbox) -> None:
     res = _evaluate(sandbox, "def solve():\n    return 10**400\n", DIRECT)
-    assert res.status == INVALID, res.artifacts
+    assert res.status == Status.INVALID, res.artifacts
     assert "gave a score that is not a finite number" in res.artifacts["error"]
     assert "past a float's range" in res.artifacts["error"]
     assert res.artifacts["value"] == str(BIG)  # the metric, kept as text
@@ -341,19 +333,19 @@ def test_a_candidate_returning_10_400_as_metric_and_score(sandbox) -> None:
 
 def test_a_trusted_score_of_10_400_is_the_candidates(sandbox, problems) -> None:
     res = _evaluate(sandbox, "def solve():\n    return 10**400\n", problems["scored"])
-    assert res.status == INVALID, res.artifacts
+    assert res.status == Status.INVALID, res.artifacts
     assert "score() gave a score that is not a finite number" in res.artifacts["error"]
 
 
 def test_a_candidate_writing_10_400_into_its_result_file(sandbox) -> None:
     res = _evaluate(sandbox, WRITES_ITS_OWN_RESULT, DIRECT)
-    assert res.status == INVALID, res.artifacts
+    assert res.status == Status.INVALID, res.artifacts
     assert "past a float's range" in res.artifacts["error"]
     assert res.artifacts["big"] == str(BIG)
 
 
 def test_an_openevolve_evaluator_echoing_thousands_of_metrics(sandbox, problems) -> None:
     res = _evaluate(sandbox, "N = 5000\n", problems["echo"], fmt="openevolve")
-    assert (res.status, res.score) == (OK, 1.0), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 1.0), res.artifacts
     assert len(res.metrics) == MAX_METRICS and "combined_score" in res.metrics
     assert f"{5001 - MAX_METRICS:,} metrics" in res.artifacts[DROPPED]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evolve.archive import Archive, ArchiveReader, ProgramRow
+from evolve.archive import Archive, ArchiveReader, LlmCall, ProgramRow
 from evolve.cli import main
 from evolve.cli.safe_text import safe_text
 from evolve.inert import inert_cell, strip_controls
@@ -115,9 +115,11 @@ def hostile_runs(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     a = Archive(runs)
     a.create_run("r1", "binpack", str(BINPACK), {}, 1)
-    call = a.insert_llm_call("r1", 1, 0, None, None, "diff", "m",
-                             [{"role": "user", "content": FORMULAS[2]}], FORMULAS[3],
-                             FORMULAS[0], 10, 1, 0.0, 1.0)  # fmt: skip
+    call = a.insert_llm_call(LlmCall(
+        run_id="r1", iteration=1, island=0, edit_format="diff", model="m",
+        prompt=[{"role": "user", "content": FORMULAS[2]}], reply=FORMULAS[3], error=FORMULAS[0],
+        prompt_tokens=10, completion_tokens=1, cost_usd=0.0, latency_s=1.0,
+    ))  # fmt: skip
     for i, code in enumerate(FORMULAS):
         p = ProgramRow(f"r1-p{i}", "r1", "binpack", i, 0, "pending", code=code,
                        created_at=1.0 + i, llm_call_id=call, diff=FORMULAS[1])  # fmt: skip

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.isolation import probe
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import OK, RUNTIME_ERROR, EvalRequest, EvalResult, Limits
+from evaluators.local.bubblewrap import probe
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "sandbox_native"
@@ -57,7 +57,7 @@ def probe_code(body: str) -> str:
 
 
 def seen(res: EvalResult) -> dict:
-    assert res.status == OK, res.artifacts
+    assert res.status == Status.OK, res.artifacts
     return json.loads(res.artifacts["info"])
 
 
@@ -130,10 +130,10 @@ def test_pid_hopping_survivor_cannot_forge_the_trusted_score(sandbox, hopper_pro
     res = run(sandbox, code, hopper_problem)
     # 0.0 from the trusted score(); or invalid where the hopper's fake replaced evaluate()'s
     # result, which carries no outputs: never its 42
-    assert (res.status, res.score) in ((OK, 0.0), ("invalid", None)), res.artifacts
+    assert (res.status, res.score) in ((Status.OK, 0.0), ("invalid", None)), res.artifacts
     assert _procs_named("evolve-hopper") == []  # died with the namespace, no scan raced it
     honest = run(sandbox, SORT, hopper_problem)
-    assert (honest.status, honest.score) == (OK, 1.0)
+    assert (honest.status, honest.score) == (Status.OK, 1.0)
 
 
 def test_symlinks_and_locked_folders_do_not_redirect_cleanup(tmp_path) -> None:
@@ -155,7 +155,7 @@ def test_symlinks_and_locked_folders_do_not_redirect_cleanup(tmp_path) -> None:
         res = run(sb, code)
     finally:
         sb.close()
-    assert res.status == OK, res.artifacts
+    assert res.status == Status.OK, res.artifacts
     assert canary.stat().st_mode & 0o777 == 0o700 and (canary / "secret").exists()
     assert list((tmp_path / "tmp").iterdir()) == []
 
@@ -187,7 +187,7 @@ def test_processes_and_signals_stay_inside(sandbox) -> None:
     if os.geteuid() == 0:  # the candidate's uid is not its namespace init's
         assert info["kill1"] != "sent" and info["prlimit"] != "set" and info["renice"] != "set"
     else:  # a user namespace: the init shares the candidate's uid, and is its evaluation's own
-        assert res.status == OK  # the kernel ignores SIGKILL sent to an init from inside
+        assert res.status == Status.OK  # the kernel ignores SIGKILL sent to an init from inside
     assert run(sandbox, "def solve():\n    return 0.5\n").score == 0.5
 
 
@@ -340,7 +340,7 @@ def test_forged_sandbox_error_is_a_runtime_error(sandbox) -> None:
             "    os.write(fd, json.dumps({'status': 'sandbox_error', 'artifacts': {'error': 'infra!'}}).encode())\n"
             "    os._exit(0)\n")
     res = run(sandbox, code)
-    assert res.status == RUNTIME_ERROR, res.artifacts
+    assert res.status == Status.RUNTIME_ERROR, res.artifacts
     assert "decided by the host" in res.artifacts["error"]
 
 
@@ -365,7 +365,7 @@ def test_huge_result_file_is_refused_before_parsing(sandbox) -> None:
     res = sandbox.evaluate(EvalRequest(problem_dir=str(DIRECT), program_code=code, program_name="cand.py",
                                        split="train", limits=Limits(timeout_s=20, max_file_mb=128)))
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    assert res.status == RUNTIME_ERROR and "too large" in res.artifacts["error"], res.artifacts
+    assert res.status == Status.RUNTIME_ERROR and "too large" in res.artifacts["error"], res.artifacts
     assert (after - before) < 200 * 1024  # KiB: the 60 MB were never read
 
 
@@ -373,7 +373,7 @@ def test_huge_result_file_is_refused_before_parsing(sandbox) -> None:
 
 DRIVER = """
 import json, sys
-from evaluators.local import LocalSandbox
+from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits
 sb = LocalSandbox()
 out = {"lost": list(sb.isolation.lost)}
@@ -423,7 +423,7 @@ def test_unprivileged_user(request) -> None:
         """),
         "plant": probe_code(f"""
             import evaluators
-            for d in (evaluators.__path__[0], os.environ['PYTHONPATH'], {str(home)!r}):
+            for d in (evaluators.inside.__path__[0], os.environ['PYTHONPATH'], {str(home)!r}):
                 try:
                     open(os.path.join(d, 'planted.pth'), 'w').write('import os')
                     seen[d] = 'written'
@@ -444,13 +444,13 @@ def test_unprivileged_user(request) -> None:
     out = json.loads(proc.stdout.splitlines()[-1])
     if any("bubblewrap" in lost for lost in out["lost"]):
         pytest.skip("unprivileged user namespaces are not available here: " + "; ".join(out["lost"]))
-    info = {k: json.loads(v[2]) for k, v in out.items() if k != "lost" and v[0] == OK}
+    info = {k: json.loads(v[2]) for k, v in out.items() if k != "lost" and v[0] == Status.OK}
     assert set(info) == set(attacks), out
     assert info["env"]["env"] == {} and info["file"]["file"] != "user-canary"
     assert info["pids"]["pids"] < 20
     assert info["ipc_after"]["shm"] == -1
     # the user's folders are read-only (their parents, under the private /tmp, are no host folder)
-    assert info["plant"][str(home / "evaluators")] != "written"
+    assert info["plant"][str(home / "evaluators" / "inside")] != "written"
     assert info["plant"][str(home / "direct")] != "written"
     assert not list(home.rglob("planted.pth"))
     if not any("seccomp" in lost for lost in out["lost"]):
@@ -511,5 +511,5 @@ def test_trusted_score_runs_under_another_uid(sandbox, tmp_path) -> None:
                 "    r['metrics']['score_uid'] = os.getuid()\n    return r\n")
     code = "import os\nUID = os.getuid()\ndef solve(xs):\n    return sorted(xs) if UID else xs\n"
     res = run(sandbox, code, problem)
-    assert res.status == OK and res.score == 1.0
+    assert res.status == Status.OK and res.score == 1.0
     assert res.metrics["score_uid"] >= 61000 + 512  # the slot's score uid, not a candidate's

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.docker_sandbox import DockerSandbox
-from evaluators.sandbox import OK, RUNTIME_ERROR, SANDBOX_ERROR, EvalRequest, EvalResult, Limits
+from evaluators.docker.sandbox import DockerSandbox
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from tests.docker_support import (  # noqa: F401  (docker_image: the session fixture)
     assert_pool_clean,
     docker_image,
@@ -96,7 +96,7 @@ def info(res: EvalResult) -> dict:
 def assert_next_is_clean(sandbox: DockerSandbox) -> None:
     """An honest candidate next in the same sandbox scores right and finds nothing left."""
     res = sandbox.evaluate(request(LOOKAROUND))
-    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
     left = info(res)
     assert {k: left[k] for k in NOTHING_LEFT} == NOTHING_LEFT, left
     assert all(v == [] for v in left["files"].values()), left["files"]
@@ -174,10 +174,10 @@ SABOTAGE = textwrap.dedent("""\
 def test_agent_sabotage_is_refused_and_next_evaluation_scores(sandbox: DockerSandbox) -> None:
     """prlimit, renice, re-pinning, rescheduling or signalling PID 1 all fail with EPERM:
     the agent is another uid. The next honest candidate in the same container scores."""
-    assert sandbox.evaluate(request(HONEST)).status == OK
+    assert sandbox.evaluate(request(HONEST)).status == Status.OK
     before = sandbox.containers()
     res = sandbox.evaluate(request(SABOTAGE))
-    assert (res.status, res.score) == (OK, 1.0), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 1.0), res.artifacts
     got = info(res)
     cmds = {k: got.pop(k) for k in ("prlimit_cmd", "renice_cmd")}
     assert got == dict.fromkeys(got, "EPERM") and len(got) == 11, got
@@ -197,7 +197,7 @@ def test_drifted_agent_is_replaced_before_anyone_is_charged(sandbox: DockerSandb
     process with the agent's own uid and capabilities, which no candidate has), the
     agent's own check sees the drift, refuses the launch, and the host replaces the
     container: the honest candidate is scored, not failed."""
-    assert sandbox.evaluate(request(HONEST)).status == OK
+    assert sandbox.evaluate(request(HONEST)).status == Status.OK
     (cid,) = sandbox.containers()
     if "affinity" in sabotage and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: no affinity to take away")
@@ -207,7 +207,7 @@ def test_drifted_agent_is_replaced_before_anyone_is_charged(sandbox: DockerSandb
     out = api.exec_start(exe["Id"])
     assert api.exec_inspect(exe["Id"])["ExitCode"] == 0, out
     res = sandbox.evaluate(request(HONEST))
-    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
     assert cid not in sandbox.containers()
     assert_next_is_clean(sandbox)
 
@@ -258,7 +258,7 @@ REACH_SCORE = textwrap.dedent("""\
 
 def test_candidate_cannot_reach_the_trusted_score(sandbox: DockerSandbox, probe: Path) -> None:
     res = sandbox.evaluate(request(REACH_SCORE, probe))
-    assert (res.status, res.score) == (OK, 3.0), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 3.0), res.artifacts
     assert info(res) == {"list_score": "EACCES", "write_score": "EACCES", "list_out": "EACCES",
                          "write_out": "EACCES", "chmod_tmp": "EPERM"}
     assert "killed" in res.artifacts["cleanup"]  # the survivor, before score() started
@@ -300,7 +300,7 @@ PID_HOPPER = textwrap.dedent("""\
 @pytest.mark.parametrize("code", [SURVIVOR, PID_HOPPER], ids=["setsid_sleep", "pid_hopper"])
 def test_leftover_processes_are_killed(sandbox: DockerSandbox, code: str) -> None:
     res = sandbox.evaluate(request(code))
-    assert (res.status, res.score) == (OK, 1.0), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 1.0), res.artifacts
     assert "killed" in res.artifacts["cleanup"], res.artifacts
     assert_next_is_clean(sandbox)
 
@@ -330,7 +330,7 @@ def test_what_cannot_be_wiped_costs_a_container_not_a_candidate(sandbox: DockerS
     """A tree too deep or too locked to wipe: the container is replaced, if need be, and the
     next candidate finds nothing of it."""
     res = sandbox.evaluate(request(HARD_TO_WIPE))
-    assert (res.status, res.score) == (OK, 1.0), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 1.0), res.artifacts
     assert_next_is_clean(sandbox)
 
 
@@ -359,11 +359,11 @@ IPC_FINDER = LOOKAROUND.replace("LEFT = _left()", textwrap.dedent("""\
 
 def test_ipc_objects_are_gone_for_the_next_candidate(sandbox: DockerSandbox) -> None:
     res = sandbox.evaluate(request(IPC_LEAVER))
-    assert res.status == OK, res.artifacts
+    assert res.status == Status.OK, res.artifacts
     assert all(v >= 0 for v in info(res).values()), info(res)  # all four were made
     before = sandbox.containers()
     res = sandbox.evaluate(request(IPC_FINDER))
-    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
     left = info(res)
     assert sandbox.containers() == before  # the same warm container, wiped
     assert left["keys"] == [-1, -1, -1, -1], left
@@ -392,7 +392,7 @@ FORGE = textwrap.dedent("""\
 def test_forged_sandbox_error_is_a_runtime_error(sandbox: DockerSandbox, probe: Path) -> None:
     for problem in (DIRECT, probe):
         res = sandbox.evaluate(request(FORGE, problem))
-        assert res.status == RUNTIME_ERROR and res.score is None, res.artifacts
+        assert res.status == Status.RUNTIME_ERROR and res.score is None, res.artifacts
         assert "only ever decided by the host" in res.artifacts["error"], res.artifacts
     assert_next_is_clean(sandbox)
 
@@ -405,7 +405,7 @@ def test_real_sandbox_error_still_counts(sandbox: DockerSandbox, tmp_path: Path)
     tmp_path.chmod(0o755)
     broken.chmod(0o755)
     res = sandbox.evaluate(request(HONEST, broken))
-    assert res.status == SANDBOX_ERROR and "no simulator here" in res.artifacts["error"], res.artifacts
+    assert res.status == Status.SANDBOX_ERROR and "no simulator here" in res.artifacts["error"], res.artifacts
 
 
 HUGE_RESULT = textwrap.dedent("""\
@@ -424,15 +424,15 @@ HUGE_RESULT = textwrap.dedent("""\
 
 def test_huge_result_file_is_refused_without_reading_it(sandbox: DockerSandbox) -> None:
     limits = Limits(timeout_s=20.0, memory_mb=512, max_procs=32, max_file_mb=100, max_output_kb=8)
-    assert sandbox.evaluate(request(HONEST, limits=limits)).status == OK  # warm, memory settled
+    assert sandbox.evaluate(request(HONEST, limits=limits)).status == Status.OK  # warm, memory settled
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     res = sandbox.evaluate(request(HUGE_RESULT, limits=limits))
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_kb) / 1024
-    assert res.status == RUNTIME_ERROR and res.score is None, res.artifacts
+    assert res.status == Status.RUNTIME_ERROR and res.score is None, res.artifacts
     assert "result file is too large" in res.artifacts["error"], res.artifacts
     assert grown_mb < 200, grown_mb
     res = sandbox.evaluate(request(LOOKAROUND, limits=limits))
-    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
 
 
 # ---- what a candidate can see of the controller -------------------------------------------
@@ -459,7 +459,7 @@ def test_controller_environment_is_not_visible(docker_image, monkeypatch) -> Non
     sb = DockerSandbox(run_id=f"test-canary-{os.getpid()}", image=docker_image)
     try:
         res = sb.evaluate(request(SNOOP))
-        assert res.status == OK, res.artifacts
+        assert res.status == Status.OK, res.artifacts
         seen = info(res)
         assert "1: PermissionError" in seen  # the agent's environment is not readable either
         assert canary not in json.dumps(res.artifacts) and canary not in json.dumps(seen)
@@ -502,7 +502,7 @@ def test_host_ports_are_unreachable(sandbox: DockerSandbox) -> None:
             listeners.append(s)
         for s in listeners:
             res = sandbox.evaluate(request(NET.replace("PORT", str(s.getsockname()[1]))))
-            assert res.status == OK, res.artifacts
+            assert res.status == Status.OK, res.artifacts
             got = info(res)
             assert got["127.0.0.1"] == "ECONNREFUSED", got
             assert set(got.values()) <= {"ECONNREFUSED", "ENETUNREACH"}, got
@@ -516,7 +516,7 @@ def test_host_ports_are_unreachable(sandbox: DockerSandbox) -> None:
 
 def test_no_process_of_the_candidate_runs_as_the_agent(sandbox: DockerSandbox) -> None:
     """The engine's view: PID 1 is the agent's uid, nothing else is left between evaluations."""
-    assert sandbox.evaluate(request(HONEST)).status == OK
+    assert sandbox.evaluate(request(HONEST)).status == Status.OK
     for cid in sandbox.containers():
         procs = processes(sandbox.client, cid)
         assert len(procs) == 1 and procs[0][1] in ("10000", "evolve-agent"), procs

@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
+from evaluators.backends import make_sandbox
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import ProblemError, load_problem
-from evolve.sandboxes import make_sandbox
 from tests.cli_helpers import ROOT, env
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 

@@ -1,10 +1,23 @@
-"""The import arrows inside evolve/, read from the source with `ast`.
+"""The import arrows of evolve/ and evaluators/, read from the source with `ast`.
 
-1. No import cycle among evolve's modules (function-level imports count too: a
-   lazy import is still an arrow).
+1. No import cycle anywhere in the two packages together (function-level imports count
+   too, and so do imports under `if TYPE_CHECKING:`: a lazy import is still an arrow).
 2. The loop (evolve/ outside the front ends: evolve/cli/, the web view evolve/web/ and
    the exports evolve/export/) never imports a front end or a display library: the
    front ends drive or read the loop's work, never the other way round.
+3. evaluators/inside/ (the code that runs inside a sandbox) imports only the standard
+   library and its own siblings: the Docker image copies that folder alone, the local
+   sandbox binds it alone, and a sandbox's interpreter has nothing else. Two exceptions,
+   each named in INSIDE_ALSO: records.py imports numpy at first need (an array travels
+   only where the problem imported numpy already), and the stand-in `openevolve`
+   package (inside/openevolve_compat/) imports itself under its own name.
+4. Arrows between the two packages run one way, from the loop down to what runs
+   candidates: nothing under evaluators/ imports evolve. They meet at the protocol,
+   evaluators/sandbox.py (the request, the result, the Status vocabulary, the Sandbox
+   interface) with evaluators/backends.py's make_sandbox, which the loop imports; the
+   problem kit (`from evaluators import kit`) is the problems' side of it. So what the
+   loop and a backend share lies in evaluators/ (the EVOLVE-BLOCK grammar the kit
+   needs: evaluators/inside/markers.py), never in evolve/.
 
 Importing `evolve.a.b` also runs `evolve/a/__init__.py`; that implicit arrow is not
 counted, only the imports a file writes.
@@ -13,15 +26,24 @@ counted, only the imports a file writes.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("evolve", "evaluators")
 DISPLAY_LIBRARIES = ("rich", "matplotlib")
 FRONT_ENDS = ("evolve.cli", "evolve.web", "evolve.export")
+INSIDE = "evaluators.inside"
+STAND_IN = "evaluators.inside.openevolve_compat"  # the `openevolve` package, for evaluators
+INSIDE_ALSO = {"evaluators.inside.records": {"numpy"}}  # beyond the stdlib and the siblings
 
 
 def front_end(mod: str) -> bool:
     return any(mod == f or mod.startswith(f + ".") for f in FRONT_ENDS)
+
+
+def under(mod: str, package: str) -> bool:
+    return mod == package or mod.startswith(package + ".")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -31,15 +53,21 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def import_graph(root: Path, package: str = "evolve") -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """(module -> the package's modules it imports, module -> every name it imports) for
-    each .py file under root/package."""
-    files = {module_name(p, root): p for p in sorted((root / package).rglob("*.py"))}
+def import_graph(
+    root: Path, packages: tuple[str, ...] = PACKAGES
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(module -> the packages' modules it imports, module -> every name it imports) for
+    each .py file under root/package, for each of `packages`."""
+    files = {
+        module_name(p, root): p
+        for package in packages
+        for p in sorted((root / package).rglob("*.py"))
+    }
     edges: dict[str, set[str]] = {m: set() for m in files}
     names: dict[str, set[str]] = {m: set() for m in files}
 
     def known(name: str) -> str | None:
-        """The longest prefix of name that is one of the package's modules."""
+        """The longest prefix of name that is one of the packages' modules."""
         parts = name.split(".")
         for n in range(len(parts), 0, -1):
             if ".".join(parts[:n]) in files:
@@ -96,10 +124,10 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
 
 
 def loop_violations(edges: dict[str, set[str]], names: dict[str, set[str]]) -> list[str]:
-    """'module -> what' for each import of a front end or a display library outside them."""
+    """'module -> what' for each import of a front end or a display library by the loop."""
     out = []
     for mod in sorted(edges):
-        if front_end(mod):
+        if not under(mod, "evolve") or front_end(mod):
             continue
         for t in sorted(edges[mod]):
             if front_end(t):
@@ -110,9 +138,38 @@ def loop_violations(edges: dict[str, set[str]], names: dict[str, set[str]]) -> l
     return out
 
 
-def test_evolve_has_no_import_cycle():
+def inside_violations(names: dict[str, set[str]]) -> list[str]:
+    """'module -> what' for each import under evaluators/inside/ of anything but the standard
+    library, a sibling, or what INSIDE_ALSO allows."""
+    out = []
+    for mod in sorted(names):
+        if not under(mod, INSIDE):
+            continue
+        allowed = INSIDE_ALSO.get(mod, set()) | ({"openevolve"} if under(mod, STAND_IN) else set())
+        for t in sorted(names[mod]):
+            top = t.split(".")[0]
+            if top in sys.stdlib_module_names or under(t, INSIDE) or top in allowed:
+                continue
+            out.append(f"{mod} -> {t}")
+    return out
+
+
+def upward_imports(names: dict[str, set[str]]) -> list[str]:
+    """'module -> what' for each import of evolve by a module under evaluators/."""
+    return [
+        f"{mod} -> {t}"
+        for mod in sorted(names)
+        if under(mod, "evaluators")
+        for t in sorted(names[mod])
+        if under(t, "evolve")
+    ]
+
+
+def test_no_import_cycle_in_evolve_and_evaluators():
     edges, _ = import_graph(ROOT)
-    assert "evolve.controller" in edges and "evolve.cli.run" in edges  # the walk found the package
+    # the walk found both packages and their wings
+    assert {"evolve.controller", "evolve.cli.run", "evaluators.sandbox", "evaluators.inside.harness",
+            "evaluators.local.sandbox", "evaluators.docker.sandbox", "evaluators.ray.node"} <= set(edges)
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -122,8 +179,18 @@ def test_the_loop_never_imports_a_front_end_or_a_display():
     assert loop_violations(edges, names) == []
 
 
+def test_inside_imports_only_the_stdlib_and_its_siblings():
+    _, names = import_graph(ROOT)
+    assert inside_violations(names) == []
+
+
+def test_evaluators_never_import_evolve():
+    _, names = import_graph(ROOT)
+    assert upward_imports(names) == []
+
+
 def test_the_checks_catch_what_they_are_for(tmp_path):
-    """The same checks on a small package that breaks both rules."""
+    """The same checks on small packages that break every rule."""
     files = {
         "evolve/__init__.py": "",
         "evolve/controller.py": "from evolve.cli.progress import RunProgress\n",
@@ -135,6 +202,22 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "evolve/cli/__init__.py": "def main():\n    from evolve.cli import run\n",
         "evolve/cli/run.py": "from . import main\nimport evolve.controller\n",
         "evolve/cli/progress.py": "import rich\n",
+        "evaluators/__init__.py": "",
+        "evaluators/sandbox.py": "",
+        "evaluators/inside/__init__.py": "",
+        "evaluators/inside/harness.py": "import os, json\nfrom evaluators.inside import kit\n",
+        "evaluators/inside/kit.py": "from . import records\nimport numpy\n",
+        "evaluators/inside/records.py": "def f():\n    import numpy\n",
+        "evaluators/inside/openevolve_compat/openevolve/__init__.py": "from openevolve.utils import x\n",
+        "evaluators/inside/worker.py": "from evaluators import sandbox\nimport psutil\n",
+        "evaluators/local/__init__.py": "",
+        "evaluators/local/sandbox.py": "from evaluators.ray import node\nimport psutil\n",
+        "evaluators/ray/__init__.py": "",
+        "evaluators/ray/node.py": "def make():\n    from evolve.controller import Controller\n",
+        "evaluators/ray/sandbox.py": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evolve.problem import Problem\n"
+            "from evaluators.ray import node\n"
+        ),
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -145,26 +228,57 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert loop_violations(edges, names) == ["evolve.controller -> evolve.cli.progress",
                                              "evolve.llm.client -> rich.console",
                                              "evolve.population -> evolve.web.charts"]
+    assert inside_violations(names) == ["evaluators.inside.kit -> numpy",
+                                        "evaluators.inside.worker -> evaluators.sandbox",
+                                        "evaluators.inside.worker -> psutil"]
+    assert upward_imports(names) == ["evaluators.ray.node -> evolve.controller",
+                                     "evaluators.ray.sandbox -> evolve.problem"]
+
+
+def test_a_planted_cycle_across_the_packages_is_found(tmp_path):
+    """A cycle through both packages and a lazy import, as the two this test first caught
+    (docker_sandbox <-> leftovers; ray_node -> evolve.sandboxes -> ray_sandbox -> ray_node)."""
+    files = {
+        "evolve/__init__.py": "",
+        "evolve/sandboxes.py": "def make():\n    from evaluators.ray.sandbox import RaySandbox\n",
+        "evaluators/__init__.py": "",
+        "evaluators/ray/__init__.py": "",
+        "evaluators/ray/sandbox.py": "from evaluators.ray.node import run\n",
+        "evaluators/ray/node.py": "def run():\n    from evolve.sandboxes import make\n",
+        "evaluators/local/__init__.py": "",
+        "evaluators/local/leftovers.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges, _ = import_graph(tmp_path)
+    assert find_cycle(edges) == ["evaluators.ray.node", "evolve.sandboxes", "evaluators.ray.sandbox",
+                                 "evaluators.ray.node"]
+    (tmp_path / "evaluators/ray/node.py").write_text("def run():\n    pass\n")  # the arrow gone
+    assert find_cycle(import_graph(tmp_path)[0]) is None
 
 
 def test_the_image_carries_every_module_the_harness_needs():
     """The harness, the kit and the worker run in the container from /opt/evolve: every
-    evaluators module they import (transitively) is in SANDBOX_FILES, which both Dockerfiles
-    copy. A module missing there fails only inside Docker."""
-    from evaluators.image import DOCKER_DIR, SANDBOX_FILES
+    evaluators module they import (transitively) lies in evaluators/inside/, which both
+    Dockerfiles copy whole (and image.py hashes into the tag). A module missing there fails
+    only inside Docker."""
+    from evaluators.docker.image import DOCKER_DIR, sandbox_files
+    from evaluators.docker.image import INSIDE as INSIDE_DIR
 
-    edges, _ = import_graph(ROOT, "evaluators")
-    needed, todo = set(), ["evaluators.harness", "evaluators.kit", "evaluators.worker"]
+    edges, _ = import_graph(ROOT)
+    needed, todo = set(), [f"{INSIDE}.{m}" for m in ("harness", "kit", "worker")]
     while todo:
         m = todo.pop()
         if m not in needed:
             needed.add(m)
             todo.extend(edges[m])
-    carried = {f"evaluators.{f.removesuffix('.py')}" for f in SANDBOX_FILES}
+    assert all(under(m, INSIDE) for m in needed), sorted(needed)
+    carried = {module_name(p, INSIDE_DIR.parent.parent) for p in sandbox_files() if p.suffix == ".py"}
     assert needed <= carried, sorted(needed - carried)
     for dockerfile in ("Dockerfile", "Dockerfile.layer"):
         copy = next(
             line for line in (DOCKER_DIR / dockerfile).read_text().splitlines()
             if line.startswith("COPY") and "agent.py" in line
         )
-        assert set(copy.split()[1:-1]) == {*SANDBOX_FILES, "docker/agent.py"}, dockerfile
+        assert copy.split()[1:] == ["inside/", "docker/agent.py", "/opt/evolve/"], dockerfile

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import OK, EvalRequest, EvalResult, Limits
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 LIMITS = Limits(timeout_s=120.0, memory_mb=1024, max_procs=32, max_file_mb=16, max_output_kb=16)
@@ -283,7 +283,7 @@ class Problem:
 
 
 def seen(res: EvalResult) -> dict:
-    assert res.status == OK, res.artifacts
+    assert res.status == Status.OK, res.artifacts
     return json.loads(res.artifacts["seen"])
 
 
@@ -326,11 +326,11 @@ def test_local_worker_learns_nothing(root: Path) -> None:
 
 ZYGOTE = """
 import json, sys, tempfile
-from evaluators import remote
-remote.zygote()
+from evaluators.inside import worker_client, worker_start
+worker_start.zygote()
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
     f.write("def f():\\n    return 1\\n")
-fn = remote.Remote(f.name, "f", KeyError, confine=False)  # takes the forked worker, waits for it
+fn = worker_client.Remote(f.name, "f", KeyError, confine=False)  # takes the forked worker, waits for it
 assert fn() == 1
 seen = {n: open(f"/proc/{fn._proc.pid}/{n}", "rb").read().decode("latin-1") for n in ("environ", "cmdline")}
 fn.close()
@@ -358,7 +358,7 @@ def test_a_forked_workers_environ_and_cmdline_show_nothing_of_the_harness() -> N
 
 @pytest.fixture
 def docker_sb(docker_image):  # noqa: F811
-    from evaluators.docker_sandbox import DockerSandbox
+    from evaluators.docker.sandbox import DockerSandbox
 
     sb = DockerSandbox(max_parallel=1, run_id=f"test-leak-{os.getpid()}", image=docker_image)
     yield sb
@@ -383,7 +383,7 @@ def test_docker_held_out_never_shares_a_container(root: Path, docker_sb) -> None
     request but for its split, and still another container."""
     problem = Problem(root)
     code, earlier = noisy(problem)
-    assert docker_sb.evaluate(problem.request(code, "test", hide=False)).status == OK
+    assert docker_sb.evaluate(problem.request(code, "test", hide=False)).status == Status.OK
     held_out = docker_sb.containers()
     info = seen(docker_sb.evaluate(problem.request(PROBE, hide=False)))
     assert_blind(info, problem.env, *earlier.values())
@@ -395,7 +395,7 @@ def test_docker_harness_cannot_read_the_agent(root: Path, docker_sb) -> None:
     image holds no earlier answer, and its /proc files are closed (another uid, not dumpable)."""
     problem = Problem(root, IN_HARNESS_EVALUATOR)
     code, earlier = noisy(problem)
-    assert docker_sb.evaluate(problem.request(code)).status == OK
+    assert docker_sb.evaluate(problem.request(code)).status == Status.OK
     info = seen(docker_sb.evaluate(problem.request(PROBE)))
     assert_blind(info, *earlier.values())
     assert "scanned /proc/self/mem" in info["notes"], info["notes"]

@@ -3,7 +3,8 @@ status line; Retry-After is honoured; a budget with an unpriced model is refused
 
 Runs of a toy problem go through the real controller, local sandbox and `openai` SDK
 against the scripted HTTP server (tests/scripted_llm.py); the screen is the real
-RunProgress writing to a buffer. Waits are checked with generous lower bounds on the server's own request log.
+RunProgress writing to a buffer. The LLM client waits on a FakeClock (tests/fake_clock.py):
+its backoff and Retry-After waits take no real time, and each is checked exactly.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import email.utils
 import io
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import openai
 import pytest
 from rich.console import Console
 
+from evaluators.backends import make_sandbox
 from evolve.archive import Archive
 from evolve.cli.progress import RunProgress, status_line
 from evolve.config import RunConfig
@@ -30,8 +31,8 @@ from evolve.llm.client import MAX_RETRY_AFTER_S, parse_retry_after, retry_after_
 from evolve.llm.pricing import PriceTable, UnpricedModel, require_prices
 from evolve.problem import load_problem
 from evolve.prompts import PromptBuilder
-from evolve.sandboxes import make_sandbox
 from tests.cli_helpers import evolve
+from tests.fake_clock import FakeClock
 from tests.scripted_llm import Reply, ScriptedLLM
 from tests.toy_problem import toy_problem
 
@@ -47,9 +48,10 @@ GOOD = [edit(k) for k in range(1, 20)]
 
 class Run:
     """One run of the toy problem through the real Controller; `screen` is what the
-    command line's RunProgress (plain mode) printed."""
+    command line's RunProgress (plain mode) printed; the LLM client waits on `clock`."""
 
-    def __init__(self, tmp_path: Path, url: str, iterations: int, **cfg):
+    def __init__(self, tmp_path: Path, url: str, iterations: int, clock: FakeClock | None = None, **cfg):
+        self.clock = clock or FakeClock()
         self.problem = load_problem(toy_problem(tmp_path / "toy"))
         self.cfg = RunConfig(
             problem_dir=str(self.problem.root),
@@ -70,7 +72,9 @@ class Run:
 
     def go(self) -> RunSummary:
         sandbox = make_sandbox("local", self.cfg.parallel, run_id="r")
-        llm = LLMClient(self.cfg.llm_config(), PriceTable.load(), seed=self.cfg.seed)
+        llm = LLMClient(
+            self.cfg.llm_config(), PriceTable.load(), seed=self.cfg.seed, clock=self.clock.clock()
+        )
         self.ctl = Controller(
             self.archive,
             "r",
@@ -130,6 +134,7 @@ def test_http_500_every_other_call_is_retried_recorded_and_shown(tmp_path):
         assert c["error"].startswith("attempt 1/5 failed: HTTP 500: upstream exploded")
         assert "retrying in" in c["error"] and c["cost_usd"] == 0
     assert len(calls) - len(failed) == 4  # and every answer one more
+    assert len(run.clock.waits) == 4 and all(0.005 <= w <= 0.015 for w in run.clock.waits)
     # resume would consume only answers, never a failed attempt
     assert run.archive.unconsumed_replies("r") == []
     stats = run.ctl.stats
@@ -149,6 +154,7 @@ def test_a_call_that_fails_every_attempt_is_recorded_and_the_run_goes_on(tmp_pat
     assert failed[0]["error"].startswith("attempt 1/2 failed: HTTP 502: down")
     assert "failed after 2 attempts" in failed[1]["error"] and "HTTP 502: still down" in failed[1]["error"]
     assert (run.ctl.stats.llm_retries, run.ctl.stats.llm_failed) == (1, 1)
+    assert len(run.clock.waits) == 1  # one retry; the last failure is not waited on
     assert "LLM: 1 retry, 1 failed call, last HTTP 502" in status_line(run.ctl.stats)
     assert "LLM call for iteration 2 failed" in run.screen
 
@@ -158,8 +164,8 @@ def test_retry_after_seconds_on_429_is_honoured(tmp_path):
     with ScriptedLLM.from_list(script, then=GOOD[0]) as srv:
         run = Run(tmp_path, srv.base_url, iterations=1)  # backoff alone would wait ~0.01 s
         assert run.go().status == "finished"
-        times = [r["_ts"] for r in srv.requests]
-    assert len(times) == 2 and times[1] - times[0] >= 0.9
+        assert srv.counters["chat"] == 2
+    assert run.clock.waits == [1.0]
     (failed,) = _failed(run.calls())
     assert "HTTP 429: slow down" in failed["error"]
     assert "retrying in 1.0 s (Retry-After)" in failed["error"]
@@ -167,16 +173,18 @@ def test_retry_after_seconds_on_429_is_honoured(tmp_path):
 
 
 def test_retry_after_http_date_on_503_is_honoured():
+    clock = FakeClock()  # at a whole second: the date says exactly 2 s from now
+
     def script(request: dict) -> Reply:
         if len(srv.requests) == 1:
-            later = email.utils.formatdate(time.time() + 2, usegmt=True)
+            later = email.utils.formatdate(clock.now + 2, usegmt=True)
             return Reply("overloaded", status=503, headers={"Retry-After": later})
         return Reply("fine")
 
     seen = []
     with ScriptedLLM(script) as srv:
         cfg = LLMConfig(models=(ModelSpec("m"),), api_base=srv.base_url, backoff_s=0.01)
-        client = LLMClient(cfg, PriceTable.load())
+        client = LLMClient(cfg, PriceTable.load(), clock=clock.clock())
 
         async def ask():
             try:
@@ -185,11 +193,10 @@ def test_retry_after_http_date_on_503_is_honoured():
                 await client.close()
 
         reply = asyncio.run(ask())
-        times = [r["_ts"] for r in srv.requests]
     assert reply.content == "fine" and reply.attempts == 2
-    assert times[1] - times[0] >= 0.5  # a date has whole seconds: at least 1 s less rounding
+    assert clock.waits == [2.0]
     (attempt,) = seen
-    assert attempt.fault == "HTTP 503" and attempt.retry_after_s is not None
+    assert attempt.fault == "HTTP 503" and attempt.retry_after_s == 2.0 and attempt.wait_s == 2.0
 
 
 def test_an_outage_of_a_few_seconds_is_recorded_and_recovered(tmp_path):
@@ -197,17 +204,20 @@ def test_an_outage_of_a_few_seconds_is_recorded_and_recovered(tmp_path):
     lock = threading.Lock()
     good = iter(GOOD * 3)
 
+    clock = FakeClock()
+
     def flaky(request: dict) -> Reply:
-        # the second request starts 2.5 s in which every connection is dropped
+        # the second request starts 2.5 s (on the client's clock) in which every
+        # connection is dropped
         with lock:
             if outage["until"] is None and len(srv.requests) == 2:
-                outage["until"] = time.time() + 2.5
-            down = outage["until"] is not None and time.time() < outage["until"]
+                outage["until"] = clock.now + 2.5
+            down = outage["until"] is not None and clock.now < outage["until"]
             return Reply(drop_connection=True) if down else next(good)
 
     with ScriptedLLM(flaky) as srv:
         # waits of 0.5, 1, 2, 4 s, each x0.5..1.5: at least 3.75 s, more than the outage
-        run = Run(tmp_path, srv.base_url, iterations=3, llm_backoff_s=0.5)
+        run = Run(tmp_path, srv.base_url, iterations=3, clock=clock, llm_backoff_s=0.5)
         summary = run.go()
         dropped = srv.counters["dropped"]
     failed = _failed(run.calls())
@@ -219,6 +229,12 @@ def test_an_outage_of_a_few_seconds_is_recorded_and_recovered(tmp_path):
     stats = run.ctl.stats
     assert stats.llm_retries == dropped and stats.llm_last_fault == "connection error"
     assert f"LLM: {dropped} retries, last connection error" in status_line(stats)
+    # one wait per dropped attempt, each its backoff (0.5 s doubling, x0.5..1.5), and the
+    # client asked again as soon as the outage was over: not one wait more
+    waits = clock.waits
+    assert len(waits) == dropped, (waits, dropped)
+    assert all(0.25 * 2**i <= w <= 0.75 * 2**i for i, w in enumerate(waits)), waits
+    assert sum(waits[:-1]) < 2.5 <= sum(waits), waits
 
 
 def test_timeouts_are_recorded(tmp_path):

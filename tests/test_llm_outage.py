@@ -1,5 +1,6 @@
 """How long an LLM outage a run rides out: failed iterations are asked again until the
-endpoint has answered nothing for MAX_LLM_OUTAGE_S; then the run ends, resumable."""
+endpoint has answered nothing for MAX_LLM_OUTAGE_S (on the LLM client's clock, a
+FakeClock here: no real waiting); then the run ends, resumable."""
 
 from __future__ import annotations
 
@@ -23,5 +24,6 @@ def test_an_outage_longer_than_the_window_ends_the_run(tmp_path, monkeypatch):
         run = Run(tmp_path, srv.base_url, iterations=5, llm_retries=1, llm_backoff_s=0.3)
         summary = run.go()
     assert summary.status == "failed" and "LLM endpoint unreachable" in (summary.reason or "")
+    assert sum(run.clock.waits) >= 0.5  # the window passed on the LLM client's clock
     assert summary.iterations_done <= 1  # the one answered iteration, unless load delayed it
     assert run.archive.get_run("r")["status"] == "failed"  # resumable, never left "running"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.local import LocalSandbox
+from evaluators.local.sandbox import LocalSandbox
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
 from tests.cli_helpers import evolve

@@ -33,7 +33,7 @@ from tests.docker_support import docker_image  # noqa: F401  (the session fixtur
 from tests.openevolve_reference import DIRECT_CHILD, openevolve_score
 
 FIXTURES = ROOT / "tests" / "fixtures" / "openevolve"
-STAND_IN = ROOT / "evaluators" / "openevolve_compat"  # where the stand-in `openevolve` lives
+STAND_IN = ROOT / "evaluators" / "inside" / "openevolve_compat"  # where the stand-in `openevolve` lives
 SEED = "initial_program.py"
 FIXTURE_ENV = ("FIXTURE_MODE",)  # never inherited: only --env passes it
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from evolve.cli.common import UsageError
-from evolve.cli.endpoints import llm_config
 from evolve.cli.parser import build_parser
 from evolve.cli.run import config_from_args
+from evolve.endpoints import llm_config
 from evolve.llm import LLMClient, LLMConfig, ModelSpec
 from evolve.llm.pricing import PriceTable
 from evolve.problem import Overrides, load_problem

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from evaluators.reachable import SCRATCH_ROOT
+from evaluators.local.reachable import SCRATCH_ROOT
 from tests.cli_helpers import archive_json, evolve, popen, run_args
 from tests.scripted_llm import Reply, ScriptedLLM
 from tests.toy_problem import toy_problem
@@ -77,7 +77,7 @@ def _running(procs: list[psutil.Process]) -> list[psutil.Process]:
 
 
 def _owned_dirs(tmp: Path, pid: int) -> list[str]:
-    """Temp folders named after the process `pid` (evaluators/leftovers.py)."""
+    """Temp folders named after the process `pid` (evaluators/local/leftovers.py)."""
     return [n for n in os.listdir(tmp) if n.startswith("evolve-") and f"-{pid}-" in n]
 
 
@@ -120,7 +120,7 @@ def _check(tmp_path: Path, backend: str, env: dict, mark: str) -> None:
         assert [p.pid for p in _running(family)] == []
         if backend != "bwrap":  # the fallback's scratch, Docker's host folder
             # (as root, out of the slot uid's reach under pytest's 0700 tmp_path, the fallback's
-            # scratch goes to evaluators/reachable.py's SCRATCH_ROOT)
+            # scratch goes to evaluators/local/reachable.py's SCRATCH_ROOT)
             kept = _owned_dirs(tmp, ctl.pid) or _owned_dirs(Path(SCRATCH_ROOT), ctl.pid)
             assert kept, os.listdir(tmp)
 
@@ -142,7 +142,7 @@ def _check(tmp_path: Path, backend: str, env: dict, mark: str) -> None:
 
 
 def test_bubblewrap_evaluation_dies_with_its_controller(tmp_path):
-    from evaluators.isolation import probe
+    from evaluators.local.bubblewrap import probe
 
     if probe().bwrap is None:
         pytest.skip("bubblewrap cannot create namespaces here")
@@ -150,12 +150,12 @@ def test_bubblewrap_evaluation_dies_with_its_controller(tmp_path):
 
 
 def test_fallback_evaluation_dies_with_its_controller(tmp_path):
-    """No namespaces: the watchdog (evaluators/exec_chain.py) kills the process group."""
+    """No namespaces: the watchdog (evaluators/local/exec_chain.py) kills the process group."""
     _kill_mid_evaluation(tmp_path, "fallback", {"EVOLVE_LOCAL_ISOLATION": "off"})
 
 
 def test_docker_evaluation_dies_with_its_controller(tmp_path):
-    from evaluators.image import find_image
+    from evaluators.docker.image import find_image
     from tests.docker_support import engine
 
     if find_image(engine()) is None:
@@ -164,15 +164,15 @@ def test_docker_evaluation_dies_with_its_controller(tmp_path):
 
 
 def test_sweep_never_touches_a_live_owners_folder(tmp_path):
-    from evaluators import leftovers
+    from evaluators.local import leftovers, liveness
 
     mine = Path(leftovers.make_dir("scratch", str(tmp_path)))
     dead = psutil.Popen(["true"])
     dead.wait()
-    stale = tmp_path / f"evolve-scratch-{leftovers.boot_id()}-{dead.pid}-1-abcdefgh"
+    stale = tmp_path / f"evolve-scratch-{liveness.boot_id()}-{dead.pid}-1-abcdefgh"
     (stale / "locked").mkdir(parents=True)
     (stale / "locked").chmod(0)  # what a candidate may leave
-    start = leftovers.start_ticks(os.getpid())  # our very pid and start, of an earlier boot
+    start = liveness.start_ticks(os.getpid())  # our very pid and start, of an earlier boot
     reboot = tmp_path / f"evolve-scratch-deadbeef-{os.getpid()}-{start}-abcdefgh"
     reboot.mkdir()
     other = tmp_path / "evolve-notes"  # not ours by name

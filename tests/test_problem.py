@@ -29,6 +29,18 @@ def test_openevolve_folder_loads_config():
     assert p.edit_format == "full"
 
 
+def test_openevolve_code_length_has_one_name_on_each_side():
+    """The MAP-Elites grid calls code length `code_length`; OpenEvolve's fitness rule, in the
+    sandbox, gets the feature dimensions as config.yaml names them (`complexity`)."""
+    from evolve.evaluation import CandidateEvaluator
+
+    p = load_problem(ROOT / "tests" / "fixtures" / "openevolve_binpack")
+    assert p.feature_dims == ("code_length", "diversity")
+    assert p.openevolve_feature_dims == ("complexity", "diversity")
+    request = CandidateEvaluator(p, sandbox=None).request(p.seed_code, "train")  # type: ignore[arg-type]
+    assert request.feature_dims == ("complexity", "diversity")
+
+
 def _native(
     tmp_path: Path,
     toml: str,

@@ -1,6 +1,7 @@
 """problems/binpack: FunSearch's packing loop by hand, the published data and the seeded
-generators, the notebook's numbers, bad and hostile candidates through the real `evolve eval`
-CLI, the README's baseline numbers, the fetch script, and a scripted run."""
+generators, the notebook's numbers, the trusted score's checks, and the fetch script. The
+README's baseline numbers, bad and hostile candidates through the real `evolve eval` CLI and a
+scripted run: tests/test_problem_conformance.py, with problems/binpack/conformance.toml."""
 
 from __future__ import annotations
 
@@ -16,34 +17,16 @@ from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
 from tests.binpack_edits import BINPACK_VARIANTS
-from tests.cli_helpers import block
-from tests.problem_hostile import (
-    END,
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    block_body,
-    eval_json,
-    load_module,
-    run_in_process,
-    scripted_run,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.problem_contract import contract
+from tests.problem_hostile import END, START, load_module, run_in_process, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "binpack"
-BASELINES = PROBLEM / "baselines"
 REFERENCE = PROBLEM / "reference"
 DATA = data_dir_for(PROBLEM) / "funsearch_or3_weibull5k.json"
 
-# README.md, "Reference numbers": score = -excess_pct; all deterministic.
-README = {
-    ("best_fit.py", "train"): -3.884180790960452,
-    ("best_fit.py", "test"): -4.676048748259016,
-    ("first_fit.py", "train"): -4.217110573042771,
-    ("first_fit.py", "test"): -4.983166950605462,
-}
+# README.md, "Reference numbers" (problems/binpack/conformance.toml): the seed, best fit, on train
+BEST_FIT_TRAIN = contract(PROBLEM).readme("best_fit.py", "train")["score"]
 
 
 ev = load_module(PROBLEM / "evaluator.py")
@@ -251,16 +234,16 @@ def test_fetch_rebuilds_the_exact_file_from_the_notebook(tmp_path):
 # ---------------------------------------------------------------- programs and the notebook's numbers
 
 
-def test_baselines_hold_only_their_block_and_the_seed_is_best_fit():
+def test_reference_programs_hold_only_their_block():
+    """As the baselines do (the conformance suite checks those)."""
     seed = (PROBLEM / "seed.py").read_text()
-    for path in [*BASELINES.glob("*.py"), *REFERENCE.glob("*.py")]:
+    for path in REFERENCE.glob("*.py"):
         code = path.read_text()
         assert "import" not in code.split(START)[0] + code.split(END)[1], path
         whole = complete_from_seed(code, seed)
         assert fixed_parts(whole) == fixed_parts(seed) and evolvable_text(whole) == evolvable_text(
             code
         )
-    assert block_body(PROBLEM / "seed.py") == block_body(BASELINES / "best_fit.py")
 
 
 def test_funsearch_heuristics_reproduce_the_notebook():
@@ -307,78 +290,7 @@ def test_score_of_a_test_packing_reports_each_published_set():
     assert m["excess_pct"] == pytest.approx((m["excess_pct_or3"] + m["excess_pct_weibull5k"]) / 2)
 
 
-# ---------------------------------------------------------------- validity and hostility
-
-
-BAD_RETURNS = {
-    "scalar": ("def priority(item, bins):\n    return float(item)\n", "shape ()"),
-    "strings": ("def priority(item, bins):\n    return ['a'] * len(bins)\n", "real numbers"),
-    "none": ("def priority(item, bins):\n    return None\n", "real numbers"),
-    "stateful": (
-        "_n = [0]\n\ndef priority(item, bins):\n    _n[0] += 1\n"
-        "    return -(bins - item) if _n[0] % 2 else -np.arange(len(bins), dtype=float)\n",
-        "pure function",
-    ),
-    "random": (
-        "def priority(item, bins):\n    return np.random.default_rng().random(len(bins))\n",
-        "pure function",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD_RETURNS))
-def test_bad_returns_are_invalid(tmp_path, name):
-    body, fragment = BAD_RETURNS[name]
-    r = ev.evaluate(str(with_block(PROBLEM, body, tmp_path)), "quick")
-    assert r["valid"] is False and fragment in r["artifacts"]["error"]
-
-
-BAD_CANDIDATES = {
-    "wrong_shape": (
-        "def priority(item, bins):\n    return np.append(-(bins - item), 0.0)\n",
-        "invalid",
-        "instance quick_0, item 0 (size 32, fits 500 bins): priority() returned shape (501,)",
-    ),
-    "non_finite": (
-        "def priority(item, bins):\n    return 1.0 / (bins - item)\n",
-        "invalid",
-        "NaN or infinity",
-    ),
-    "no_priority": (
-        "def prio(item, bins):\n    return bins\n",
-        "invalid",
-        "defines no callable priority",
-    ),
-    "raises": (
-        "def priority(item, bins):\n    raise KeyError('no bin')\n",
-        "runtime_error",
-        "KeyError",
-    ),
-    "syntax": ("def priority(item, bins)\n    return bins\n", "syntax_error", "SyntaxError"),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD_CANDIDATES))
-def test_bad_candidates_fail_through_the_cli(tmp_path, name):
-    body, status, fragment = BAD_CANDIDATES[name]
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "quick")
-    assert_fails(out, fragment, status)
-
-
-PATCH = """import sys
-_ev = sys.modules.get("evaluator")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 0.0, "metrics": {"excess_pct": 0.0}}
-    _ev.pack = lambda priority, instances, sample_at=(): ([[0] * len(i.items) for i in instances], [])
-"""
-
-
-def test_patching_the_evaluator_and_printing_a_score_gain_nothing(tmp_path):
-    body = block_body(BASELINES / "first_fit.py")
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH + FAKE_PRINT), "or3")
-    # first fit on OR3, honestly: the worker has no evaluator module to patch
-    assert out["status"] == "ok" and out["metrics"]["avg_bins"] == 212.75
-    assert out["score"] == -out["metrics"]["excess_pct"] and "1e9" in out["artifacts"]["stdout"]
+# ---------------------------------------------------------------- hostility
 
 
 def test_mutating_the_bins_argument_is_harmless():
@@ -388,23 +300,6 @@ def test_mutating_the_bins_argument_is_harmless():
 
     instances = ev.make_instances("quick")
     assert ev.pack(shifty, instances)[0] == ev.pack(PRIORITIES["best_fit"], instances)[0]
-
-
-# ---------------------------------------------------------------- baselines = README numbers
-
-
-@pytest.mark.parametrize("program, split", list(README))
-def test_baselines_reproduce_the_readme(program, split):
-    out = eval_json(PROBLEM, BASELINES / program, split)
-    assert out["status"] == "ok" and out["returncode"] == 0
-    assert out["score"] == README[(program, split)] == -out["metrics"]["excess_pct"]
-    if (program, split) == ("best_fit.py", "test"):  # the notebook: 212.0 (5.37%), 2067.0 (3.98%)
-        m = out["metrics"]
-        assert (m["avg_bins_or3"], m["avg_bins_weibull5k"]) == (212.0, 2067.0)
-        assert (f"{m['excess_pct_or3']:.2f}", f"{m['excess_pct_weibull5k']:.2f}") == (
-            "5.37",
-            "3.98",
-        )
 
 
 # ---------------------------------------------------------------- the canned LLM edits
@@ -417,7 +312,7 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
     for name in ("best_fit", "best_fit_tiebreak"):  # the seed's packing: no gain
         assert ev.evaluate(str(path[name]), "quick")["outputs"] == seed
     assert run(path["funsearch_weibull"], "quick")["score"] >= -30.0  # passes the cascade
-    assert run(path["funsearch_weibull"], "train")["score"] > README[("best_fit.py", "train")]
+    assert run(path["funsearch_weibull"], "train")["score"] > BEST_FIT_TRAIN
     assert run(path["worst_fit"], "quick")["score"] < -30.0
     with pytest.raises(SyntaxError):
         ev.evaluate(str(path["syntax_error"]), "quick")
@@ -427,24 +322,3 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
         for name in ("wrong_shape", "non_finite"):
             assert ev.evaluate(str(path[name]), "quick")["valid"] is False
 
-
-# ---------------------------------------------------------------- a scripted run
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    replies = [
-        block(
-            block_body(REFERENCE / "funsearch_weibull.py"),
-            "Shape priorities around the leftover gap.",
-        ),
-        block(block_body(BASELINES / "first_fit.py"), "First fit is simpler."),
-        block(
-            "def priority(item, bins):\n    return bins - item\n", "Worst fit keeps bins balanced."
-        ),
-        block("def priority(item, bins):\n    return -(bins - item\n", "Tighter fits."),
-        block("def priority(item, bins):\n    return np.append(bins, 0.0)\n", "A virtual new bin."),
-        Reply("Let me think about this some more."),
-    ]
-    best = scripted_run(PROBLEM, replies, tmp_path)
-    assert best["iteration"] > 0 and "bins.max()" in best["code"]
-    assert best["score"] > README[("best_fit.py", "train")] and best["test_score"] is not None

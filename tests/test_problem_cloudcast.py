@@ -1,16 +1,16 @@
 """problems/cloudcast: the cost model by hand, the published totals, plan checks, the data, its
-held-out split and its download code, bad and hostile candidates through the real `evolve eval`
-CLI, the README's baseline numbers, and a scripted 20-iteration run."""
+held-out split and its download code, and what the README's numbers are made of. The README's
+baseline numbers, bad and hostile candidates through the real `evolve eval` CLI, `evolve check`
+and a scripted 20-iteration run: tests/test_problem_conformance.py, with
+problems/cloudcast/conformance.toml."""
 
 from __future__ import annotations
 
-import ast
 import itertools
 import random
 import shutil
 import sys
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,36 +20,16 @@ from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import block, evolve
+from tests.problem_contract import contract, readme_output
 from tests.problem_data import check_download_round_trip, data_files
-from tests.problem_hostile import (
-    FAKE_PRINT,
-    assert_fails,
-    block_body,
-    eval_json,
-    load_module,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.problem_hostile import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "cloudcast"
 BASELINES = PROBLEM / "baselines"
 _ids = itertools.count()
 
-# README.md, "Baselines and reference numbers": score = -(total cost in $), deterministic.
-README = {
-    ("direct.py", "train"): -477.13,
-    ("direct.py", "test"): -722.04,
-    ("dijkstra_cost.py", "train"): -471.44,
-    ("dijkstra_cost.py", "test"): -574.42,
-    ("steiner_greedy.py", "train"): -322.86,
-    ("steiner_greedy.py", "test"): -450.63,
-    ("steiner_exact.py", "train"): -302.36,
-    ("steiner_exact.py", "test"): -323.88,
-}
+CONTRACT = contract(PROBLEM)  # problems/cloudcast/conformance.toml: the README's numbers
 
 
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
@@ -342,19 +322,16 @@ def test_problem_toml_baselines_and_fixed_code():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
     assert cfg["problem"]["metric"] == "total_cost" and cfg["problem"]["direction"] == "minimize"
     assert cfg["evaluation"]["splits"] == ["train", "test"]
-    seed_code = (PROBLEM / "seed.py").read_text()
     assert (BASELINES / "dijkstra_cost.py").is_symlink()  # the seed is the ADRS seed
     assert (BASELINES / "dijkstra_cost.py").resolve() == PROBLEM / "seed.py"
-    for path in (p for p in BASELINES.glob("*.py") if not p.is_symlink()):  # blocks only
-        (doc,) = ast.parse("".join(fixed_parts(path.read_text()))).body
-        assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), path.name
-        assert "def plan_cost" in complete_from_seed(path.read_text(), seed_code)
+    # the candidate's copy of the cost model is fixed code: the baselines get it from seed.py
+    assert "def plan_cost" in "".join(fixed_parts((PROBLEM / "seed.py").read_text()))
     assert data_dir_for(PROBLEM) == PROBLEM / "data"
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
     good = ev.evaluate(str(PROBLEM / "seed.py"), "train")["outputs"]
-    assert round(ev.score(good, "train")["score"], 2) == README[("dijkstra_cost.py", "train")]
+    assert f"{ev.score(good, 'train')['score']:.2f}" == CONTRACT.readme("dijkstra_cost.py", "train")["score"]
     plans = good["plans"]
     cases = {
         "'plans' list": {"plans": "all of them"},
@@ -374,136 +351,15 @@ def test_score_rejects_tampered_outputs(tmp_path):
         assert r["valid"] is False and fragment in r["artifacts"]["error"], (fragment, r)
 
 
-# ---------------------------------------------------------------- bad and hostile, through `evolve eval`
-
-DIJKSTRA = block_body(PROBLEM / "seed.py")
-FULL = "def plan_broadcast(src, dsts, graph, limits, data_vol_gb, num_partitions):\n"
-BAD = {
-    "too few partitions": (
-        FULL + "    return [[(src, d) for d in dsts]]\n",
-        "invalid",
-        "configuration 'intra_aws': expected 10 partitions (one edge list each), got 1",
-    ),
-    "misses a destination": (
-        FULL + "    return [[(src, d) for d in dsts[1:]]] * num_partitions\n",
-        "invalid",
-        "configuration 'intra_aws': partition 0 does not reach destination 'aws:me-south-1'",
-    ),
-    "unknown region": (
-        FULL + "    return [[(src, 'aws:moon-1')] + [(src, d) for d in dsts]] * num_partitions\n",
-        "invalid",
-        "partition 0: edge ('aws:ap-northeast-1', 'aws:moon-1'): unknown region",
-    ),
-    "a set of edges": (
-        FULL + "    return [{(src, d) for d in dsts}] * num_partitions\n",
-        "invalid",
-        "partition 0: expected a list of (u, v) edges, got set",
-    ),
-    "nan edge": (
-        FULL + "    return [[(src, float('nan'))]] * num_partitions\n",
-        "invalid",
-        "an edge must be a pair (u, v) of region names, got ('aws:ap-northeast-1', nan)",
-    ),
-    "exception": (
-        FULL + "    return graph[src]['aws:nowhere']\n",
-        "runtime_error",
-        "KeyError: 'aws:nowhere'",
-    ),
-    "no plan_broadcast": (
-        "def search_algorithm(src, dsts, G, num_partitions):\n    return None\n",
-        "invalid",
-        "defines no callable plan_broadcast",
-    ),
-    "syntax": ("def plan_broadcast(src, dsts\n    return []\n", "syntax_error", "SyntaxError"),
-}
+# ---------------------------------------------------------------- the README's numbers
 
 
-def _eval_all(jobs):
-    with ThreadPoolExecutor(2) as pool:
-        return list(pool.map(lambda a: eval_json(*a), jobs))
-
-
-def test_bad_plans_fail_through_the_cli_with_a_clear_error(tmp_path):
-    names = list(BAD)
-    outs = _eval_all([(PROBLEM, with_block(PROBLEM, BAD[n][0], tmp_path), "train") for n in names])
-    for name, out in zip(names, outs, strict=True):
-        _, status, fragment = BAD[name]
-        assert_fails(out, fragment, status)
-
-
-# The candidate runs in its own process, where neither module exists: the patches find nothing.
-PATCH = """import sys
-_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("cloudcast_sim")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 0.0, "metrics": {"total_cost": 0.0}}
-if _sim is not None:
-    _sim.VM_PRICE_PER_HOUR = 0.0
-    _sim.check_plan = lambda plan, cfg, graph: [set(map(tuple, p)) for p in plan]
-    _sim.simulate = lambda *a: None
-"""
-
-
-def test_tampering_and_printed_scores_gain_nothing(tmp_path):
-    printing = DIJKSTRA.replace("    edges = []", "    print('score: 0')\n    edges = []")
-    smuggle = FULL + "    return [[(src, dsts[0])]] * num_partitions  # misses 5 destinations\n"
-    progs = [
-        with_block(PROBLEM, DIJKSTRA, tmp_path, prelude=PATCH),
-        with_block(PROBLEM, smuggle, tmp_path, prelude=PATCH),
-        with_block(PROBLEM, printing, tmp_path, prelude=FAKE_PRINT),
-    ]
-    patched, smuggled, printed = _eval_all([(PROBLEM, p, "train") for p in progs])
-    for out in (patched, printed):
-        assert (
-            out["status"] == "ok"
-            and round(out["score"], 2) == README[("dijkstra_cost.py", "train")]
-        )
-        assert out["metrics"]["vm_cost"] > 0
-    assert_fails(smuggled, "partition 0 does not reach destination", "invalid")
-    assert "1e9" in printed["artifacts"]["stdout"]
-
-
-def test_infinite_loop_times_out(tmp_path):
-    quick = short_timeout_copy(PROBLEM, tmp_path, 3)
-    body = FULL + "    while True:\n        pass\n"
-    assert_fails(eval_json(quick, with_block(quick, body, tmp_path), "train"), "timeout", "timeout")
-
-
-# ---------------------------------------------------------------- baselines = README numbers
-
-
-def test_baselines_reproduce_the_readme():
-    keys = list(README)
-    outs = _eval_all([(PROBLEM, BASELINES / name, split) for name, split in keys])
-    for (name, split), out in zip(keys, outs, strict=True):
-        assert out["status"] == "ok" and out["returncode"] == 0, (name, split, out)
-        assert round(out["score"], 2) == README[(name, split)], (name, split, out["score"])
-        m = out["metrics"]
-        assert out["score"] == -m["total_cost"] and m["total_cost"] == pytest.approx(
-            m["egress_cost"] + m["vm_cost"]
-        )
-        assert m["egress_cost"] >= m["egress_lower_bound"] - 1e-9 and m["transfer_s"] > 0
-        assert m["egress_lower_bound"] == {"train": 297.0, "test": 321.0}[split]
-
-
-def test_check_passes():
-    r = evolve("check", str(PROBLEM))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "seed on train: ok" in r.stdout and "seed on test (held out): ok" in r.stdout
-
-
-# ---------------------------------------------------------------- a scripted run
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    replies = [
-        block(block_body(BASELINES / "steiner_greedy.py"), "Grow one shared Steiner tree."),
-        block(block_body(BASELINES / "direct.py"), "Send straight to every destination."),
-        block(BAD["misses a destination"][0], "Skip the first destination."),
-        block(BAD["syntax"][0], "A broken idea."),
-        Reply("Let me think about this some more."),
-    ]
-    runs = tmp_path / "runs"
-    best = scripted_run(PROBLEM, replies, runs)
-    assert best["iteration"] > 0 and "cheapest_from" in best["code"]
-    assert round(best["score"], 2) == README[("steiner_greedy.py", "train")]
-    assert round(best["test_score"], 2) == README[("steiner_greedy.py", "test")]
+@pytest.mark.parametrize(
+    "row", CONTRACT.rows("readme"), ids=lambda r: f"{r['program']}@{r['split']}"
+)
+def test_the_readme_costs_add_up(row):
+    """What `evolve eval --json` gives for each README row (the conformance suite checks the
+    numbers themselves, on the same output): egress + VMs, never below the least egress."""
+    m = readme_output(PROBLEM, row["program"], row["split"])["metrics"]
+    assert m["total_cost"] == pytest.approx(m["egress_cost"] + m["vm_cost"])
+    assert m["egress_cost"] >= m["egress_lower_bound"] - 1e-9

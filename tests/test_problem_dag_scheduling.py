@@ -1,6 +1,8 @@
 """problems/dag_scheduling: the simulator on hand-computed instances, HEFT/CPOP by hand, the
-critical-path bound, the WfInstances data and its splits, bad and hostile candidates through
-the real `evolve eval` CLI, the README's baseline numbers, the fetch script, and a scripted run."""
+critical-path bound, the WfInstances data and its splits, the trusted score's checks, and the
+fetch script. The README's baseline numbers, bad and hostile candidates through the real
+`evolve eval` CLI, `evolve check` and a scripted run: tests/test_problem_conformance.py, with
+problems/dag_scheduling/conformance.toml."""
 
 from __future__ import annotations
 
@@ -16,39 +18,20 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataFile, data_dir_for, ensure, sha256_of
-from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
+from evolve.edits.blocks import complete_from_seed
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import block, evolve
 from tests.dag_scheduling_edits import DAG_VARIANTS
-from tests.problem_hostile import (
-    END,
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    block_body,
-    eval_json,
-    load_module,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.problem_contract import contract
+from tests.problem_hostile import load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "dag_scheduling"
 BASELINES = PROBLEM / "baselines"
 DATA = data_dir_for(PROBLEM)
 
-# README.md, "Reference numbers": score = -makespan_ratio; all deterministic.
-README = {
-    ("heft.py", "train"): -4.514210195095179,
-    ("heft.py", "test"): -4.676022638167888,
-    ("cpop.py", "train"): -4.739492505720092,
-    ("cpop.py", "test"): -4.691262169535265,
-    ("random_assign.py", "train"): -10.92815222738882,
-    ("random_assign.py", "test"): -12.588331994003411,
-}
+# README.md, "Reference numbers" (problems/dag_scheduling/conformance.toml): HEFT, the seed
+HEFT_TRAIN = contract(PROBLEM).readme("heft.py", "train")["score"]
 
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
 ev = load_module(PROBLEM / "evaluator.py")
@@ -327,22 +310,6 @@ def test_fetch_rebuilds_every_file_from_a_local_mirror(tmp_path):
 # ---------------------------------------------------------------- programs
 
 
-def test_baselines_hold_only_their_block_and_the_seed_is_heft():
-    seed = (PROBLEM / "seed.py").read_text()
-    for path in BASELINES.glob("*.py"):
-        code = path.read_text()
-        assert "import" not in code.split(START)[0] + code.split(END)[1], path
-        whole = complete_from_seed(code, seed)
-        assert fixed_parts(whole) == fixed_parts(seed)
-        assert evolvable_text(whole) == evolvable_text(code)
-    assert block_body(PROBLEM / "seed.py") == block_body(BASELINES / "heft.py")
-    assert sorted(p.name for p in BASELINES.glob("*.py")) == [
-        "cpop.py",
-        "heft.py",
-        "random_assign.py",
-    ]
-
-
 @pytest.mark.parametrize(
     "outputs, fragment",
     [
@@ -402,86 +369,6 @@ def test_score_of_the_seed_is_the_geometric_mean_of_the_slrs():
     assert "CP bound" in r["artifacts"]["hint"] and m["work_ratio"] >= 1
 
 
-# ---------------------------------------------------------------- validity and hostility
-
-BAD_CANDIDATES = {
-    "returns_none": ("invalid", "schedule() returned NoneType"),
-    "bad_processor": ("invalid", "processor 6, which does not exist"),
-    "children_first": ("invalid", "comes before its parent"),
-    "non_finite": ("invalid", "is not an integer"),
-    "runtime_error": ("runtime_error", "NameError"),
-    "syntax_error": ("syntax_error", "SyntaxError"),
-}
-VARIANTS["returns_none"] = "def schedule(wf, platform):\n    return None\n"
-
-
-@pytest.mark.parametrize("name", ["bad_processor", "children_first", "non_finite"])
-def test_bad_returns_are_invalid_in_process(tmp_path, name):
-    status, fragment = BAD_CANDIDATES[name]
-    r = ev.evaluate(str(with_block(PROBLEM, VARIANTS[name], tmp_path)), "train")
-    assert r["valid"] is False and fragment in r["artifacts"]["error"]
-    assert r["artifacts"]["error"].startswith("workflow epigenomics-chameleon-hep-1seq-100k")
-
-
-def test_other_bad_returns_are_invalid_in_process(tmp_path):
-    for body, fragment in [
-        ("def schedule(wf, platform):\n    return None\n", "returned NoneType"),
-        ("def schedule(wf, platform):\n    return 'abc'\n", "returned str"),
-        ("def schedule(wf, platform):\n    return [(0, 0)]\n", "returned 1 pairs; expected 41"),
-        ("def plan(wf, platform):\n    return []\n", "defines no callable schedule"),
-    ]:
-        r = ev.evaluate(str(with_block(PROBLEM, body, tmp_path)), "train")
-        assert r["valid"] is False and fragment in r["artifacts"]["error"], r
-
-
-@pytest.mark.parametrize("name", list(BAD_CANDIDATES))
-def test_bad_candidates_fail_through_the_cli(tmp_path, name):
-    status, fragment = BAD_CANDIDATES[name]
-    out = eval_json(PROBLEM, with_block(PROBLEM, VARIANTS[name], tmp_path), "train")
-    assert_fails(out, fragment, status)
-
-
-def test_infinite_loop_times_out(tmp_path):
-    quick = short_timeout_copy(PROBLEM, tmp_path, 3)
-    body = "def schedule(wf, platform):\n    while True:\n        pass\n"
-    assert_fails(eval_json(quick, with_block(quick, body, tmp_path)), "timeout", "timeout")
-
-
-PATCH = """import sys
-for _name in ("evaluator", "dag_sim"):
-    _m = sys.modules.get(_name)
-    if _m is not None:
-        _m.score = lambda outputs, split: {"score": 0.0, "metrics": {"makespan_ratio": 1.0}}
-        _m.simulate = lambda wf, schedule, plat: {"makespan": 0.0, "finish": [], "comm_s": 0.0}
-        _m.check_schedule = lambda raw, wf, n: raw
-"""
-
-
-def test_patching_the_evaluator_and_printing_a_score_gain_nothing(tmp_path):
-    body = block_body(BASELINES / "random_assign.py")
-    prog = with_block(PROBLEM, body, tmp_path, prelude=PATCH + FAKE_PRINT)
-    out = eval_json(PROBLEM, prog, "train")
-    # random list scheduling, honestly: the worker has no evaluator module to patch
-    assert out["status"] == "ok" and out["score"] == README[("random_assign.py", "train")]
-    assert "1e9" in out["artifacts"]["stdout"]
-
-
-def test_patched_checker_cannot_smuggle_an_invalid_schedule(tmp_path):
-    body = "def schedule(wf, platform):\n    return [(0, 4)]  # one task: a tiny makespan\n"
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH), "train")
-    assert_fails(out, "returned 1 pairs; expected 41", "invalid")
-
-
-# ---------------------------------------------------------------- baselines = README numbers
-
-
-@pytest.mark.parametrize("name, split", list(README))
-def test_baselines_reproduce_the_readme(name, split):
-    out = eval_json(PROBLEM, BASELINES / name, split)
-    assert out["status"] == "ok" and out["returncode"] == 0
-    assert out["score"] == README[(name, split)] == -out["metrics"]["makespan_ratio"]
-
-
 # ---------------------------------------------------------------- the canned LLM edits
 
 
@@ -489,33 +376,10 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
     """tests/dag_scheduling_edits.py promises these outcomes; the scripted run relies on them."""
     path = {n: with_block(PROBLEM, src, tmp_path) for n, src in VARIANTS.items()}
     assert ev.evaluate(str(path["heft"]), "train")["outputs"] == heft_outputs()
-    assert run(path["best_of_rules"], "train")["score"] > README[("heft.py", "train")]
-    assert run(path["fastest_only"], "train")["score"] < README[("heft.py", "train")]
+    assert run(path["best_of_rules"], "train")["score"] > HEFT_TRAIN
+    assert run(path["fastest_only"], "train")["score"] < HEFT_TRAIN
     with pytest.raises(SyntaxError):
         ev.evaluate(str(path["syntax_error"]), "train")
     with pytest.raises(NameError):
         ev.evaluate(str(path["runtime_error"]), "train")
 
-
-# ---------------------------------------------------------------- a scripted run
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    replies = [
-        block(VARIANTS["best_of_rules"], "Try several priority rules and keep the best."),
-        block(block_body(BASELINES / "cpop.py"), "CPOP: keep the critical path together."),
-        block(VARIANTS["fastest_only"], "Everything on the fastest processor."),
-        block(VARIANTS["syntax_error"], "Break ties by runtime."),
-        block(VARIANTS["bad_processor"], "A virtual processor for exit tasks."),
-        Reply("Let me think about this some more."),
-    ]
-    best = scripted_run(PROBLEM, replies, tmp_path)
-    assert best["iteration"] > 0 and "_list_schedule" in best["code"]
-    assert best["score"] > README[("heft.py", "train")] and best["test_score"] is not None
-
-
-def test_evolve_check_passes():
-    r = evolve("check", str(PROBLEM), timeout=120)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert "seed on train: ok, score -4.514210195095179" in r.stdout
-    assert "seed on test (held out): ok, score -4.676022638167888" in r.stdout

@@ -1,9 +1,10 @@
-"""problems/eplb: the simulator by hand, the checks on placements, hostile candidates
-through the real `evolve eval` CLI, the README's baseline numbers, and a scripted run."""
+"""problems/eplb: the simulator by hand, the checks on placements, the score's runtime term
+(on the README's numbers and on a tampered run), and a candidate that fakes the clock. The
+README's baseline numbers, bad and hostile candidates through the real `evolve eval` CLI and a
+scripted run: tests/test_problem_conformance.py, with problems/eplb/conformance.toml."""
 
 from __future__ import annotations
 
-import ast
 import sys
 import tomllib
 from pathlib import Path
@@ -12,36 +13,24 @@ import numpy as np
 import pytest
 
 from evaluators import kit
-from evolve.edits.blocks import complete_from_seed, fixed_parts
-from tests.cli_helpers import block
-from tests.data_seeds import RUN_DATA_SEED, scored_at
-from tests.problem_hostile import (
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    block_body,
-    complete_baseline,
-    eval_json,
-    load_module,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.eplb_edits import vectorised_seed
+from tests.problem_contract import contract, readme_output, row_output
+from tests.problem_hostile import block_body, complete_baseline, eval_json, load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "eplb"
 BASELINES = PROBLEM / "baselines"
 
-# Measured with `evolve eval problems/eplb problems/eplb/baselines/<file> --split <s> --json`
-# (README.md, "Reference numbers"). Balancedness is deterministic; the score moves with the
-# measured runtime, so it is checked against the README's own runtime, never the clock.
+# README.md, "Reference numbers": balancedness (deterministic: problems/eplb/conformance.toml
+# checks it through `evolve eval`), the measured runtime and the score. The score moves with
+# the runtime, so the README's score is checked against the README's own runtime, never the clock.
 README = {
-    ("deepseek_eplb.py", "train"): {"balancedness": 0.6358, "same": 0.8307, "runtime_ms": 35, "score": 54.8},
-    ("deepseek_eplb.py", "test"): {"balancedness": 0.6054, "same": 0.8403, "runtime_ms": 37, "score": 51.9},
-    ("round_robin.py", "train"): {"balancedness": 0.3510, "same": 0.3501, "runtime_ms": 1.35, "score": 39.0},
-    ("round_robin.py", "test"): {"balancedness": 0.3590, "same": 0.3603, "runtime_ms": 1.4, "score": 39.45},
+    ("deepseek_eplb.py", "train"): {"balancedness": 0.6358, "runtime_ms": 35, "score": 54.8},
+    ("deepseek_eplb.py", "test"): {"balancedness": 0.6054, "runtime_ms": 37, "score": 51.9},
+    ("round_robin.py", "train"): {"balancedness": 0.3510, "runtime_ms": 1.35, "score": 39.0},
+    ("round_robin.py", "test"): {"balancedness": 0.3590, "runtime_ms": 1.4, "score": 39.45},
 }
+CONTRACT = contract(PROBLEM)
 
 
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
@@ -201,16 +190,10 @@ def test_traces_are_seeded_drifting_and_split():
     assert {r.name for _, _, r in sim.SPLITS["test"]} - {r.name for _, _, r in sim.SPLITS["train"]}
 
 
-def test_problem_toml_and_fixed_code():
+def test_problem_toml():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
     assert cfg["problem"]["metric"] == "balancedness" and cfg["evaluation"]["splits"] == ["train", "test"]
     assert "data" not in cfg and not (PROBLEM / "data").exists()  # generated loads, no data files
-    seed_code = (PROBLEM / "seed.py").read_text()
-    for path in (p for p in BASELINES.glob("*.py") if not p.is_symlink()):  # the fixed code is written once, in seed.py
-        (doc,) = ast.parse("".join(fixed_parts(path.read_text()))).body
-        assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), path.name
-        assert complete_from_seed(path.read_text(), seed_code).startswith(seed_code.split(START)[0])
-    assert block_body(PROBLEM / "seed.py") == block_body(BASELINES / "deepseek_eplb.py")
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
@@ -236,112 +219,23 @@ def test_train_evaluation_of_the_seed():
     assert r["metrics"]["balancedness"] > 0.6
 
 
-# ---------------------------------------------------------------- validity, through `evolve eval`
-
-ROUND_ROBIN = block_body(BASELINES / "round_robin.py")
-CALL = "rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus)"
-
-
-def _rr_then(transform: str) -> str:
-    """The round-robin policy with its outputs transformed before returning."""
-    return ROUND_ROBIN.replace("def rebalance_experts(", "def _rr(", 1) + (
-        f"\n\ndef {CALL}:\n"
-        f"    phy2log, log2phy, logcnt = _rr(weight, num_replicas, num_groups, num_nodes, num_gpus)\n"
-        f"{transform}"
-    )
-
-
-@pytest.mark.parametrize("name, body, status, fragment", [
-    ("wrong_shape", _rr_then("    return phy2log[:, :-1], log2phy, logcnt\n"),
-     "invalid", "phy2log has shape (58, 287); expected (58, 288)"),
-    ("nan", _rr_then("    return phy2log.astype(float) * np.nan, log2phy, logcnt\n"),
-     "invalid", "phy2log contains NaN"),
-    ("floats", _rr_then("    return phy2log.astype(float), log2phy, logcnt\n"),
-     "invalid", "phy2log must be an integer array"),
-    ("inconsistent", _rr_then("    log2phy[:, [0, 1]] = log2phy[:, [1, 0]]\n    return phy2log, log2phy, logcnt\n"),
-     "invalid", "log2phy says slot 1 of layer 0 holds expert 0"),
-    ("bad_counts", _rr_then("    logcnt[:, 0] += 1\n    return phy2log, log2phy, logcnt\n"),
-     "invalid", "replica counts must sum to the 288 physical slots"),
-    ("no_replica", _rr_then(
-        "    phy2log[:, 40] = 0\n    logcnt[:, 0] += 1\n    logcnt[:, 40] -= 1\n"
-        "    return phy2log, log2phy, logcnt\n"),
-     "invalid", "expert 40 of layer 0 has no replica"),
-    ("two_values", _rr_then("    return phy2log, logcnt\n"),
-     "invalid", "must return (phy2log, log2phy, logcnt), got a tuple of length 2"),
-    ("stateful", "_calls = [0]\n\n" + _rr_then(
-        "    _calls[0] += 1\n    if _calls[0] > 22:\n        phy2log = phy2log.copy()\n"
-        "        phy2log[:, [0, 1]] = phy2log[:, [1, 0]]\n"
-        "        logcnt = np.zeros_like(logcnt)\n        np.add.at(logcnt, (np.arange(len(phy2log))[:, None], phy2log), 1)\n"
-        "        log2phy = np.full(log2phy.shape, -1)\n"
-        "        for l in range(len(phy2log)):\n            seen = [0] * logcnt.shape[1]\n"
-        "            for p, e in enumerate(phy2log[l]):\n                log2phy[l, e, seen[e]] = p\n"
-        "                seen[e] += 1\n"
-        "    return phy2log, log2phy, logcnt\n"),
-     "invalid", "deterministic function of its arguments"),
-    ("exception", f"def {CALL}:\n    raise ValueError('no placement for you')\n",
-     "runtime_error", "ValueError: no placement for you"),
-    ("missing_function", "def rebalance(weight):\n    return None\n",
-     "invalid", "defines no callable rebalance_experts"),
-    ("syntax", f"def {CALL}\n    return None\n", "syntax_error", "SyntaxError"),
-])
-def test_bad_outputs_fail_through_the_cli(tmp_path, name, body, status, fragment):
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "train")
-    assert_fails(out, fragment, status)
-    if status == "runtime_error":
-        assert "no placement for you" in out["artifacts"]["traceback"]
-
-
 # ---------------------------------------------------------------- hostile, through `evolve eval`
 
+ROUND_ROBIN = block_body(BASELINES / "round_robin.py")
 
-@pytest.fixture(scope="module")
-def honest_rr() -> dict:
-    out = eval_json(PROBLEM, BASELINES / "round_robin.py", "train")
+
+def test_a_patched_run_is_scored_by_the_formula(tmp_path):
+    """The tampered run of the conformance suite (its balancedness is round robin's): only
+    the runtime term may differ, timed around each call, it carries the machine's noise."""
+    out = row_output(CONTRACT, "tamper", "patch_the_evaluator_and_simulator", tmp_path)
     assert out["status"] == "ok"
-    return out
-
-
-# The candidate runs in its own process, where neither module exists: the patches find nothing.
-PATCH = """import sys
-import numpy as np
-_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("eplb_sim")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 1e9, "metrics": {"balancedness": 1.0}}
-if _sim is not None:
-    _sim.balancedness = lambda *a, **k: 1.0
-    _sim.check_placement = lambda *a, **k: None
-    _sim.combined_score = lambda *a, **k: 1e9
-"""
-
-
-def test_patching_the_evaluator_and_simulator_gains_nothing(tmp_path, honest_rr):
-    out = eval_json(PROBLEM, with_block(PROBLEM, ROUND_ROBIN, tmp_path, prelude=PATCH), "train")
-    assert out["status"] == "ok"
-    assert out["metrics"]["balancedness"] == pytest.approx(honest_rr["metrics"]["balancedness"], abs=1e-12)
-    # only the runtime term may differ: timed around each call, it carries the machine's noise
     bal = out["metrics"]["balancedness"]
     assert out["score"] == pytest.approx(sim.combined_score(bal, out["metrics"]["runtime_ms"] / 1000))
     assert out["score"] <= sim.BALANCE_WEIGHT * bal + sim.SPEED_WEIGHT * sim.SPEED_CAP + 1e-9
 
 
-def test_patched_checker_cannot_smuggle_an_invalid_placement(tmp_path):
-    body = _rr_then("    phy2log = np.zeros_like(phy2log)  # every slot: expert 0\n"
-                    "    return phy2log, log2phy, logcnt\n")
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH), "train")
-    assert_fails(out, "logcnt[0, 0] = 2 but expert 0 fills 288 slots", "invalid")
-
-
-def test_printed_fake_score_is_ignored(tmp_path, honest_rr):
-    body = ROUND_ROBIN.replace('    layers, experts = np.shape(weight)\n',
-                               '    layers, experts = np.shape(weight)\n    print("score: 1e9")\n')
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=FAKE_PRINT), "train")
-    assert out["status"] == "ok" and "1e9" in out["artifacts"]["stdout"]
-    assert out["metrics"]["balancedness"] == pytest.approx(honest_rr["metrics"]["balancedness"], abs=1e-12)
-    assert out["score"] < 50
-
-
 @pytest.mark.parametrize("fake", [
-    "sys.modules['evaluators.worker']._CLOCK = lambda: 0.0",  # the worker's call timer
+    "sys.modules['evaluators.inside.worker']._CLOCK = lambda: 0.0",  # the worker's call timer
     "time.perf_counter = lambda: 0.0\ntime.monotonic = lambda: 0.0",  # its clocks
 ])
 def test_faking_the_clock_gains_nothing(tmp_path, fake):
@@ -356,24 +250,13 @@ def test_faking_the_clock_gains_nothing(tmp_path, fake):
     assert cheat["metrics"]["runtime_ms"] > 45 and cheat["metrics"]["slow_penalty"] > 3
 
 
-def test_infinite_loop_times_out(tmp_path):
-    quick = short_timeout_copy(PROBLEM, tmp_path, 3)
-    body = f"def {CALL}:\n    while True:\n        pass\n"
-    out = eval_json(quick, with_block(quick, body, tmp_path), "train")
-    assert_fails(out, "timeout", "timeout")
-
-
-# ---------------------------------------------------------------- baselines = README numbers
-
-
 @pytest.mark.parametrize("program, split", list(README))
-def test_baselines_reproduce_the_readme(program, split):
-    out = eval_json(PROBLEM, BASELINES / program, split)
+def test_the_readme_scores_follow_the_formula(program, split):
+    """The README rows' `evolve eval` (the conformance suite checks their balancedness on the
+    same output) score by the formula, with their own measured runtime."""
+    out = readme_output(PROBLEM, program, split)
     want = README[(program, split)]
-    assert out["status"] == "ok" and out["returncode"] == 0
     m = out["metrics"]
-    assert m["balancedness"] == pytest.approx(want["balancedness"], abs=5e-5)  # deterministic
-    assert m["balancedness_same_window"] == pytest.approx(want["same"], abs=5e-5)
     assert out["score"] == pytest.approx(sim.combined_score(m["balancedness"], m["runtime_ms"] / 1000))
     # The runtime term depends on the machine and its load, so the README's score is checked
     # against the README's runtime: the same formula, no clock.
@@ -381,37 +264,7 @@ def test_baselines_reproduce_the_readme(program, split):
         want["score"], abs=0.05)
 
 
-# ---------------------------------------------------------------- a scripted run
-
-# The same greedy as the seed, with its packing loop vectorised over layers and
-# nodes: identical placements, far less time per call (the ADRS result, in small).
-VECTORISED_PACKING = '''
-def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy packing (heaviest item to the lightest pack with room), all rows at once."""
-    rows, n = weight.shape
-    per_pack = n // num_packs
-    order = np.argsort(-weight, axis=1, kind="stable")
-    loads = np.zeros((rows, num_packs))
-    counts = np.zeros((rows, num_packs), dtype=np.int64)
-    pack_index = np.empty((rows, n), dtype=np.int64)
-    rank_in_pack = np.empty((rows, n), dtype=np.int64)
-    r = np.arange(rows)
-    for j in range(n):
-        item = order[:, j]
-        best = np.argmin(np.where(counts < per_pack, loads, np.inf), axis=1)
-        pack_index[r, item] = best
-        rank_in_pack[r, item] = counts[r, best]
-        loads[r, best] += weight[r, item]
-        counts[r, best] += 1
-    return pack_index, rank_in_pack
-'''
-
-
-def vectorised_seed() -> str:
-    body = block_body(PROBLEM / "seed.py")
-    start = body.index("def balanced_packing")
-    end = body.index("def replicate_experts")
-    return body[:start] + VECTORISED_PACKING.strip() + "\n\n\n" + body[end:]
+# ---------------------------------------------------------------- the canned edit
 
 
 def test_vectorised_greedy_gives_the_same_placements_faster(tmp_path):
@@ -421,17 +274,3 @@ def test_vectorised_greedy_gives_the_same_placements_faster(tmp_path):
                     strict=True):
         assert np.array_equal(a, b)
 
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    replies = [
-        block(vectorised_seed(), "Vectorise the packing loop over layers and nodes."),
-        block(ROUND_ROBIN, "Round robin is fast."),
-        block(_rr_then("    return phy2log[:, :-1], log2phy, logcnt\n"), "Drop the last slot."),
-        block(f"def {CALL}:\n    return np.zeros(3\n", "Broken on purpose."),
-        Reply("I have no idea."),
-    ]
-    best = scripted_run(PROBLEM, replies, tmp_path / "runs", data_seed=RUN_DATA_SEED)
-    assert best["iteration"] > 0 and "np.argmin" in best["code"]  # the vectorised greedy won
-    deepseek = scored_at(RUN_DATA_SEED, ev, PROBLEM, PROBLEM / "baselines" / "deepseek_eplb.py", tmp_path)
-    assert best["metrics"]["balancedness"] == pytest.approx(deepseek["metrics"]["balancedness"], abs=5e-5)
-    assert best["test_score"] is not None

@@ -1,6 +1,7 @@
 """problems/gpu_placement: the simulator and FGD's fragmentation by hand, the data and its
-generator, bad and hostile candidates through the real `evolve eval` CLI, the README's
-baseline numbers, and a scripted run."""
+generator, and the trusted replay's checks. The README's baseline numbers, bad and hostile
+candidates through the real `evolve eval` CLI and a scripted run:
+tests/test_problem_conformance.py, with problems/gpu_placement/conformance.toml."""
 
 from __future__ import annotations
 
@@ -15,39 +16,19 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataFile, data_dir_for, ensure, sha256_of
-from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import block
 from tests.gpu_placement_edits import GPU_PLACEMENT_VARIANTS
-from tests.problem_hostile import (
-    END,
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    block_body,
-    eval_json,
-    load_module,
-    run_in_process,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.problem_contract import contract
+from tests.problem_hostile import block_body, load_module, run_in_process, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "gpu_placement"
 BASELINES = PROBLEM / "baselines"
 DATA = data_dir_for(PROBLEM)
 
-# README.md, "Reference numbers": score = allocated_gpu_pct; all deterministic.
-README = {
-    ("best_fit.py", "train"): 72.88279555760003,
-    ("best_fit.py", "test"): 68.62133504564984,
-    ("first_fit.py", "train"): 71.09269238351843,
-    ("first_fit.py", "test"): 68.44816383108837,
-    ("fgd.py", "train"): 73.9608661365578,
-}
+# README.md, "Reference numbers" (problems/gpu_placement/conformance.toml): best fit, the seed
+BEST_FIT_TRAIN = contract(PROBLEM).readme("best_fit.py", "train")["score"]
 
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
 ev = load_module(PROBLEM / "evaluator.py")
@@ -270,7 +251,7 @@ def test_held_out_variants_are_hidden_from_train(tmp_path, monkeypatch):
     variants = {str(DATA / f) for f in sim.VARIANTS.values()}
     for split in ("quick", "train"):
         assert set(evaluator.hidden(split)) == variants
-    assert set(evaluator.hidden("test")) == {str(DATA / sim.TRAIN_FILE)}
+    assert evaluator.hidden("test") == ()  # a run's private variants are drawn from the train list
     assert str(DATA / sim.VARIANTS["gpushare"]) not in evaluator.hidden("gpushare")
     # as the sandbox shows a held-out file to a train evaluation: it exists and reads as empty
     shutil.copy(DATA / sim.NODE_FILE, tmp_path)
@@ -334,17 +315,6 @@ def test_fetch_rebuilds_every_file_from_the_upstream_csvs(tmp_path):
 # ---------------------------------------------------------------- programs
 
 
-def test_baselines_hold_only_their_block_and_the_seed_is_best_fit():
-    seed = (PROBLEM / "seed.py").read_text()
-    for path in BASELINES.glob("*.py"):
-        code = path.read_text()
-        assert "import" not in code.split(START)[0] + code.split(END)[1], path
-        whole = complete_from_seed(code, seed)
-        assert fixed_parts(whole) == fixed_parts(seed)
-        assert evolvable_text(whole) == evolvable_text(code)
-    assert block_body(PROBLEM / "seed.py") == block_body(BASELINES / "best_fit.py")
-
-
 def test_mutating_the_arguments_is_harmless():
     nodes = sim.load_nodes()
     (w,) = sim.make_workloads("quick")
@@ -366,82 +336,7 @@ def test_mutating_the_arguments_is_harmless():
     assert sim.simulate(nodes, w, tampering) == sim.simulate(nodes, w, honest)
 
 
-# ---------------------------------------------------------------- through the CLI
-
-
-BAD_CANDIDATES = {
-    "infeasible_node": ("invalid", "quick, pod 1"),
-    "wrong_type": ("invalid", "the node must be an integer, got float"),
-    "runtime_error": ("runtime_error", "NameError"),
-    "syntax_error": ("syntax_error", "SyntaxError"),
-    "none": ("invalid", "a pair (node, gpus), got NoneType"),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD_CANDIDATES))
-def test_bad_candidates_fail_through_the_cli(tmp_path, name):
-    status, fragment = BAD_CANDIDATES[name]
-    body = VARIANT.get(name) or "def place(pod, nodes, workload):\n    return None\n"
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), None)
-    assert_fails(out, fragment, status)
-    assert "Traceback" not in out["artifacts"]["error"]
-
-
-def test_a_candidate_that_never_returns_times_out(tmp_path):
-    slow = short_timeout_copy(PROBLEM, tmp_path, 3)
-    body = "def place(pod, nodes, workload):\n    while True:\n        pass\n"
-    out = eval_json(slow, with_block(slow, body, tmp_path), "quick")
-    assert_fails(out, "", "timeout")
-
-
-PATCH = """import sys
-_ev = sys.modules.get("evaluator")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 100.0, "metrics": {"allocated_gpu_pct": 100.0}}
-    _ev.check_choice = lambda raw, cluster, w, i, fits: (-1, ())
-"""
-
-
-def test_patching_the_evaluator_and_printing_a_score_gain_nothing(tmp_path):
-    body = block_body(BASELINES / "first_fit.py")
-    prog = with_block(PROBLEM, body, tmp_path, prelude=PATCH + FAKE_PRINT)
-    out = eval_json(PROBLEM, prog, "train")
-    # first fit on train, honestly: the worker has no evaluator module to patch
-    assert out["status"] == "ok" and out["score"] == README[("first_fit.py", "train")]
-    assert "1e9" in out["artifacts"]["stdout"]
-
-
-@pytest.mark.parametrize("program, split", [("best_fit.py", "train"), ("best_fit.py", "test")])
-def test_baselines_reproduce_the_readme_through_the_cli(program, split):
-    out = eval_json(PROBLEM, BASELINES / program, split)
-    assert out["status"] == "ok" and out["returncode"] == 0
-    assert out["score"] == README[(program, split)] == out["metrics"]["allocated_gpu_pct"]
-    assert {"fragmentation_pct", "rejected_pods"} <= set(out["metrics"])
-
-
-def test_the_other_baselines_reproduce_the_readme():
-    for (program, split), want in README.items():
-        if program != "best_fit.py" and (program, split) != ("first_fit.py", "train"):
-            assert run(BASELINES / program, split)["score"] == want, (program, split)
-
-
 def test_canned_llm_edits_behave_as_documented(tmp_path):
     r = run(with_block(PROBLEM, VARIANT["share_packing"], tmp_path), "train")
-    assert r["score"] > README[("best_fit.py", "train")]
+    assert r["score"] > BEST_FIT_TRAIN
 
-
-# ---------------------------------------------------------------- a scripted run
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    replies = [
-        block(VARIANT["share_packing"], "Pack GPU shares onto partly used GPUs."),
-        block(VARIANT["syntax_error"], "Tighter fits."),
-        block(VARIANT["infeasible_node"], "Node 0 is the biggest."),
-        block(VARIANT["wrong_type"], "A score instead of an index."),
-        block(VARIANT["runtime_error"], "Normalise."),
-        Reply("Let me think about this some more."),
-    ]
-    best = scripted_run(PROBLEM, replies, tmp_path)
-    assert best["iteration"] > 0 and "partial" in best["code"]
-    assert best["score"] > README[("best_fit.py", "train")] and best["test_score"] is not None

@@ -1,6 +1,8 @@
 """problems/jssp: the Giffler-Thompson generator on hand-computed instances and against an
-independent transcription, the benchmark data and its splits, bad and hostile candidates through
-the real `evolve eval` CLI, the README's baseline numbers, the fetch script, and a scripted run."""
+independent transcription, the benchmark data and its splits, the trusted score's checks, and
+the fetch script. The README's baseline numbers, bad and hostile candidates through the real
+`evolve eval` CLI and a scripted run: tests/test_problem_conformance.py, with
+problems/jssp/conformance.toml."""
 
 from __future__ import annotations
 
@@ -14,43 +16,19 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataFile, data_dir_for, ensure, sha256_of
-from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import block
 from tests.jssp_edits import JSSP_VARIANTS
-from tests.problem_hostile import (
-    END,
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    block_body,
-    complete_baseline,
-    eval_json,
-    load_module,
-    run_in_process,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.problem_contract import contract
+from tests.problem_hostile import block_body, load_module, run_in_process, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "jssp"
 BASELINES = PROBLEM / "baselines"
 DATA = data_dir_for(PROBLEM)
 
-# README.md, "Reference numbers": score = -gap_pct; all deterministic.
-README = {
-    ("mwkr.py", "train"): -22.23852164554502,
-    ("mwkr.py", "test"): -27.805307432517903,
-    ("spt.py", "train"): -57.118016206840714,
-    ("spt.py", "test"): -64.9152810289683,
-    ("mopnr.py", "train"): -22.48094376463732,
-    ("mopnr.py", "test"): -29.139360748369224,
-    ("fifo.py", "train"): -21.78062827593076,
-    ("fifo.py", "test"): -27.720428649200862,
-}
+# README.md, "Reference numbers" (problems/jssp/conformance.toml): MWKR, the seed, on train
+MWKR_TRAIN = contract(PROBLEM).readme("mwkr.py", "train")["score"]
 
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
 ev = load_module(PROBLEM / "evaluator.py")
@@ -288,18 +266,9 @@ def test_fetch_rebuilds_the_exact_files_from_the_upstream_file(tmp_path):
 # ---------------------------------------------------------------- programs
 
 
-def test_baselines_hold_only_their_block_and_the_seed_is_mwkr():
-    seed = (PROBLEM / "seed.py").read_text()
+def test_the_seed_is_mwkr():
+    """(The conformance suite checks that every baseline holds only its block.)"""
     assert (BASELINES / "mwkr.py").resolve() == (PROBLEM / "seed.py").resolve()
-    for path in BASELINES.glob("*.py"):
-        if path.is_symlink():
-            continue
-        code = path.read_text()
-        assert "import" not in code.split(START)[0] + code.split(END)[1], path
-        whole = complete_from_seed(code, seed)
-        assert fixed_parts(whole) == fixed_parts(seed) and evolvable_text(whole) == evolvable_text(
-            code
-        )
     assert "remaining_work" in block_body(PROBLEM / "seed.py")
 
 
@@ -348,83 +317,10 @@ def test_score_of_a_valid_sequence_reports_every_gap():
 # ---------------------------------------------------------------- validity and hostility
 
 
-BAD_RETURNS = {
-    "string": ("def priority(op):\n    return 'high'\n", "must return a real number"),
-    "none": ("def priority(op):\n    return None\n", "got NoneType"),
-    "list": ("def priority(op):\n    return [op.remaining_work]\n", "got list"),
-    "bool": ("def priority(op):\n    return op.processing_time > 50\n", "got bool"),
-    "nan": ("def priority(op):\n    return float('nan')\n", "NaN or infinity"),
-    "stateful": (
-        "_n = [0]\n\ndef priority(op):\n    _n[0] += 1\n"
-        "    return float(op.remaining_work if _n[0] < 700 else -op.remaining_work)\n",
-        "pure function",
-    ),
-    "random": (
-        "import random\n\ndef priority(op):\n    return random.random()\n",
-        "pure function",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD_RETURNS))
-def test_bad_returns_are_invalid(tmp_path, name):
-    body, fragment = BAD_RETURNS[name]
-    r = ev.evaluate(str(with_block(PROBLEM, body, tmp_path)), "quick")
-    assert r["valid"] is False and fragment in r["artifacts"]["error"]
-
-
 def test_numpy_numbers_are_accepted(tmp_path):
     body = "import numpy as np\n\ndef priority(op):\n    return np.float32(op.remaining_work)\n"
     r = kit.evaluate_and_score(ev, str(with_block(PROBLEM, body, tmp_path)), "quick")
     assert r["score"] == pytest.approx(-23.724438525778584)
-
-
-BAD_CANDIDATES = {
-    "raises": (
-        "def priority(op):\n    return op.remaining_work / (op.earliest_start - op.earliest_start + 0.0)\n",
-        "runtime_error",
-        "ZeroDivisionError",
-    ),
-    "infinite": (
-        "def priority(op):\n    return float('inf') if op.op_index == 0 else 1.0\n",
-        "invalid",
-        "instance abz5, step 0 (conflict set: jobs [3, 6]): priority() returned NaN or infinity",
-    ),
-    "no_priority": ("def prio(op):\n    return 1.0\n", "invalid", "defines no callable priority"),
-    "syntax": ("def priority(op)\n    return 1.0\n", "syntax_error", "SyntaxError"),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD_CANDIDATES))
-def test_bad_candidates_fail_through_the_cli(tmp_path, name):
-    body, status, fragment = BAD_CANDIDATES[name]
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "quick")
-    assert_fails(out, fragment, status)
-    assert "Traceback" not in out["artifacts"]["error"]
-
-
-def test_a_candidate_that_never_returns_times_out(tmp_path):
-    slow = short_timeout_copy(PROBLEM, tmp_path, 3)
-    body = "def priority(op):\n    while True:\n        pass\n"
-    assert_fails(eval_json(slow, with_block(slow, body, tmp_path), "quick"), "", "timeout")
-
-
-PATCH = """import sys
-_ev = sys.modules.get("evaluator")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 0.0, "metrics": {"gap_pct": 0.0}}
-    _ev.replay = lambda inst, sequence: int(inst.ref)
-"""
-
-
-def test_patching_the_evaluator_and_printing_a_score_gain_nothing(tmp_path):
-    body = block_body(BASELINES / "fifo.py")
-    out = eval_json(
-        PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH + FAKE_PRINT), "train"
-    )
-    # FIFO on train, honestly: the worker has no evaluator module to patch
-    assert out["status"] == "ok" and out["score"] == README[("fifo.py", "train")]
-    assert out["score"] == -out["metrics"]["gap_pct"] and "1e9" in out["artifacts"]["stdout"]
 
 
 def test_mutating_the_op_argument_is_harmless():
@@ -435,36 +331,6 @@ def test_mutating_the_op_argument_is_harmless():
 
     instances = sim.make_instances("quick")
     assert sim.schedule(shifty, instances)[0] == sim.schedule(MWKR, instances)[0]
-
-
-# ---------------------------------------------------------------- baselines = README numbers
-
-
-CLI_RUNS = [k for k in README if k[1] == "train" or k[0] == "mwkr.py"]  # the rest: in-process
-
-
-@pytest.mark.parametrize("program, split", CLI_RUNS)
-def test_baselines_reproduce_the_readme(program, split):
-    out = eval_json(PROBLEM, BASELINES / program, split)
-    assert out["status"] == "ok" and out["returncode"] == 0
-    assert out["score"] == README[(program, split)] == -out["metrics"]["gap_pct"]
-    assert out["metrics"]["instances"] == (58 if split == "train" else 104)
-    if split == "train":
-        assert out["eval_s"] < 10  # the issue's budget for one train evaluation
-    else:  # Taillard by size, as L2D's Table 1 groups it
-        assert out["metrics"]["gap_pct_ta_100x20"] == pytest.approx(12.12, abs=0.01)
-
-
-def test_the_other_baselines_reproduce_the_readme_on_test(tmp_path):
-    """The same numbers as `evolve eval --split test` (the generator and score() are the same
-    code); in this process, with the baselines as plain functions, to keep the suite fast."""
-    instances = sim.make_instances("test")
-    for program, split in README:
-        if (program, split) in CLI_RUNS:
-            continue
-        module = load_module(complete_baseline(PROBLEM, program, tmp_path))
-        r = ev.score({"sequences": sim.schedule(module.priority, instances)[0]}, split)
-        assert r["score"] == README[(program, split)], program
 
 
 # ---------------------------------------------------------------- the canned LLM edits
@@ -478,7 +344,7 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
     assert run(path["spt"], "quick")["score"] >= -60.0
     assert run(path["lwkr"], "quick")["score"] < -60.0
     best = run(path["mwkr_idle"], "train")["score"]
-    assert best == pytest.approx(-15.818, abs=1e-3) and best > README[("mwkr.py", "train")]
+    assert best == pytest.approx(-15.818, abs=1e-3) and best > MWKR_TRAIN
     with pytest.raises(SyntaxError):
         ev.evaluate(str(path["syntax_error"]), "quick")
     with pytest.raises(NameError):
@@ -486,20 +352,3 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
     for name in ("non_finite", "not_a_number"):
         assert ev.evaluate(str(path[name]), "quick")["valid"] is False
 
-
-# ---------------------------------------------------------------- a scripted run
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    src = {n: s for n, _, s in JSSP_VARIANTS}
-    replies: list[Reply | str] = [
-        block(src["mwkr_idle"], "Penalise the idle time a choice leaves on the machine."),
-        block(src["spt"], "Shortest processing time first."),
-        block(src["lwkr"], "Least work remaining first."),
-        block(src["syntax_error"], "Weigh by machine load."),
-        block(src["not_a_number"], "Return the feature vector."),
-        Reply("Let me think about this some more."),
-    ]
-    best = scripted_run(PROBLEM, replies, tmp_path)
-    assert best["iteration"] > 0 and "idle" in best["code"]
-    assert best["score"] > README[("mwkr.py", "train")] and best["test_score"] is not None

@@ -1,7 +1,8 @@
 """problems/llm_serving: the simulator on hand-computed instances, the perf model's rows, the
-data and its splits, plan validation in-process and through the real `evolve eval` CLI,
-tampered logs and hostile candidates, the README's baseline numbers, the fetch script, and a
-scripted run."""
+data and its splits, plan validation and tampered logs in-process, what the README's numbers
+are made of, and the fetch script. The README's baseline numbers, bad and hostile candidates
+through the real `evolve eval` CLI, `evolve check` and a scripted run:
+tests/test_problem_conformance.py, with problems/llm_serving/conformance.toml."""
 
 from __future__ import annotations
 
@@ -18,39 +19,19 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataFile, data_dir_for, ensure, sha256_of
-from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
+from evolve.edits.blocks import complete_from_seed
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import block, evolve
 from tests.llm_serving_edits import LLM_SERVING_VARIANTS
-from tests.problem_hostile import (
-    END,
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    block_body,
-    eval_json,
-    load_module,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.problem_contract import contract, readme_output
+from tests.problem_hostile import load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_serving"
 BASELINES = PROBLEM / "baselines"
 DATA = data_dir_for(PROBLEM)
 
-# README.md, "Reference numbers": score = slo_attainment; all deterministic.
-README = {
-    ("fcfs.py", "train"): 0.22861150070126227,
-    ("fcfs.py", "test"): 0.0035366931918656055,
-    ("sjf_predicted.py", "train"): 0.2314165497896213,
-    ("sjf_predicted.py", "test"): 0.0035366931918656055,
-    ("sarathi.py", "train"): 0.7026647966339411,
-    ("sarathi.py", "test"): 0.5888594164456233,
-}
+CONTRACT = contract(PROBLEM)  # problems/llm_serving/conformance.toml: the README's numbers
 
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
 ev = load_module(PROBLEM / "evaluator.py")
@@ -73,12 +54,6 @@ def whole(program: Path) -> Path:
 def run(program: Path, split: str) -> dict:
     """evaluate() then the trusted score(), in this process (the candidate in its own worker)."""
     return kit.evaluate_and_score(ev, str(whole(program)), split)
-
-
-def _eval_all(jobs):
-    """One `evolve eval` after another: concurrent ones race in the local sandbox's cgroup
-    clean-up (a starting process removes the empty slot groups another just made)."""
-    return [eval_json(*job) for job in jobs]
 
 
 # ---------------------------------------------------------------- the simulator, by hand
@@ -427,71 +402,9 @@ def test_fetch_script_rebuilds_every_file_from_a_local_mirror(tmp_path):
 # ---------------------------------------------------------------- programs
 
 
-def test_baselines_hold_only_their_block_and_the_seed_is_fcfs():
-    seed = (PROBLEM / "seed.py").read_text()
+def test_the_seed_is_fcfs():
+    """(The conformance suite checks that every baseline holds only its block.)"""
     assert (BASELINES / "fcfs.py").resolve() == (PROBLEM / "seed.py").resolve()
-    for path in BASELINES.glob("*.py"):
-        if path.is_symlink():
-            continue
-        code = path.read_text()
-        assert "import" not in code.split(START)[0] + code.split(END)[1], path
-        full = complete_from_seed(code, seed)
-        assert fixed_parts(full) == fixed_parts(seed) and evolvable_text(full) == evolvable_text(
-            code
-        )
-    assert {p.name for p in BASELINES.glob("*.py")} == {"fcfs.py", "sjf_predicted.py", "sarathi.py"}
-
-
-BAD_RETURNS = {
-    "none": ("def schedule(state):\n    return None\n", "schedule() returned NoneType"),
-    "array": (
-        "def schedule(state):\n    return np.stack([state.rid, state.pending * 0 + 1], 1)\n",
-        "schedule() returned ndarray",
-    ),
-    "whole_queue_twice": (
-        "def schedule(state):\n    return [(int(r), 1) for r in state.rid] * 2\n",
-        "appears twice",
-    ),
-    "too_many_tokens": (
-        "def schedule(state):\n    return {int(r): int(p) + 1 for r, p in zip(state.rid, state.pending)}\n",
-        "tokens, expected 1..",
-    ),
-    "nan_tokens": (
-        "def schedule(state):\n    return {int(r): float('nan') for r in state.rid}\n",
-        "not an integer",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", list(BAD_RETURNS))
-def test_bad_returns_are_invalid(tmp_path, name):
-    body, fragment = BAD_RETURNS[name]
-    r = ev.evaluate(str(with_block(PROBLEM, body, tmp_path)), "quick")
-    assert r["valid"] is False and fragment in r["artifacts"]["error"]
-    assert r["artifacts"]["error"].startswith("scenario code_quick, iteration 0 (t=")
-
-
-BAD_CANDIDATES = {
-    "unknown_request": (VARIANTS["unknown_request"], "invalid", "request -1 is not in the system"),
-    "float_tokens": (
-        VARIANTS["float_tokens"],
-        "invalid",
-        "token count 0.5 (float) is not an integer",
-    ),
-    "no_schedule": ("def plan(state):\n    return {}\n", "invalid", "defines no callable schedule"),
-    "raises": (VARIANTS["runtime_error"], "runtime_error", "NameError"),
-    "syntax": (VARIANTS["syntax_error"], "syntax_error", "SyntaxError"),
-}
-
-
-def test_bad_candidates_fail_through_the_cli(tmp_path):
-    names = list(BAD_CANDIDATES)
-    progs = [with_block(PROBLEM, BAD_CANDIDATES[n][0], tmp_path) for n in names]
-    outs = _eval_all([(PROBLEM, prog, "quick") for prog in progs])
-    for name, out in zip(names, outs, strict=True):
-        _, status, fragment = BAD_CANDIDATES[name]
-        assert_fails(out, fragment, status)
-        assert "Traceback" not in out["artifacts"]["error"].splitlines()[0]
 
 
 def test_numpy_ids_and_pairs_travel_from_the_worker(tmp_path):
@@ -506,38 +419,12 @@ def test_numpy_ids_and_pairs_travel_from_the_worker(tmp_path):
     assert r["score"] == 0.8 and r["metrics"]["requests"] == 20
 
 
-def test_an_endless_schedule_times_out(tmp_path):
-    slow = short_timeout_copy(PROBLEM, tmp_path, 3)
-    body = "def schedule(state):\n    while True:\n        pass\n"
-    assert_fails(eval_json(slow, with_block(slow, body, tmp_path), "quick"), "timeout", "timeout")
-
-
-# The candidate runs in its own process, where neither module exists: the patches find nothing.
-PATCH = """import sys
-_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("serving_sim")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 1.0, "metrics": {"slo_attainment": 1.0}}
-if _sim is not None:
-    _sim.SLO_TTFT_S = _sim.SLO_TBT_S = 1e9
-    _sim.PerfModel.iteration_s = lambda self, n, b: 1e-6
-"""
-
-
-def test_patching_the_simulator_and_printing_a_score_gain_nothing(tmp_path):
-    body = block_body(PROBLEM / "seed.py")
-    out = eval_json(
-        PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH + FAKE_PRINT), "quick"
-    )
-    # FCFS on quick, honestly: 14 of 20 requests meet both SLOs
-    assert out["status"] == "ok" and out["score"] == 0.7 == out["metrics"]["slo_attainment"]
-    assert "1e9" in out["artifacts"]["stdout"]
-
-
 def test_canned_llm_edits_behave_as_documented(tmp_path):
     """tests/llm_serving_edits.py promises these outcomes; the scripted run relies on them."""
     path = {n: with_block(PROBLEM, body, tmp_path) for n, body in VARIANTS.items()}
     better = run(path["adaptive_chunks"], "train")
-    assert better["score"] > README[("sarathi.py", "train")] > README[("fcfs.py", "train")]
+    sarathi, fcfs = (CONTRACT.readme(p, "train")["score"] for p in ("sarathi.py", "fcfs.py"))
+    assert better["score"] > sarathi > fcfs
     assert round(better["score"], 3) == 0.903
     assert run(path["idle"], "quick")["score"] == 0.0  # below the cascade's 0.5
     with pytest.raises(SyntaxError):
@@ -548,37 +435,16 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
         assert ev.evaluate(str(path[name]), "quick")["valid"] is False
 
 
-# ---------------------------------------------------------------- baselines = README numbers
+# ---------------------------------------------------------------- the README's numbers
 
 
-def test_baselines_reproduce_the_readme():
-    keys = list(README)
-    outs = _eval_all([(PROBLEM, BASELINES / name, split) for name, split in keys])
-    for (name, split), out in zip(keys, outs, strict=True):
-        assert out["status"] == "ok" and out["returncode"] == 0, (name, split, out)
-        assert out["score"] == README[(name, split)] == out["metrics"]["slo_attainment"]
-        m = out["metrics"]
-        assert 0 <= m["ttft_p50_s"] <= m["ttft_p99_s"] and m["throughput_tok_s"] > 0
-        if name == "sarathi.py":  # stall-free: every gap within the TBT SLO
-            assert m["tbt_ok"] == 1.0 and m["tbt_p99_s"] < sim.SLO_TBT_S
-
-
-def test_check_passes():
-    r = evolve("check", str(PROBLEM))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "seed on train: ok" in r.stdout and "seed on test (held out): ok" in r.stdout
-
-
-# ---------------------------------------------------------------- a scripted run
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    notes = {name: note for name, note, _ in LLM_SERVING_VARIANTS}
-    replies = [
-        block(VARIANTS[name], notes[name])
-        for name in ("adaptive_chunks", "idle", "unknown_request", "syntax_error", "runtime_error")
-    ] + [Reply("Let me think about this some more.")]
-    runs = tmp_path / "runs"
-    best = scripted_run(PROBLEM, replies, runs)
-    assert best["iteration"] > 0 and "lexsort" in best["code"]
-    assert best["score"] > README[("fcfs.py", "train")] and best["test_score"] is not None
+@pytest.mark.parametrize(
+    "row", CONTRACT.rows("readme"), ids=lambda r: f"{r['program']}@{r['split']}"
+)
+def test_the_readme_latencies_are_consistent(row):
+    """What `evolve eval --json` gives for each README row (the conformance suite checks the
+    numbers themselves, on the same output)."""
+    m = readme_output(PROBLEM, row["program"], row["split"])["metrics"]
+    assert 0 <= m["ttft_p50_s"] <= m["ttft_p99_s"] and m["throughput_tok_s"] > 0
+    if row["program"] == "sarathi.py":  # stall-free: every gap within the TBT SLO
+        assert m["tbt_ok"] == 1.0 and m["tbt_p99_s"] < sim.SLO_TBT_S

@@ -1,10 +1,11 @@
 """problems/llm_sql: the prefix-hit metric by hand and against a trie, the plan checks, the
-data and its fetch script, bad and hostile candidates through the real `evolve eval` CLI, the
-README's hit rates, and a scripted run. Nothing here asserts a wall-clock time."""
+data and its fetch script, and the score's runtime term. The README's hit rates, bad and hostile
+candidates through the real `evolve eval` CLI and a scripted run:
+tests/test_problem_conformance.py, with problems/llm_sql/conformance.toml. Nothing here asserts
+a wall-clock time."""
 
 from __future__ import annotations
 
-import ast
 import io
 import random
 import sys
@@ -19,61 +20,19 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
-from evolve.edits.blocks import complete_from_seed, fixed_parts
+from evolve.edits.blocks import fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from tests.cli_helpers import block, evolve
-from tests.problem_hostile import (
-    FAKE_PRINT,
-    assert_fails,
-    block_body,
-    complete_baseline,
-    eval_json,
-    load_module,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from tests.cli_helpers import evolve
+from tests.problem_contract import contract, readme_output
+from tests.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_sql"
 BASELINES = PROBLEM / "baselines"
 DATA = PROBLEM / "data"
 
-# README.md, "Reference numbers": mean hit rate over the split's tables (deterministic; the
-# score also carries the measured runtime, so it is never compared exactly).
-README = {
-    ("original_order.py", "train"): 0.117332,
-    ("original_order.py", "test"): 0.085646,
-    ("sorted_by_cardinality.py", "train"): 0.589713,
-    ("sorted_by_cardinality.py", "test"): 0.151027,
-    ("greedy_group_recursion.py", "train"): 0.668903,
-    ("greedy_group_recursion.py", "test"): 0.290613,
-}
-PER_TABLE = {  # README.md, per-table hit rates
-    "original_order.py": {
-        "beer": 0.1443,
-        "planes": 0.0590,
-        "weather": 0.1487,
-        "flights": 0.1405,
-        "airports": 0.0308,
-    },
-    "sorted_by_cardinality.py": {
-        "beer": 0.5326,
-        "planes": 0.9091,
-        "weather": 0.3274,
-        "flights": 0.1661,
-        "airports": 0.1359,
-    },
-    "greedy_group_recursion.py": {
-        "beer": 0.6840,
-        "planes": 0.9286,
-        "weather": 0.3941,
-        "flights": 0.4778,
-        "airports": 0.1034,
-    },
-}
+CONTRACT = contract(PROBLEM)  # problems/llm_sql/conformance.toml: the README's hit rates
 SHAPES = {
     "beer": (28479, 9),
     "planes": (3322, 9),
@@ -231,9 +190,8 @@ def test_check_plan_accepts_names_positions_tuples_and_numpy():
 
 def test_score_rejects_tampered_outputs(tmp_path):
     good = ev.evaluate(str(complete_baseline(PROBLEM, "original_order.py", tmp_path)), "test")["outputs"]
-    assert ev.score(good, "test")["metrics"]["hit_rate"] == pytest.approx(
-        README[("original_order.py", "test")], abs=5e-7
-    )
+    want = float(CONTRACT.readme("original_order.py", "test")["metrics"]["hit_rate"])
+    assert ev.score(good, "test")["metrics"]["hit_rate"] == pytest.approx(want, abs=5e-7)
     flights, airports = good["plans"]
     cases = {
         "'plans' list": {},
@@ -403,13 +361,8 @@ def test_problem_toml_seed_and_baselines():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
     assert cfg["problem"]["metric"] == "hit_rate" and cfg["problem"]["direction"] == "maximize"
     assert cfg["evaluation"]["splits"] == ["train", "test"]
-    seed_code = (PROBLEM / "seed.py").read_text()
-    for path in (
-        p for p in BASELINES.glob("*.py") if not p.is_symlink()
-    ):  # fixed code lives in seed.py only
-        (doc,) = ast.parse("".join(fixed_parts(path.read_text()))).body
-        assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), path.name
-        assert "def plan_table" in complete_from_seed(path.read_text(), seed_code)
+    # fixed code lives in seed.py only: the baselines get plan_table from there
+    assert "def plan_table" in "".join(fixed_parts((PROBLEM / "seed.py").read_text()))
     assert (BASELINES / "sorted_by_cardinality.py").resolve() == (PROBLEM / "seed.py").resolve()
 
 
@@ -425,132 +378,15 @@ def test_ggr_by_hand(tmp_path):
     assert fields == [["t", "k", "id"], ["t", "k", "id"], ["k", "t", "id"]]
 
 
-# ---------------------------------------------------------------- validity, through `evolve eval`
+# ---------------------------------------------------------------- the README's numbers
 
 
 @pytest.mark.parametrize(
-    "name, body, status, fragment",
-    [
-        (
-            "duplicate",
-            "def reorder(df, groups):\n    return [0] + list(range(len(df) - 1)), list(df.columns)\n",
-            "invalid",
-            "table 'beer': row_order: row 0 appears twice (and 28478 never)",
-        ),
-        (
-            "group_broken",
-            "def reorder(df, groups):\n    return list(range(len(df))), list(df.columns)\n",
-            "invalid",
-            "table 'beer': field_orders (one order for every row): the columns ['beer/beerId', 'beer/name'] "
-            "must stay together",
-        ),
-        (
-            "exception",
-            "def reorder(df, groups):\n    raise KeyError('no plan for you')\n",
-            "runtime_error",
-            "KeyError: 'no plan for you'",
-        ),
-        ("syntax", "def reorder(df, groups)\n    return None\n", "syntax_error", "SyntaxError"),
-    ],
+    "row", CONTRACT.rows("readme"), ids=lambda r: f"{r['program']}@{r['split']}"
 )
-def test_bad_outputs_fail_through_the_cli(tmp_path, name, body, status, fragment):
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "train")
-    assert_fails(out, fragment, status)
-
-
-def test_bad_per_row_order_on_a_test_table_names_table_and_row(tmp_path):
-    body = (
-        "def reorder(df, groups):\n"
-        "    cols = [c for u in field_units(df, groups) for c in u]\n"
-        "    orders = [cols] * len(df)\n"
-        "    orders[5] = [c for c in cols if c != 'flight'] + ['flight']\n"
-        "    return list(range(len(df))), orders\n"
-    )
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "test")
-    fragment = "table 'flights': field_orders[5] (row 5): the columns ['carrier', 'flight'] must stay together"
-    assert_fails(out, fragment, "invalid")
-
-
-# ---------------------------------------------------------------- hostile, through `evolve eval`
-
-ORIGINAL = block_body(BASELINES / "original_order.py")
-# The candidate runs in its own process, where neither module exists: the patches find nothing.
-PATCH = """import sys
-_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("prefix_sim")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 1.0, "metrics": {"hit_rate": 1.0}}
-if _sim is not None:
-    _sim.prefix_hits = lambda prompts: (1, 1)
-    _sim.check_plan = lambda raw, table: ([0], [(0,)], [0])
-"""
-
-
-def test_patching_the_evaluator_and_simulator_gains_nothing(tmp_path):
-    out = eval_json(PROBLEM, with_block(PROBLEM, ORIGINAL, tmp_path, prelude=PATCH), "test")
-    assert (
-        out["status"] == "ok"
-        and round(out["metrics"]["hit_rate"], 6) == README[("original_order.py", "test")]
-    )
-
-
-def test_patched_checker_cannot_smuggle_a_partial_plan(tmp_path):
-    body = "def reorder(df, groups):\n    return [0], list(df.columns)  # send one row only\n"
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH), "test")
-    assert_fails(out, "table 'flights': row_order: expected 10000 row indices, got 1", "invalid")
-
-
-def test_printed_fake_score_is_ignored(tmp_path):
-    body = ORIGINAL.replace("    return list", "    print('hit_rate: 1.0')\n    return list")
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=FAKE_PRINT), "test")
-    assert (
-        out["status"] == "ok"
-        and round(out["metrics"]["hit_rate"], 6) == README[("original_order.py", "test")]
-    )
-    assert out["score"] < 0.2 and "1e9" in out["artifacts"]["stdout"]
-
-
-def test_infinite_loop_times_out(tmp_path):
-    quick = short_timeout_copy(PROBLEM, tmp_path, 3)
-    out = eval_json(
-        quick,
-        with_block(quick, "def reorder(df, groups):\n    while True:\n        pass\n", tmp_path),
-        "test",
-    )
-    assert_fails(out, "timeout", "timeout")
-
-
-# ---------------------------------------------------------------- baselines = README numbers
-
-
-@pytest.mark.parametrize("program, split", list(README))
-def test_baselines_reproduce_the_readme(program, split):
-    out = eval_json(PROBLEM, BASELINES / program, split)
-    assert out["status"] == "ok" and out["returncode"] == 0
+def test_the_readme_scores_carry_the_runtime(row):
+    """Each README row's `evolve eval` (the conformance suite checks its hit rates on the same
+    output) scores by the formula, with its own measured runtime."""
+    out = readme_output(PROBLEM, row["program"], row["split"])
     m = out["metrics"]
-    assert round(m["hit_rate"], 6) == README[(program, split)]
-    for table, rate in PER_TABLE[program].items():
-        if f"hit_rate_{table}" in m:
-            assert round(m[f"hit_rate_{table}"], 4) == rate, table
-    assert m["runtime_s"] >= 0 and out["score"] == pytest.approx(
-        sim.combined_score(m["hit_rate"], m["runtime_s"])
-    )
-
-
-# ---------------------------------------------------------------- a scripted run
-
-GGR = block_body(BASELINES / "greedy_group_recursion.py")
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    replies = [
-        block(GGR, "Greedy Group Recursion: per-row field orders around the most shared values."),
-        block(ORIGINAL, "Keep the table as it is."),
-        block("def reorder(df, groups):\n    return sorted(df\n", "Sort it."),
-        Reply("Let me think about this some more."),
-    ]
-    best = scripted_run(PROBLEM, replies, tmp_path)
-    assert best["iteration"] > 0 and "heapq" in best["code"]
-    assert round(best["metrics"]["hit_rate"], 6) == README[("greedy_group_recursion.py", "train")]
-    assert (
-        round(best["test_metrics"]["hit_rate"], 6) == README[("greedy_group_recursion.py", "test")]
-    )
+    assert out["score"] == pytest.approx(sim.combined_score(m["hit_rate"], m["runtime_s"]))

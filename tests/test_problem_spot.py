@@ -1,34 +1,21 @@
 """spot_scheduling (Can't Be Late, one zone): the shared simulator (spot_sim.py) against
-hand-computed one-zone cases, the trusted replay, the data files and their download,
-validity and hostile candidates through the real CLI, the baselines' README numbers, and a
-scripted 20-iteration run."""
+hand-computed one-zone cases, the trusted replay, the data files and their download, and
+tampering that would not bite even in the evaluator's process. Validity and hostile candidates
+through the real CLI, the baselines' README numbers, `evolve check` and a scripted 20-iteration
+run: tests/test_problem_conformance.py, with problems/spot_scheduling/conformance.toml."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from evolve.edits.blocks import complete_from_seed, find_blocks, fixed_parts
-from tests.cli_helpers import archive_json, block, evolve, run_args
-from tests.data_seeds import RUN_DATA_SEED, scored_at
+from tests.problem_contract import contract
 from tests.problem_data import check_download_round_trip, check_shipped_data, data_files
-from tests.problem_hostile import (
-    END,
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    eval_json,
-    load_module,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.problem_hostile import END, START, load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "spot_scheduling"
@@ -39,15 +26,9 @@ ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim  # spot_sim.py, through kit.include
 S, D, N = sim.SPOT, sim.ON_DEMAND, sim.NONE
 
-# README "Reference numbers": mean cost per job ($) and savings vs always on-demand (%).
-EXPECTED = {
-    ("on_demand.py", "train"): (147.2625, 0.0),
-    ("on_demand.py", "test"): (147.2625, 0.0),
-    ("greedy.py", "train"): (124.1341, 15.71),
-    ("greedy.py", "test"): (103.5956, 29.65),
-    ("uniform_progress.py", "train"): (115.6565, 21.46),
-    ("uniform_progress.py", "test"): (93.2839, 36.65),
-}
+CONTRACT = contract(PROBLEM)  # problems/spot_scheduling/conformance.toml
+# README "Reference numbers": greedy's (the seed's) mean cost per job on train, in $
+GREEDY_TRAIN = float(CONTRACT.readme("greedy.py", "train")["metrics"]["mean_cost"])
 
 
 def block_of(path: Path) -> str:
@@ -215,12 +196,6 @@ def test_score_rejects_malformed_or_illegal_logs(tmp_path):
     assert "moves" not in r["artifacts"]["error"]  # one zone: nothing about moves
 
 
-def test_evaluate_rejects_stateful_policies(tmp_path):
-    body = "_calls = [0]\n\ndef decide(state):\n    _calls[0] += 1\n    return ON_DEMAND if _calls[0] < 100000 else NONE\n"
-    r = ev.evaluate(str(with_block(PROBLEM, body, tmp_path)), "train")
-    assert r["valid"] is False and "not repeatable" in r["artifacts"]["error"]
-
-
 def test_decide_sees_the_single_region_state():
     sc = ev.make_scenarios("train")[0]
     seen = []
@@ -242,15 +217,11 @@ def test_decide_sees_the_single_region_state():
     assert seen[1] == "no zone"
 
 
-def test_baselines_hold_only_their_block_and_the_seed_the_fixed_code():
-    seed = (PROBLEM / "seed.py").read_text()
-    assert {p.name for p in BASELINES.glob("*.py")} == {"greedy.py", "uniform_progress.py", "on_demand.py"}
+def test_the_actions_are_the_seeds_fixed_code():
+    """The baselines (blocks only: the conformance suite checks them) never define them."""
     for path in (p for p in BASELINES.glob("*.py") if not p.is_symlink()):  # links: the seed
-        text = path.read_text()
-        assert len(find_blocks(text)) == 1 and "SPOT, ON_DEMAND, NONE =" not in text, path.name
-        whole = complete_from_seed(text, seed)  # only a docstring stands outside the block
-        assert whole != text and fixed_parts(whole) == fixed_parts(seed), path.name
-    assert block_of(PROBLEM / "seed.py") == block_of(BASELINES / "greedy.py")
+        assert "SPOT, ON_DEMAND, NONE =" not in path.read_text(), path.name
+    assert "SPOT, ON_DEMAND, NONE =" in (PROBLEM / "seed.py").read_text()
 
 
 def test_decision_logs_stay_small():
@@ -258,144 +229,25 @@ def test_decision_logs_stay_small():
     assert out["artifacts"]["scenarios"] == "480"
     assert len(json.dumps(out["outputs"])) < 200_000
     assert ev.score(out["outputs"], "train")["metrics"]["mean_cost"] == pytest.approx(
-        EXPECTED["greedy.py", "train"][0], abs=0.01)
+        GREEDY_TRAIN, abs=0.01)
 
 
-# --- through the real CLI and sandbox --------------------------------------------------------
-def _eval_all(jobs):
-    with ThreadPoolExecutor(2) as pool:
-        return list(pool.map(lambda a: eval_json(*a), jobs))
-
-
-def test_baselines_reproduce_the_readme_numbers():
-    keys = list(EXPECTED)
-    outs = _eval_all([(PROBLEM, BASELINES / name, split) for name, split in keys])
-    for (name, split), out in zip(keys, outs, strict=True):
-        cost, savings = EXPECTED[name, split]
-        assert out["status"] == "ok" and out["returncode"] == 0, (name, split, out)
-        assert out["metrics"]["mean_cost"] == pytest.approx(cost, abs=0.01), (name, split)
-        assert out["metrics"]["savings_pct"] == pytest.approx(savings, abs=0.01), (name, split)
-        assert out["score"] == pytest.approx(-out["metrics"]["mean_cost"])
-        assert out["metrics"]["deadline_misses"] == 0 and out["metrics"]["scenarios"] == 480
-        assert "moves" not in out["metrics"]
-
-
-BAD = {
-    "not an action": ("def decide(state):\n    return 'FAST'\n", "invalid", "returned 'FAST'"),
-    "nan": ("def decide(state):\n    return float('nan')\n", "invalid", "returned nan"),
-    "lowercase": ("def decide(state):\n    return 'spot'\n", "invalid", "expected one of"),
-    "a pair": ("def decide(state):\n    return (ON_DEMAND, 0)\n", "invalid", "expected one of"),
-    "exception": ("def decide(state):\n    return {}[state.tick]\n", "runtime_error",
-                  "decide() raised KeyError"),
-    "spot while unavailable": ("def decide(state):\n    return SPOT\n", "invalid",
-                               "SPOT while spot is not available"),
-    "misses deadlines": ("def decide(state):\n    return SPOT if state.has_spot else NONE\n",
-                         "invalid", "missed the deadline"),
-    "no decide": ("def policy(state):\n    return NONE\n", "invalid", "no callable decide"),
-}
-
-
-def test_bad_policies_fail_with_a_clear_error_and_no_score(tmp_path):
-    names = list(BAD)
-    progs = [with_block(PROBLEM, BAD[n][0], tmp_path) for n in names]
-    outs = _eval_all([(PROBLEM, p, "train") for p in progs])
-    for name, out in zip(names, outs, strict=True):
-        _, statuses, fragment = BAD[name]
-        assert_fails(out, fragment, tuple(statuses.split()))
-    miss = outs[names.index("misses deadlines")]
-    assert miss["metrics"]["deadline_misses"] > 0 and "mean_cost" not in miss["metrics"]
-    assert "us-west-2a_" in miss["artifacts"]["error"]  # names the scenario
-    spot = outs[names.index("spot while unavailable")]["artifacts"]["error"]
-    # scenarios advance in trace-time order: the first breach in trace time is named
-    assert re.match(r"scenario us-west-2a_\w+ start_tick=\d+ deadline=\d+h overhead=[\d.]+h, tick \d+: ", spot)
-
-
-# The candidate runs in its own process: `evaluator` is not among its modules, so these
-# patches find nothing to patch (they would bite if the candidate shared the evaluator's process).
-PATCH_PRICES = """\
-import sys
-_ev = sys.modules.get("evaluator")
-if _ev is not None:
-    _ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
-    _ev.sim.Job.cost = property(lambda self: 0.0)
-    _ev.sim.Scenario.on_demand_cost = property(lambda self: 1e9)
-    _ev.sim.scored = lambda *a: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
-    _ev.score = lambda outputs, split: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
-    _ev.sim.check_repeatable = lambda *a: None
-"""
-PATCH_LOG = """\
-import sys
-_ev = sys.modules.get("evaluator")
-if _ev is not None:
-    _ev.sim.run_policies = lambda decide, scs, *a: ["." * 288] * len(scs)  # claims free jobs
-"""
-
-
-def test_tampering_in_memory_or_printing_a_score_gains_nothing(tmp_path):
-    greedy = block_of(BASELINES / "greedy.py")
-    progs = [
-        with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_PRICES),
-        with_block(PROBLEM, greedy, tmp_path, prelude=FAKE_PRINT),
-        with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_LOG),
-    ]
-    outs = _eval_all([(PROBLEM, p, "train") for p in progs])
-    honest = EXPECTED["greedy.py", "train"][0]
-    for out in outs:
-        assert out["status"] == "ok" and out["metrics"]["mean_cost"] == pytest.approx(honest, abs=0.01)
-        assert out["score"] == pytest.approx(-honest, abs=0.01)
-
-
+# --- tampering ------------------------------------------------------------------------------
 def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch):
-    """evaluate() runs the candidate in its own process: the patches of PATCH_PRICES and
-    PATCH_LOG do not reach the evaluator's modules even in the process that runs evaluate()
-    (they did when the candidate was imported there). The patched evaluator is a copy of the
-    folder, so it includes its own spot_sim module."""
+    """evaluate() runs the candidate in its own process: the patches of the conformance
+    suite's patch_prices and patch_log (through the CLI there) do not reach the evaluator's
+    modules even in the process that runs evaluate() (they did when the candidate was
+    imported there). The patched evaluator is a copy of the folder, so it includes its own
+    spot_sim module."""
     copy = tmp_path / "spot_scheduling"
     shutil.copytree(PROBLEM, copy, ignore=shutil.ignore_patterns("__pycache__"))
     patched = load_module(copy / "evaluator.py")
     assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
-    for prelude in (PATCH_PRICES, PATCH_LOG):
+    for prelude in (CONTRACT.tamper(n)["prelude"] for n in ("patch_prices", "patch_log")):
         prog = with_block(PROBLEM, block_of(BASELINES / "greedy.py"), tmp_path, prelude=prelude)
         out = patched.evaluate(str(prog), "train")
         assert patched.sim.SPOT_PRICE == sim.SPOT_PRICE and patched.sim.run_policies.__name__ == "run_policies"
         scored = patched.score(out["outputs"], "train")
-        assert scored["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy.py", "train"][0], abs=0.01)
+        assert scored["metrics"]["mean_cost"] == pytest.approx(GREEDY_TRAIN, abs=0.01)
 
-
-def test_an_infinite_loop_times_out(tmp_path):
-    fast = short_timeout_copy(PROBLEM, tmp_path, 3)
-    prog = with_block(fast, "def decide(state):\n    while True:\n        pass\n", tmp_path)
-    out = eval_json(fast, prog, "train")
-    assert_fails(out, "timeout", "timeout")
-
-
-def test_check_passes():
-    r = evolve("check", str(PROBLEM))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "seed on train: ok" in r.stdout and "seed on test (held out): ok" in r.stdout
-
-
-def test_a_scripted_20_iteration_run(tmp_path):
-    up = block_of(BASELINES / "uniform_progress.py")
-    replies = [
-        block(up, "Keep pace with the uniform-progress line."),
-        block(block_of(BASELINES / "on_demand.py"), "Never risk spot."),
-        block("def decide(state):\n    return 'FAST'\n", "A broken idea."),
-        block("def decide(state):\n    return SPOT if state.has_spot else NONE\n", "Spot only."),
-        Reply("No code this time."),
-        block(up.replace("2 * state.restart_overhead", "3 * state.restart_overhead"), "More hysteresis."),
-    ]
-    runs = tmp_path / "runs"
-    with ScriptedLLM.from_list(replies) as srv:
-        seed = ("--data-seed", str(RUN_DATA_SEED))
-        r = evolve(*run_args(srv.base_url, runs, *seed, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    [run] = archive_json(runs, "runs")
-    assert run["iterations_done"] == 20 and run["status"] == "finished"
-    best = archive_json(runs, "best", "--problem", "spot_scheduling")
-    # the run's windows are its own: uniform progress scored on them is what it must match
-    up_cost = scored_at(RUN_DATA_SEED, ev, PROBLEM, BASELINES / "uniform_progress.py", tmp_path)
-    assert best["score"] >= up_cost["score"] - 0.01  # beats the greedy seed
-    assert best["test_score"] is not None
-    shutil.rmtree(runs, ignore_errors=True)

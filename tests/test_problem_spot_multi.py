@@ -1,8 +1,9 @@
 """spot_multi_region (Can't Be Late across zones): the simulator it shares with spot_scheduling
 (../spot_scheduling/spot_sim.py) against hand-computed cases, one zone being exactly the
-single-region problem, the trusted replay, the data files and their download, validity and
-hostile candidates through the real CLI, the baselines' README numbers, and a scripted
-20-iteration run."""
+single-region problem, the trusted replay, the data files and their download, and tampering
+that would not bite even in the evaluator's process. Validity and hostile candidates through
+the real CLI, the baselines' README numbers, `evolve check` and a scripted 20-iteration run:
+tests/test_problem_conformance.py, with problems/spot_multi_region/conformance.toml."""
 
 from __future__ import annotations
 
@@ -10,27 +11,14 @@ import re
 import shutil
 import sys
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from evaluators import kit
-from evolve.edits.blocks import complete_from_seed, find_blocks, fixed_parts
-from tests.cli_helpers import archive_json, block, evolve, run_args
-from tests.data_seeds import RUN_DATA_SEED, scored_at
+from tests.problem_contract import body_of, contract
 from tests.problem_data import check_download_round_trip, check_shipped_data, data_files
-from tests.problem_hostile import (
-    END,
-    FAKE_PRINT,
-    START,
-    assert_fails,
-    eval_json,
-    load_module,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply, ScriptedLLM
+from tests.problem_hostile import END, START, load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "spot_multi_region"
@@ -42,45 +30,13 @@ ev = load_module(PROBLEM / "evaluator.py")
 sim = ev.sim  # ../spot_scheduling/spot_sim.py, through problem.toml's include and kit.include
 S, D, N = sim.SPOT, sim.ON_DEMAND, sim.NONE
 
-# README "Reference numbers": mean cost per job ($) and savings vs always on-demand (%).
-EXPECTED = {
-    ("single_region_up.py", "train"): (78.2843, 46.84),
-    ("single_region_up.py", "test"): (93.7821, 36.32),
-    ("greedy_multi.py", "train"): (71.6691, 51.33),
-    ("greedy_multi.py", "test"): (89.7062, 39.08),
-}
-
-# Uniform Progress that moves to the first zone with spot: the README's extra reference row.
-UP_MULTI = """\
-def decide(state):
-    rate = state.work_total / state.deadline
-    behind = state.work_done < state.elapsed * rate
-    if state.has_spot:
-        zone = state.zone
-    elif any(state.spot):
-        zone = state.spot.index(True)
-    else:
-        zone = None
-    choice = SPOT if zone is not None else (ON_DEMAND if behind else NONE)
-    if state.current == ON_DEMAND and (
-        zone is None or state.work_done < (state.elapsed + 2 * state.restart_overhead) * rate
-    ):
-        choice = ON_DEMAND
-    if choice == ON_DEMAND:
-        return ON_DEMAND
-    if choice == SPOT:
-        running = state.current == SPOT and zone == state.zone
-        overhead = state.overhead_left if running else state.restart_overhead
-        progress = max(0.0, state.gap - overhead)
-    else:
-        progress = 0.0
-    if state.time_left - state.gap >= state.work_left - progress + state.restart_overhead + 1e-9:
-        return (SPOT, zone) if choice == SPOT else NONE
-    return ON_DEMAND
-"""
+CONTRACT = contract(PROBLEM)  # problems/spot_multi_region/conformance.toml
+# README "Reference numbers": greedy across zones, mean cost per job on train, in $
+GREEDY_TRAIN = float(CONTRACT.readme("greedy_multi.py", "train")["metrics"]["mean_cost"])
+# Uniform Progress that moves to the first zone with spot: the README's extra reference row
+# (the scripted run's reference program in conformance.toml).
+UP_MULTI = body_of(CONTRACT, CONTRACT.data["run"]["reference"])
 UP_MULTI_TRAIN = 65.1508
-
-
 def block_of(path: Path) -> str:
     return path.read_text().split(START, 1)[1].split(END, 1)[0]
 
@@ -245,15 +201,11 @@ def test_score_rejects_malformed_or_illegal_logs():
     assert r["valid"] is False and r["metrics"]["deadline_misses"] == len(scs)
 
 
-def test_baselines_hold_only_their_block_and_the_seed_the_fixed_code():
-    seed = (PROBLEM / "seed.py").read_text()
-    assert {p.name for p in BASELINES.glob("*.py")} == {"single_region_up.py", "greedy_multi.py"}
+def test_the_actions_are_the_seeds_fixed_code():
+    """The baselines (blocks only: the conformance suite checks them) never define them."""
     for path in (p for p in BASELINES.glob("*.py") if not p.is_symlink()):  # links: the seed
-        text = path.read_text()
-        assert len(find_blocks(text)) == 1 and "SPOT, ON_DEMAND, NONE =" not in text, path.name
-        whole = complete_from_seed(text, seed)  # only a docstring stands outside the block
-        assert whole != text and fixed_parts(whole) == fixed_parts(seed), path.name
-    assert block_of(PROBLEM / "seed.py") == block_of(BASELINES / "single_region_up.py")
+        assert "SPOT, ON_DEMAND, NONE =" not in path.read_text(), path.name
+    assert "SPOT, ON_DEMAND, NONE =" in (PROBLEM / "seed.py").read_text()
 
 
 def test_decide_sees_the_zones():
@@ -279,131 +231,19 @@ def test_up_multi_beats_both_baselines(tmp_path):
     assert r["metrics"]["moves"] > 0
 
 
-# --- through the real CLI and sandbox --------------------------------------------------------
-def _eval_all(jobs):
-    with ThreadPoolExecutor(2) as pool:
-        return list(pool.map(lambda a: eval_json(*a), jobs))
-
-
-def test_baselines_reproduce_the_readme_numbers():
-    keys = list(EXPECTED)
-    outs = _eval_all([(PROBLEM, BASELINES / name, split) for name, split in keys])
-    for (name, split), out in zip(keys, outs, strict=True):
-        cost, savings = EXPECTED[name, split]
-        assert out["status"] == "ok" and out["returncode"] == 0, (name, split, out)
-        assert out["metrics"]["mean_cost"] == pytest.approx(cost, abs=0.01), (name, split)
-        assert out["metrics"]["savings_pct"] == pytest.approx(savings, abs=0.01), (name, split)
-        assert out["score"] == pytest.approx(-out["metrics"]["mean_cost"])
-        assert out["metrics"]["deadline_misses"] == 0 and out["metrics"]["scenarios"] == 192
-    assert outs[0]["metrics"]["moves"] == 0 and outs[2]["metrics"]["moves"] > 0
-
-
-BAD = {
-    "not an action": ("def decide(state):\n    return 'MOVE'\n", "invalid", "returned 'MOVE'"),
-    "nan": ("def decide(state):\n    return float('nan')\n", "invalid", "returned nan"),
-    "zone out of range": ("def decide(state):\n    return (ON_DEMAND, state.n_zones)\n", "invalid",
-                          "its zone must be an int in 0.."),
-    "three-tuple": ("def decide(state):\n    return (ON_DEMAND, 0, 1)\n", "invalid", "or a pair"),
-    "exception": ("def decide(state):\n    return 1 / 0\n", "runtime_error",
-                  "decide() raised ZeroDivisionError"),
-    "spot where unavailable": ("def decide(state):\n    return (SPOT, state.n_zones - 1)\n",
-                               "invalid", "while spot is not available there"),
-    "misses deadlines": ("def decide(state):\n    return (SPOT, state.spot.index(True)) "
-                         "if any(state.spot) else NONE\n", "invalid", "missed the deadline"),
-}
-
-
-def test_bad_policies_fail_with_a_clear_error_and_no_score(tmp_path):
-    names = list(BAD)
-    outs = _eval_all([(PROBLEM, with_block(PROBLEM, BAD[n][0], tmp_path), "train") for n in names])
-    for name, out in zip(names, outs, strict=True):
-        _, status, fragment = BAD[name]
-        assert_fails(out, fragment, status)
-    miss = outs[names.index("misses deadlines")]
-    assert miss["metrics"]["deadline_misses"] > 0 and "mean_cost" not in miss["metrics"]
-    assert "start_tick=" in miss["artifacts"]["error"]  # names the scenario
-    assert " moves). Switch to ON_DEMAND" in miss["artifacts"]["error"]
-
-
-# The candidate runs in its own process: `evaluator` is not among its modules, so these
-# patches find nothing to patch (they would bite if the candidate shared the evaluator's process).
-PATCH_SIM = """\
-import sys
-_ev = sys.modules.get("evaluator")
-if _ev is not None:
-    _ev.sim.SPOT_PRICE = _ev.sim.ON_DEMAND_PRICE = 0.0
-    _ev.sim.Job.cost = property(lambda self: 0.0)
-    _ev.sim.scored = lambda *a: {"score": 1e9, "metrics": {"mean_cost": 0.0}}
-"""
-PATCH_LOG = """\
-import sys
-_ev = sys.modules.get("evaluator")
-if _ev is not None:
-    _ev.sim.run_policies = lambda decide, scs, *a: ["a" * sc.n_ticks for sc in scs]  # spot all the way
-"""
-
-
-def test_tampering_in_memory_or_printing_a_score_gains_nothing(tmp_path):
-    greedy = block_of(BASELINES / "greedy_multi.py")
-    progs = [
-        with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_SIM),
-        with_block(PROBLEM, greedy, tmp_path, prelude=FAKE_PRINT),
-        with_block(PROBLEM, greedy, tmp_path, prelude=PATCH_LOG),
-    ]
-    outs = _eval_all([(PROBLEM, p, "train") for p in progs])
-    honest = EXPECTED["greedy_multi.py", "train"][0]
-    for out in outs:
-        assert out["status"] == "ok" and out["metrics"]["mean_cost"] == pytest.approx(honest, abs=0.01)
-
-
+# --- tampering ------------------------------------------------------------------------------
 def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch):
-    """evaluate() runs the candidate in its own process: PATCH_SIM and PATCH_LOG do not reach
-    the evaluator's modules even in the process that runs evaluate() (they did when the
-    candidate was imported there). The patched evaluator is a copy of the folders, so it
-    includes its own spot_sim module."""
+    """evaluate() runs the candidate in its own process: the conformance suite's patch_sim and
+    patch_log (through the CLI there) do not reach the evaluator's modules even in the
+    process that runs evaluate() (they did when the candidate was imported there). The
+    patched evaluator is a copy of the folders, so it includes its own spot_sim module."""
     patched = load_module(copy_with_include(tmp_path) / "evaluator.py")
     assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
-    for prelude in (PATCH_SIM, PATCH_LOG):
+    for prelude in (CONTRACT.tamper(n)["prelude"] for n in ("patch_sim", "patch_log")):
         prog = with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path, prelude=prelude)
         out = patched.evaluate(str(prog), "train")
         assert patched.sim.SPOT_PRICE == sim.SPOT_PRICE and patched.sim.run_policies.__name__ == "run_policies"
         scored = patched.score(out["outputs"], "train")
-        assert scored["metrics"]["mean_cost"] == pytest.approx(EXPECTED["greedy_multi.py", "train"][0], abs=0.01)
+        assert scored["metrics"]["mean_cost"] == pytest.approx(GREEDY_TRAIN, abs=0.01)
 
-
-def test_an_infinite_loop_times_out(tmp_path):
-    fast = copy_with_include(tmp_path, short_timeout_copy(PROBLEM, tmp_path, 3))
-    prog = with_block(fast, "def decide(state):\n    while True:\n        pass\n", tmp_path)
-    out = eval_json(fast, prog, "train")
-    assert_fails(out, "timeout", "timeout")
-
-
-def test_check_passes():
-    r = evolve("check", str(PROBLEM))
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "seed on train: ok" in r.stdout and "seed on test (held out): ok" in r.stdout
-
-
-def test_a_scripted_20_iteration_run(tmp_path):
-    replies = [
-        block(block_of(BASELINES / "greedy_multi.py"), "Move to a zone with spot when preempted."),
-        block(UP_MULTI, "Uniform progress, but chase spot across zones."),
-        block("def decide(state):\n    return (SPOT, 99)\n", "A broken idea."),
-        Reply("No code this time."),
-        block(BAD["misses deadlines"][0], "Spot only, anywhere."),
-    ]
-    runs = tmp_path / "runs"
-    with ScriptedLLM.from_list(replies) as srv:
-        seed = ("--data-seed", str(RUN_DATA_SEED))
-        r = evolve(*run_args(srv.base_url, runs, *seed, problem=PROBLEM, iterations=20), timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    [run] = archive_json(runs, "runs")
-    assert run["iterations_done"] == 20 and run["status"] == "finished"
-    best = archive_json(runs, "best", "--problem", "spot_multi_region")
-    # the run's windows are its own: the same policy scored on them is what it must match
-    up = with_block(PROBLEM, UP_MULTI, tmp_path)
-    assert best["score"] == pytest.approx(
-        scored_at(RUN_DATA_SEED, ev, PROBLEM, up, tmp_path)["score"], abs=0.01
-    )
-    assert best["test_score"] is not None

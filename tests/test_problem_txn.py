@@ -1,10 +1,10 @@
-"""problems/txn_scheduling: the cost model by hand, the data and generators, bad and
-hostile candidates through the real `evolve eval` CLI, the README's baseline numbers,
-and a scripted run."""
+"""problems/txn_scheduling: the cost model by hand, the data and generators, and the trusted
+score's checks. The README's baseline numbers, bad and hostile candidates through the real
+`evolve eval` CLI and a scripted run: tests/test_problem_conformance.py, with
+problems/txn_scheduling/conformance.toml."""
 
 from __future__ import annotations
 
-import ast
 import json
 import random
 import sys
@@ -16,36 +16,14 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
-from evolve.edits.blocks import complete_from_seed, fixed_parts
-from tests.cli_helpers import block, evolve
-from tests.problem_hostile import (
-    FAKE_PRINT,
-    assert_fails,
-    block_body,
-    complete_baseline,
-    eval_json,
-    load_module,
-    scripted_run,
-    short_timeout_copy,
-    with_block,
-)
-from tests.scripted_llm import Reply
+from evolve.edits.blocks import fixed_parts
+from tests.cli_helpers import evolve
+from tests.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "txn_scheduling"
 BASELINES = PROBLEM / "baselines"
 DATA = data_dir_for(PROBLEM) / "adrs_workloads.json"
-
-# README.md, "Reference numbers": score = -(sum of makespans); all deterministic.
-README = {
-    ("sequential.py", "train"): -537.0,
-    ("sequential.py", "test"): -1025.0,
-    ("random_order.py", "train"): -698.0,
-    ("random_order.py", "test"): -1014.0,
-    ("smf.py", "train"): -416.0,
-    ("smf.py", "test"): -761.0,
-}
-
 
 sys.path.insert(0, str(PROBLEM))  # the evaluator imports its simulator, as in the sandbox
 ev = load_module(PROBLEM / "evaluator.py")
@@ -206,12 +184,8 @@ def test_test_generators_are_seeded_and_well_formed():
 def test_problem_toml_and_fixed_code():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
     assert cfg["problem"]["metric"] == "makespan_total" and cfg["evaluation"]["splits"] == ["train", "test"]
-    seed_code = (PROBLEM / "seed.py").read_text()
-    for path in (p for p in BASELINES.glob("*.py") if not p.is_symlink()):  # the fixed code (Timeline) is written once, in seed.py
-        (doc,) = ast.parse("".join(fixed_parts(path.read_text()))).body
-        assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant), path.name
-        assert "class Timeline" in complete_from_seed(path.read_text(), seed_code)
-    assert block_body(PROBLEM / "seed.py") == block_body(BASELINES / "smf.py")
+    # the fixed code (Timeline) is written once, in seed.py: the baselines get it from there
+    assert "class Timeline" in "".join(fixed_parts((PROBLEM / "seed.py").read_text()))
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
@@ -232,126 +206,3 @@ def test_train_evaluation_of_the_seed():
     # its CPU budget (10 s of one core) is measured by bench/eval_budget.py, not asserted here
     out = ev.evaluate(str(PROBLEM / "seed.py"), "train")
     assert ev.score(out["outputs"], "train")["score"] == -416.0
-
-
-# ---------------------------------------------------------------- validity, through `evolve eval`
-
-
-@pytest.mark.parametrize("name, body, status, fragment", [
-    ("duplicate", "def schedule(txns):\n    return [0] + list(range(len(txns) - 1))\n",
-     "invalid", "workload 'workload_1': transaction 0 appears twice (and 99 never)"),
-    ("too_short", "def schedule(txns):\n    return list(range(len(txns) - 1))\n",
-     "invalid", "expected 100 transaction indices, got 99"),
-    ("out_of_range", "def schedule(txns):\n    return list(range(1, len(txns) + 1))\n",
-     "invalid", "index 100 is outside [0, 100)"),
-    ("floats", "def schedule(txns):\n    return [float(i) for i in range(len(txns))]\n",
-     "invalid", "must be ints, got 0.0 (float)"),
-    ("nan", "def schedule(txns):\n    return [float('nan')] * len(txns)\n",
-     "invalid", "must be ints, got nan (float)"),
-    ("none", "def schedule(txns):\n    return None\n", "invalid", "got NoneType"),
-    ("exception", "def schedule(txns):\n    raise KeyError('no order for you')\n",
-     "runtime_error", "KeyError: 'no order for you'"),
-    ("missing_function", "def order(txns):\n    return []\n", "invalid", "defines no callable schedule"),
-    ("syntax", "def schedule(txns)\n    return []\n", "syntax_error", "SyntaxError"),
-])
-def test_bad_outputs_fail_through_the_cli(tmp_path, name, body, status, fragment):
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "train")
-    assert_fails(out, fragment, status)
-
-
-def test_bad_output_on_a_test_workload_names_it(tmp_path):
-    body = "def schedule(txns):\n    return list(range(len(txns) - 1))\n"
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path), "test")
-    assert_fails(out, "workload 'tpcc_1wh': expected 100 transaction indices, got 99", "invalid")
-
-
-# ---------------------------------------------------------------- hostile, through `evolve eval`
-
-SEQUENTIAL = block_body(BASELINES / "sequential.py")
-# The candidate runs in its own process, where neither module exists: the patches find nothing.
-PATCH = """import sys
-_ev, _sim = sys.modules.get("evaluator"), sys.modules.get("txn_sim")
-if _ev is not None:
-    _ev.score = lambda outputs, split: {"score": 0.0, "metrics": {"makespan_total": 0}}
-if _sim is not None:
-    _sim.makespan = lambda txns, order: 1
-    _sim.start_times = lambda txns, order: [1] * len(txns)
-    _sim.check_order = lambda order, n: list(order)
-"""
-
-
-def test_patching_the_evaluator_and_simulator_gains_nothing(tmp_path):
-    out = eval_json(PROBLEM, with_block(PROBLEM, SEQUENTIAL, tmp_path, prelude=PATCH), "train")
-    assert out["status"] == "ok" and out["score"] == -537.0 and out["metrics"]["makespan_total"] == 537
-
-
-def test_patched_checker_cannot_smuggle_an_invalid_order(tmp_path):
-    body = "def schedule(txns):\n    return [0]  # 'schedule' one transaction, makespan 16\n"
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=PATCH), "train")
-    assert_fails(out, "expected 100 transaction indices, got 1", "invalid")
-
-
-def test_printed_fake_score_is_ignored(tmp_path):
-    body = SEQUENTIAL.replace("    return list", "    print('score: 0')\n    return list")
-    out = eval_json(PROBLEM, with_block(PROBLEM, body, tmp_path, prelude=FAKE_PRINT), "train")
-    assert out["status"] == "ok" and out["score"] == -537.0 and "1e9" in out["artifacts"]["stdout"]
-
-
-def test_infinite_loop_times_out(tmp_path):
-    quick = short_timeout_copy(PROBLEM, tmp_path, 3)
-    out = eval_json(quick, with_block(quick, "def schedule(txns):\n    while True:\n        pass\n", tmp_path))
-    assert_fails(out, "timeout", "timeout")
-
-
-# ---------------------------------------------------------------- baselines = README numbers
-
-
-@pytest.mark.parametrize("program, split", list(README))
-def test_baselines_reproduce_the_readme(program, split):
-    out = eval_json(PROBLEM, BASELINES / program, split)
-    assert out["status"] == "ok" and out["returncode"] == 0
-    assert out["score"] == README[(program, split)] == -out["metrics"]["makespan_total"]
-
-
-# ---------------------------------------------------------------- a scripted run
-
-SMF_RESTARTS = '''
-SAMPLES = 5
-RESTARTS = 10
-
-
-def _smf(txns, rng):
-    remaining = list(range(len(txns)))
-    timeline = Timeline()
-    first = remaining.pop(rng.randrange(len(remaining)))
-    timeline.place(txns[first])
-    order = [first]
-    while remaining:
-        sampled = rng.sample(remaining, min(SAMPLES, len(remaining)))
-        best = min(sampled, key=lambda t: max(timeline.makespan, timeline.end_time(txns[t])))
-        timeline.place(txns[best])
-        order.append(best)
-        remaining.remove(best)
-    return timeline.makespan, order
-
-
-def schedule(txns):
-    """SMF restarted RESTARTS times; keep the shortest schedule."""
-    if not txns:
-        return []
-    rng = random.Random(0)
-    return min((_smf(txns, rng) for _ in range(RESTARTS)), key=lambda r: r[0])[1]
-'''
-
-
-def test_scripted_run_of_20_iterations(tmp_path):
-    replies = [
-        block(SMF_RESTARTS, "Restart SMF ten times and keep the best schedule."),
-        block(SEQUENTIAL, "Keep the submission order."),
-        block("def schedule(txns):\n    return list(range(len(txns))) * 2\n", "Twice is safer."),
-        block("def schedule(txns):\n    return sorted(txns, key=len\n", "Shortest first."),
-        Reply("Let me think about this some more."),
-    ]
-    best = scripted_run(PROBLEM, replies, tmp_path)
-    assert best["iteration"] > 0 and "RESTARTS" in best["code"]
-    assert best["score"] > README[("smf.py", "train")] and best["test_score"] is not None

@@ -1,4 +1,4 @@
-"""The candidate runs in its own confined process (evaluators/remote.py): hostile online policies.
+"""The candidate runs in its own confined process (evaluators/inside/worker_client.py): hostile online policies.
 
 An online policy that shared the simulator's process could read the future
 (the items to come, the availability trace) from its caller's frames or from
@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluators import codec, kit, landlock, remote
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import INVALID, OK, RUNTIME_ERROR, EvalRequest, EvalResult, Limits
+from evaluators import kit
+from evaluators.inside import codec, landlock, worker_client
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
@@ -153,7 +154,7 @@ def test_binpack_hunt_for_future_items_finds_nothing(
     assert binpack_honest["best_fit"] > binpack_honest["first_fit"]
     assert _binpack_score(code, tmp_path) == binpack_honest["first_fit"]  # through the worker
     [res] = _in_sandbox(sandbox, (BINPACK, code, "quick"))
-    assert (res.status, res.score) == (OK, binpack_honest["first_fit"]), res.artifacts
+    assert (res.status, res.score) == (Status.OK, binpack_honest["first_fit"]), res.artifacts
     assert "FOUND" not in res.artifacts.get("stdout", "")
     monkeypatch.setattr(kit, "REMOTE", False)  # the old way: the hunt succeeds
     assert _binpack_score(code, tmp_path) == binpack_honest["best_fit"]
@@ -237,7 +238,7 @@ def test_spot_hunts_for_the_future_trace_find_nothing(tmp_path, sandbox, spot_gr
     best = -115.65648715277779  # uniform_progress, the best baseline (README)
     for d, b in zip(direct, boxed, strict=True):
         assert d["score"] == spot_greedy and d["metrics"]["deadline_misses"] == 0
-        assert (b.status, b.score) == (OK, spot_greedy), b.artifacts
+        assert (b.status, b.score) == (Status.OK, spot_greedy), b.artifacts
         assert "FOUND" not in b.artifacts.get("stdout", "") and b.score < best
 
 
@@ -299,7 +300,7 @@ def decide(state):
         (BINPACK, BINPACK / "evaluator.py"),  # its seeds: every instance
         (SPOT, SPOT / "data" / "aws-10-26-2022" / "us-west-2b_k80_1.json"),  # a held-out test trace
         (SPOT, SPOT / "spot_sim.py"),
-        (SPOT, ROOT / "evaluators" / "kit.py"),
+        (SPOT, ROOT / "evaluators" / "inside" / "kit.py"),
     ],
 )
 def test_opening_the_problems_files_is_refused(problem, path, tmp_path, sandbox):
@@ -310,7 +311,7 @@ def test_opening_the_problems_files_is_refused(problem, path, tmp_path, sandbox)
         policy, evaluator, split = _greedy_as(SPOT) + "decide = _greedy\n", spot, "train"
     code = _program(problem, f"with open({str(path)!r}, 'rb') as _f:\n    _f.read(1)\n" + policy)
     [res] = _in_sandbox(sandbox, (problem, code, split))
-    assert res.status == RUNTIME_ERROR and res.score is None
+    assert res.status == Status.RUNTIME_ERROR and res.score is None
     assert res.artifacts["error"].startswith("PermissionError: [Errno 13] Permission denied"), (
         res.artifacts
     )
@@ -332,7 +333,7 @@ def test_the_parents_memory_and_environment_are_refused(tmp_path):
 
 
 def test_a_worker_forked_by_the_harness_keeps_nothing_of_it(sandbox):
-    """The harness forks the worker before it imports the evaluator (remote.prestart): the
+    """The harness forks the worker before it imports the evaluator (worker_start.prestart): the
     worker holds its two pipes and the standard streams, no other descriptor (the result and
     status files are the harness's), a filtered environment, no evaluator module."""
     code = _program(
@@ -350,7 +351,7 @@ def test_a_worker_forked_by_the_harness_keeps_nothing_of_it(sandbox):
         "def priority(item, bins):\n" + FIRST_FIT,
     )
     [res] = _in_sandbox(sandbox, (BINPACK, code, "quick"))
-    assert res.status == OK, res.artifacts
+    assert res.status == Status.OK, res.artifacts
     line = next(x for x in res.artifacts["stdout"].splitlines() if x.startswith("SEEN "))
     seen = json.loads(line[5:])
     assert seen["fds"] == [0, 1, 2, 3, 4]
@@ -362,19 +363,19 @@ def test_in_docker_the_worker_is_confined_too(request):
     """Docker's default seccomp profile lets the Landlock calls through: no isolation note,
     and the mounted problem (/problem) and kit (/opt/evolve) cannot be opened."""
     request.getfixturevalue("docker_image")
-    from evolve.sandboxes import make_sandbox
+    from evaluators.backends import make_sandbox
 
     sb = make_sandbox("docker", 1)
     try:
         seed = (BINPACK / "seed.py").read_text()
         honest = sb.evaluate(_request(BINPACK, seed, "quick"))
-        assert honest.status == OK and "isolation" not in honest.artifacts, honest.artifacts
+        assert honest.status == Status.OK and "isolation" not in honest.artifacts, honest.artifacts
         for path in ("/problem/evaluator.py", "/opt/evolve/kit.py"):
             code = seed.replace(
                 "import numpy as np\n", f"import numpy as np\nopen({path!r}).read()\n"
             )
             res = sb.evaluate(_request(BINPACK, code, "quick"))
-            assert res.status == RUNTIME_ERROR, res.artifacts
+            assert res.status == Status.RUNTIME_ERROR, res.artifacts
             assert (
                 res.artifacts["error"] == f"PermissionError: [Errno 13] Permission denied: {path!r}"
             )
@@ -386,28 +387,28 @@ def test_in_docker_the_worker_is_confined_too(request):
 FAILING = {
     "raises": (
         "    raise ValueError('no bin for you')\n",
-        RUNTIME_ERROR,
+        Status.RUNTIME_ERROR,
         "ValueError: no bin for you",
     ),
-    "returns a str": ("    return 'garbage'\n", INVALID, "must return real numbers"),
+    "returns a str": ("    return 'garbage'\n", Status.INVALID, "must return real numbers"),
     "returns an object": (
         "    return object()\n",
-        INVALID,
+        Status.INVALID,
         "must return real numbers, got dtype object",
     ),
-    "returns a ragged list": ("    return [[1], [2, 3]]\n", INVALID, "priority() returned"),
+    "returns a ragged list": ("    return [[1], [2, 3]]\n", Status.INVALID, "priority() returned"),
     "dies": (
         "    import os\n    os._exit(3)\n",
-        RUNTIME_ERROR,
+        Status.RUNTIME_ERROR,
         "the candidate's process exited with code 3",
     ),
     "kills itself": (
         "    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n",
-        RUNTIME_ERROR,
+        Status.RUNTIME_ERROR,
         "killed by signal 9 (SIGKILL)",
     ),
-    "exits": ("    import sys\n    sys.exit(4)\n", RUNTIME_ERROR, "the program called sys.exit(4)"),
-    "prints a lot": ("    print('x' * 2000)\n" + FIRST_FIT, OK, ""),
+    "exits": ("    import sys\n    sys.exit(4)\n", Status.RUNTIME_ERROR, "the program called sys.exit(4)"),
+    "prints a lot": ("    print('x' * 2000)\n" + FIRST_FIT, Status.OK, ""),
 }
 
 
@@ -421,7 +422,7 @@ def test_failures_keep_their_statuses(sandbox, binpack_honest):
         _, status, fragment = FAILING[name]
         assert res.status == status, (name, res.artifacts)
         assert fragment in res.artifacts.get("error", ""), (name, res.artifacts)
-        if status == OK:
+        if status == Status.OK:
             assert res.score == binpack_honest["first_fit"] and "xxxx" in res.artifacts["stdout"]
         else:
             assert res.score is None
@@ -434,7 +435,7 @@ def test_printing_past_the_file_size_limit(sandbox):
     )
     res = sandbox.evaluate(req)
     assert (
-        res.status == RUNTIME_ERROR and "file size limit (1 MB) exceeded" in res.artifacts["error"]
+        res.status == Status.RUNTIME_ERROR and "file size limit (1 MB) exceeded" in res.artifacts["error"]
     )
 
 
@@ -480,7 +481,7 @@ def f(kind, x=None):
 def echo(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("echo") / "echo.py"
     path.write_text(ECHO)
-    with remote.Remote(str(path), "f", kit.Invalid) as fn:
+    with worker_client.Remote(str(path), "f", kit.Invalid) as fn:
         yield fn
 
 
@@ -544,13 +545,13 @@ def test_untrusted_replies_are_checked():
 
 def test_the_note_when_the_worker_is_not_confined(tmp_path):
     path = _write(tmp_path, "def f():\n    return 1\n")
-    with remote.Remote(path, "f", kit.Invalid, confine=False) as fn:
+    with worker_client.Remote(path, "f", kit.Invalid, confine=False) as fn:
         assert (
             fn() == 1
             and fn.note == "landlock not requested: the candidate can read the problem's files"
         )
     if landlock.abi_version() >= 6:
-        with remote.Remote(path, "f", kit.Invalid) as fn:
+        with worker_client.Remote(path, "f", kit.Invalid) as fn:
             assert fn.note is None and fn.confinement["abi"] == landlock.abi_version()
 
 

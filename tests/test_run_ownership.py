@@ -160,14 +160,14 @@ def test_an_error_after_the_run_row_exists_never_leaves_it_running(
     tmp_path, monkeypatch, raised, status
 ):
     """Every way out of the controller (a bug, Ctrl-C, the archive failing) ends the run."""
-    import evolve.cli.run as run_cli
+    import evolve.runner as runner
     from evolve.archive import Archive
     from evolve.cli import main
 
     def explode(*args, **kwargs):
         raise raised
 
-    monkeypatch.setattr(run_cli, "_execute_with", explode)
+    monkeypatch.setattr(runner, "_execute_with", explode)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # no local model
     problem = toy_problem(tmp_path / "toy", timeout_s=20)
     code = main(

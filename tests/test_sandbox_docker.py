@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-import evaluators.docker_sandbox as ds
-from evaluators import image
-from evaluators.docker_sandbox import LABEL, OWNER_LABEL, DockerSandbox, reap_leftovers
-from evaluators.sandbox import OK, RUNTIME_ERROR, TIMEOUT, EvalRequest, EvalResult, Limits
+import evaluators.docker.sandbox as ds
+from evaluators.docker import image
+from evaluators.docker.sandbox import LABEL, OWNER_LABEL, DockerSandbox, reap_leftovers
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from tests.cli_helpers import BINPACK, ROOT, archive_json, block, evolve, popen, run_args
 from tests.docker_support import (  # noqa: F401  (docker_image: the session fixture)
     assert_pool_clean,
@@ -82,9 +82,9 @@ def wait_for(cond, timeout_s: float = 120.0) -> None:
 
 def test_native_and_trusted_score(sandbox: DockerSandbox) -> None:
     res = sandbox.evaluate(request(GOOD))
-    assert (res.status, res.score, res.metrics) == (OK, 0.5, {"value": 0.5})
+    assert (res.status, res.score, res.metrics) == (Status.OK, 0.5, {"value": 0.5})
     res = sandbox.evaluate(request("def solve(xs):\n    return sorted(xs)\n", SORTING))
-    assert (res.status, res.score, res.metrics) == (OK, 1.0, {"correct": 10.0})
+    assert (res.status, res.score, res.metrics) == (Status.OK, 1.0, {"correct": 10.0})
     assert res.artifacts["note"] == "in-sandbox" and res.artifacts["checked_by"] == "score()"
 
 
@@ -92,14 +92,14 @@ def test_native_and_trusted_score(sandbox: DockerSandbox) -> None:
 def test_openevolve(sandbox: DockerSandbox, stage: str | None, score: float) -> None:
     """stage3 runs the candidate in the evaluator's own subprocess, helper from PYTHONPATH."""
     res = sandbox.evaluate(request("def run():\n    return 0.75\n", OPENEVOLVE, stage=stage))
-    assert (res.status, res.score) == (OK, score), res.artifacts
+    assert (res.status, res.score) == (Status.OK, score), res.artifacts
 
 
 # ---- the container policy -----------------------------------------------------------
 
 
 def test_container_policy(sandbox: DockerSandbox) -> None:
-    assert sandbox.evaluate(request(GOOD, data_dir=str(SORTING))).status == OK
+    assert sandbox.evaluate(request(GOOD, data_dir=str(SORTING))).status == Status.OK
     info = [sandbox.client.api.inspect_container(c) for c in sandbox.containers()]
     c = next(i for i in info if any(m["Destination"] == "/data" for m in i["Mounts"]))
     hc, cfg = c["HostConfig"], c["Config"]
@@ -165,11 +165,11 @@ def test_warm_containers_are_reused_and_wiped(sandbox: DockerSandbox) -> None:
              "open('/tmp/left.txt', 'w').write('x')\n" + GOOD)
     probe = ("import os\nLEFT = [p for p in (os.path.join(os.environ['HOME'], 'left.txt'), '/tmp/left.txt')"
              " if os.path.exists(p)]\nINFO = repr(LEFT)\ndef solve():\n    return float(len(LEFT))\n")
-    assert sandbox.evaluate(request(write)).status == OK
+    assert sandbox.evaluate(request(write)).status == Status.OK
     before = set(sandbox.containers())
     for _ in range(3):
         res = sandbox.evaluate(request(probe))
-        assert (res.status, res.score) == (OK, 0.0), res.artifacts
+        assert (res.status, res.score) == (Status.OK, 0.0), res.artifacts
     assert set(sandbox.containers()) == before  # no new container for the same problem
     assert_pool_clean(sandbox)
 
@@ -206,20 +206,20 @@ def test_concurrent_evaluations_get_their_own_container(docker_image) -> None:  
         sandbox.close()
         shutil.rmtree(gate)
     assert most == 3, f"at most {most} evaluations ran at once"
-    assert [(r.status, r.score) for r in results] == [(OK, 1.0)] * 3, [r.artifacts for r in results]
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 1.0)] * 3, [r.artifacts for r in results]
     assert wait_gone(sandbox.client, sandbox.run_id, 60) == []  # (the limit is a guard only)
 
 
 def test_container_killed_while_idle_is_replaced(sandbox: DockerSandbox) -> None:
-    assert sandbox.evaluate(request(GOOD)).status == OK
+    assert sandbox.evaluate(request(GOOD)).status == Status.OK
     for cid in sandbox.containers():
         sandbox.client.api.kill(cid)
     res = sandbox.evaluate(request(GOOD))
-    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
 
 
 def test_container_dying_mid_evaluation_is_a_recorded_failure(sandbox: DockerSandbox) -> None:
-    assert sandbox.evaluate(request(GOOD)).status == OK
+    assert sandbox.evaluate(request(GOOD)).status == Status.OK
     t, out = in_background(sandbox.evaluate, request(SLEEP.format(s=30)))
     wait_for(lambda: any(
         len(processes(sandbox.client, c)) > 1 for c in sandbox.containers()))
@@ -228,9 +228,9 @@ def test_container_dying_mid_evaluation_is_a_recorded_failure(sandbox: DockerSan
     t.join(120)  # a guard only: the candidate sleeps 30 s, the evaluation ends with its container
     assert not t.is_alive(), "the evaluation outlived its container"
     res: EvalResult = out[0]
-    assert res.status == RUNTIME_ERROR and "container died" in res.artifacts["error"], res.artifacts
+    assert res.status == Status.RUNTIME_ERROR and "container died" in res.artifacts["error"], res.artifacts
     assert victim not in sandbox.containers()
-    assert sandbox.evaluate(request(GOOD)).status == OK
+    assert sandbox.evaluate(request(GOOD)).status == Status.OK
 
 
 def test_unreclaimable_container_is_destroyed_at_the_host_deadline(sandbox: DockerSandbox,
@@ -239,7 +239,7 @@ def test_unreclaimable_container_is_destroyed_at_the_host_deadline(sandbox: Dock
     is a timeout; the next one gets a fresh container."""
     monkeypatch.setattr(ds, "GRACE_S", 1.0)
     limits = Limits(timeout_s=1.0, memory_mb=512, max_procs=24, max_file_mb=8, max_output_kb=8)
-    assert sandbox.evaluate(request(GOOD, limits=limits)).status == OK
+    assert sandbox.evaluate(request(GOOD, limits=limits)).status == Status.OK
     t, out = in_background(sandbox.evaluate, request(SLEEP.format(s=30), limits=limits))
     wait_for(lambda: any(len(processes(sandbox.client, c)) > 1 for c in sandbox.containers()))
     frozen = next(c for c in sandbox.containers() if len(processes(sandbox.client, c)) > 1)
@@ -247,10 +247,10 @@ def test_unreclaimable_container_is_destroyed_at_the_host_deadline(sandbox: Dock
     t.join(120)  # a guard only: paused, the candidate would never finish by itself
     assert not t.is_alive(), "the host deadline never fired"
     res: EvalResult = out[0]
-    assert res.status == TIMEOUT, res
+    assert res.status == Status.TIMEOUT, res
     assert frozen not in sandbox.containers()
     assert wait_for(lambda: frozen not in [c["Id"] for c in sandbox.client.api.containers(all=True)]) is None
-    assert sandbox.evaluate(request(GOOD, limits=limits)).status == OK
+    assert sandbox.evaluate(request(GOOD, limits=limits)).status == Status.OK
 
 
 # ---- clean-up: close, dead runs, a controller killed outright ------------------------
@@ -266,7 +266,7 @@ def test_close_removes_every_container(docker_image) -> None:  # noqa: F811
     sb.close()
     t.join(120)  # a guard only
     assert not t.is_alive()
-    assert out[0].status != OK and out[0].score is None
+    assert out[0].status != Status.OK and out[0].score is None
     assert wait_gone(sb.client, sb.run_id, 120) == []  # (the limit is a guard only)
     assert sb.evaluate(request(GOOD)).status == "sandbox_error"  # closed for good
 
@@ -296,7 +296,7 @@ def test_controller_killed_outright_takes_its_containers_along(docker_image) -> 
     run_id = f"test-sigkill-{os.getpid()}"
     script = textwrap.dedent(f"""\
         import os, signal
-        from evaluators.docker_sandbox import DockerSandbox
+        from evaluators.docker.sandbox import DockerSandbox
         from evaluators.sandbox import EvalRequest
         sb = DockerSandbox(run_id={run_id!r}, image={docker_image!r})
         r = sb.evaluate(EvalRequest(problem_dir={str(DIRECT)!r}, program_code={GOOD!r},
@@ -345,7 +345,7 @@ def test_default_is_docker_with_a_notice(docker_image, tmp_path: Path) -> None: 
     assert notice[0].endswith(f"answered and image {docker_image} exists)")
     docker_out = json.loads(r.stdout)
     local = json.loads(evolve("eval", BINPACK, prog, "--split", "quick", "--json", "--sandbox", "local").stdout)
-    assert docker_out["status"] == local["status"] == OK and docker_out["score"] == local["score"]
+    assert docker_out["status"] == local["status"] == Status.OK and docker_out["score"] == local["score"]
 
 
 def test_default_falls_back_to_local_without_the_image(tmp_path: Path) -> None:

@@ -16,18 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.limits import TOKEN_VAR, UID_BASE, UID_SLOTS
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import (
-    INVALID,
-    OK,
-    RUNTIME_ERROR,
-    SYNTAX_ERROR,
-    TIMEOUT,
-    EvalRequest,
-    EvalResult,
-    Limits,
-)
+from evaluators.local.process_tree import TOKEN_VAR
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.local.uids import UID_BASE, UID_SLOTS
+from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DIRECT = FIXTURES / "sandbox_native" / "direct"  # score = solve()'s return value
@@ -108,12 +100,12 @@ def assert_recovered(sandbox: LocalSandbox, tmp_root: Path) -> None:
     assert _alive_sandbox_pids() == []
     assert list(tmp_root.iterdir()) == []
     res = sandbox.evaluate(request(GOOD))
-    assert (res.status, res.score) == (OK, 0.5), res.artifacts
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
 
 
 def hostile(sandbox: LocalSandbox, tmp_root: Path, code: str, **kw) -> EvalResult:
     res = sandbox.evaluate(request(code, **kw))
-    assert res.score is None or res.status == OK
+    assert res.score is None or res.status == Status.OK
     assert_recovered(sandbox, tmp_root)
     return res
 
@@ -123,20 +115,20 @@ def hostile(sandbox: LocalSandbox, tmp_root: Path, code: str, **kw) -> EvalResul
 
 def test_native_direct_ok(sandbox: LocalSandbox) -> None:
     res = sandbox.evaluate(request(GOOD))
-    assert (res.status, res.score, res.metrics) == (OK, 0.5, {"value": 0.5})
-    assert res.artifacts["split"] == "train" and res.wall_s > 0
+    assert (res.status, res.score, res.metrics) == (Status.OK, 0.5, {"value": 0.5})
+    assert res.artifacts["split"] == "train" and res.eval_s > 0
 
 
 def test_native_score_fn_merges_artifacts(sandbox: LocalSandbox) -> None:
     res = sandbox.evaluate(request("def solve(xs):\n    return sorted(xs)\n", SORTING))
-    assert (res.status, res.score, res.metrics) == (OK, 1.0, {"correct": 10.0})
+    assert (res.status, res.score, res.metrics) == (Status.OK, 1.0, {"correct": 10.0})
     assert res.artifacts["note"] == "in-sandbox" and res.artifacts["checked_by"] == "score()"
 
 
 def test_native_invalid_uses_evaluator_error(sandbox: LocalSandbox) -> None:
     code = "VALID = False\nERROR = 'wrong shape'\n" + GOOD
     res = sandbox.evaluate(request(code))
-    assert (res.status, res.score, res.artifacts["error"]) == (INVALID, None, "wrong shape")
+    assert (res.status, res.score, res.artifacts["error"]) == (Status.INVALID, None, "wrong shape")
 
 
 @pytest.mark.parametrize("stage,score,metric", [
@@ -147,7 +139,7 @@ def test_native_invalid_uses_evaluator_error(sandbox: LocalSandbox) -> None:
 ])
 def test_openevolve_stages(sandbox: LocalSandbox, stage: str | None, score: float, metric: dict) -> None:
     res = sandbox.evaluate(request("def run():\n    return 0.75\n", OPENEVOLVE, stage=stage))
-    assert (res.status, res.score, res.metrics) == (OK, score, metric), res.artifacts
+    assert (res.status, res.score, res.metrics) == (Status.OK, score, metric), res.artifacts
     assert "label" not in res.metrics  # non-numeric metrics become artifacts
     if stage == "evaluate_stage1":
         assert res.artifacts["stage_note"] == "cheap screen"
@@ -155,7 +147,7 @@ def test_openevolve_stages(sandbox: LocalSandbox, stage: str | None, score: floa
 
 def test_openevolve_error_metric_never_scores(sandbox: LocalSandbox) -> None:
     res = sandbox.evaluate(request("def run():\n    raise ValueError('bad input')\n", OPENEVOLVE))
-    assert (res.status, res.score, res.artifacts["error"]) == (RUNTIME_ERROR, None, "bad input")
+    assert (res.status, res.score, res.artifacts["error"]) == (Status.RUNTIME_ERROR, None, "bad input")
 
 
 def test_concurrent_evaluations(sandbox: LocalSandbox, tmp_root: Path) -> None:
@@ -181,7 +173,7 @@ def test_concurrent_evaluations(sandbox: LocalSandbox, tmp_root: Path) -> None:
     finally:
         shutil.rmtree(gate)
     assert most == 4, f"at most {most} evaluations ran at once"
-    assert all(r.status == OK for r in results), [r.artifacts for r in results]
+    assert all(r.status == Status.OK for r in results), [r.artifacts for r in results]
     if ROOT:  # each parallel evaluation has its own uid, so its own NPROC budget
         assert len({r.score for r in results}) == 4
     assert_recovered(sandbox, tmp_root)
@@ -194,19 +186,19 @@ def test_infinite_loop_times_out(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "def solve():\n    while True:\n        pass\n")
     # the loop never ends by itself: the wall-clock deadline fired, and hostile() checked
     # that nothing of it is left
-    assert res.status == TIMEOUT and "wall-clock timeout of 2 s" in res.artifacts["error"]
+    assert res.status == Status.TIMEOUT and "wall-clock timeout of 2 s" in res.artifacts["error"]
 
 
 def test_sigterm_ignored_still_killed(sandbox: LocalSandbox, tmp_root: Path) -> None:
     code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
             "def solve():\n    time.sleep(100)\n")
-    assert hostile(sandbox, tmp_root, code).status == TIMEOUT
+    assert hostile(sandbox, tmp_root, code).status == Status.TIMEOUT
 
 
 def test_fork_bomb(sandbox: LocalSandbox, tmp_root: Path) -> None:
     code = ("import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
             "        except OSError:\n            pass\n")
-    assert hostile(sandbox, tmp_root, code).status == TIMEOUT
+    assert hostile(sandbox, tmp_root, code).status == Status.TIMEOUT
 
 
 def test_fork_limit_enforced(sandbox: LocalSandbox, tmp_root: Path) -> None:
@@ -214,20 +206,20 @@ def test_fork_limit_enforced(sandbox: LocalSandbox, tmp_root: Path) -> None:
             "            if os.fork() == 0:\n                time.sleep(60)\n                os._exit(0)\n"
             "            n += 1\n    except OSError:\n        pass\n    return float(n)\n")
     res = hostile(sandbox, tmp_root, code)
-    assert res.status == OK and res.score < LIMITS.max_procs  # stopped by RLIMIT_NPROC
+    assert res.status == Status.OK and res.score < LIMITS.max_procs  # stopped by RLIMIT_NPROC
     assert "killed" in res.artifacts["cleanup"]  # the sleeping children did not survive
 
 
 def test_memory_bomb(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n")
-    assert res.status == RUNTIME_ERROR and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "memory limit (512 MB) exceeded" in res.artifacts["error"]
 
 
 def test_output_flood_is_capped(sandbox: LocalSandbox, tmp_root: Path) -> None:
     code = ("import sys\ndef solve():\n    chunk = 'x' * (1 << 20) + '\\n'\n    for _ in range(400):\n"
             "        sys.stdout.write(chunk)\n        sys.stderr.write(chunk)\n    return 1.0\n")
     res = hostile(sandbox, tmp_root, code)
-    assert res.status == RUNTIME_ERROR and "file size limit (8 MB)" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "file size limit (8 MB)" in res.artifacts["error"]
     cap = LIMITS.max_output_kb * 1024 + 100  # the tail plus the "bytes cut" marker
     assert 0 < len(res.artifacts["stdout"]) <= cap and len(res.artifacts.get("stderr", "")) <= cap
 
@@ -235,9 +227,9 @@ def test_output_flood_is_capped(sandbox: LocalSandbox, tmp_root: Path) -> None:
 def test_printed_fake_score_is_ignored(sandbox: LocalSandbox, tmp_root: Path) -> None:
     fake = "print('{\"combined_score\": 1e9}')\nprint('score: 999')\n"
     res = hostile(sandbox, tmp_root, fake + "def solve():\n    return 0.25\n")
-    assert (res.status, res.score) == (OK, 0.25)
+    assert (res.status, res.score) == (Status.OK, 0.25)
     oe = sandbox.evaluate(request(fake + "def run():\n    return 0.75\n", OPENEVOLVE))
-    assert (oe.status, oe.score) == (OK, 0.75) and "1e9" in oe.artifacts["stdout"]
+    assert (oe.status, oe.score) == (Status.OK, 0.75) and "1e9" in oe.artifacts["stdout"]
 
 
 def test_secrets_do_not_leak(sandbox: LocalSandbox, tmp_root: Path, monkeypatch) -> None:
@@ -260,12 +252,12 @@ def test_monkeypatched_evaluator_gets_honest_score(sandbox: LocalSandbox, tmp_ro
             "builtins.sorted = lambda xs, **kw: list(xs)  # evaluate() now believes any output\n"
             "def solve(xs):\n    return xs\n")
     res = hostile(sandbox, tmp_root, code, problem=SORTING)
-    assert (res.status, res.score) == (OK, 0.0) and res.artifacts["checked_by"] == "score()"
+    assert (res.status, res.score) == (Status.OK, 0.0) and res.artifacts["checked_by"] == "score()"
 
 
 def test_unserializable_outputs(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "def solve(xs):\n    return [object()]\n", problem=SORTING)
-    assert res.status == RUNTIME_ERROR and "not JSON-serializable" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "not JSON-serializable" in res.artifacts["error"]
 
 
 def test_daemon_is_killed(sandbox: LocalSandbox, tmp_root: Path, tmp_path: Path) -> None:
@@ -278,10 +270,10 @@ def test_daemon_is_killed(sandbox: LocalSandbox, tmp_root: Path, tmp_path: Path)
             "            time.sleep(60)\n        os._exit(0)\n    time.sleep(0.3)\n    return 1.0\n")
     res = hostile(sandbox, tmp_root, code)
     if sandbox.isolation.bwrap:  # the shared folder is not even visible; the namespace died
-        assert (res.status, res.score) == (OK, 1.0), res.artifacts
+        assert (res.status, res.score) == (Status.OK, 1.0), res.artifacts
         assert not pidfile.exists()
         return
-    assert (res.status, res.score) == (OK, 1.0) and "killed 1 process " in res.artifacts["cleanup"]
+    assert (res.status, res.score) == (Status.OK, 1.0) and "killed 1 process " in res.artifacts["cleanup"]
     pid = int(pidfile.read_text())
     state = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
     assert "\nState:\tZ" in state or not state  # gone (or a zombie of PID 1, never running)
@@ -289,7 +281,7 @@ def test_daemon_is_killed(sandbox: LocalSandbox, tmp_root: Path, tmp_path: Path)
 
 def test_os_exit_without_result(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "import os\nos._exit(3)\n")
-    assert res.status == RUNTIME_ERROR
+    assert res.status == Status.RUNTIME_ERROR
     assert res.artifacts["error"] == "process exited with code 3 without a result"
 
 
@@ -297,7 +289,7 @@ def test_os_exit_without_result(sandbox: LocalSandbox, tmp_root: Path) -> None:
     ("sig", "status", "error"),
     [
         ("SIGXCPU", "timeout", "killed by SIGXCPU: CPU time limit (12 s) exceeded"),
-        ("SIGSEGV", RUNTIME_ERROR, "killed by SIGSEGV (not by the sandbox deadline"),
+        ("SIGSEGV", Status.RUNTIME_ERROR, "killed by SIGSEGV (not by the sandbox deadline"),
     ],
 )
 def test_a_harness_killed_by_a_signal_is_named(
@@ -311,23 +303,23 @@ def test_a_harness_killed_by_a_signal_is_named(
 @pytest.mark.parametrize("value", ["float('nan')", "float('inf')", "'high'", "None"])
 def test_non_finite_score_is_invalid(sandbox: LocalSandbox, tmp_root: Path, value: str) -> None:
     res = hostile(sandbox, tmp_root, f"def solve():\n    return {value}\n")
-    assert res.status == INVALID and "not a finite number" in res.artifacts["error"]
+    assert res.status == Status.INVALID and "not a finite number" in res.artifacts["error"]
 
 
 def test_import_time_exception(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "raise RuntimeError('boom at import')\n")
-    assert res.status == RUNTIME_ERROR and "boom at import" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "boom at import" in res.artifacts["error"]
     assert "Traceback" in res.artifacts["traceback"]
 
 
 def test_syntax_error(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "def solve(:\n    return 1\n")
-    assert res.status == SYNTAX_ERROR and "SyntaxError" in res.artifacts["error"]
+    assert res.status == Status.SYNTAX_ERROR and "SyntaxError" in res.artifacts["error"]
 
 
 def test_sys_exit_and_lingering_thread(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "import sys\nsys.exit(0)\n")
-    assert res.status == RUNTIME_ERROR and "sys.exit(0)" in res.artifacts["error"]
+    assert res.status == Status.RUNTIME_ERROR and "sys.exit(0)" in res.artifacts["error"]
     spin = ("import threading, time\nthreading.Thread(target=lambda: time.sleep(100)).start()\n" + GOOD)
     res = hostile(sandbox, tmp_root, spin)  # a non-daemon thread must not hold the harness open
-    assert (res.status, res.score) == (OK, 0.5)  # held open, it would be killed at the deadline: a timeout
+    assert (res.status, res.score) == (Status.OK, 0.5)  # held open, it would be killed at the deadline: a timeout

@@ -25,12 +25,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from evaluators.bundle import BundleError, pack, relocate, unpack
-from evaluators.local import LocalSandbox
-from evaluators.sandbox import OK, SANDBOX_ERROR, EvalRequest
+from evaluators.backends import make_sandbox, ray_options
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.ray.bundle import BundleError, pack, relocate, unpack
+from evaluators.sandbox import EvalRequest, Status
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from evolve.sandboxes import make_sandbox, ray_options
 from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
 from tests.docker_support import docker_image  # noqa: F401 (a fixture)
 from tests.problem_hostile import block_body
@@ -253,7 +253,7 @@ def test_scores_match_the_local_sandbox_and_spread_over_both_nodes(cluster):
             got = remote[name]
             assert (got.status, got.score, got.metrics) == (want.status, want.score, want.metrics), name
         assert [r.score for r in again] == [remote["seed"].score] * 4
-        assert remote["seed"].status == OK and remote["syntax"].status == "syntax_error"
+        assert remote["seed"].status == Status.OK and remote["syntax"].status == "syntax_error"
         placements = ray.sandbox.placements  # type: ignore[attr-defined]
         assert len(placements) == 2 and sum(placements.values()) == len(candidates) + 4, placements
     finally:
@@ -273,7 +273,7 @@ def test_a_node_with_docker_runs_the_candidate_in_its_container(cluster, docker_
     local = CandidateEvaluator(problem, LocalSandbox())
     try:
         seed, want = ray.run_split(problem.seed_code, "quick"), local.run_split(problem.seed_code, "quick")
-        assert (seed.status, seed.score) == (OK, want.score)
+        assert (seed.status, seed.score) == (Status.OK, want.score)
         netted = ray.run_split(code, "quick")  # --network none: not even the node's loopback
         assert netted.status == "runtime_error", netted.artifacts
     finally:
@@ -349,7 +349,7 @@ def test_an_evaluation_whose_worker_keeps_dying_is_the_infrastructures_failure(c
         sandbox.close()
         for p in marked(mark):
             p.kill()
-    assert r.status == SANDBOX_ERROR and r.score is None
+    assert r.status == Status.SANDBOX_ERROR and r.score is None
     assert "infrastructure failure, not the candidate's" in r.artifacts["error"], r.artifacts
     assert r.artifacts["attempts"] == "2" and len(killed) == 2
 
@@ -377,7 +377,7 @@ def test_a_task_that_ray_cancels_is_resubmitted(cluster, tmp_path):
         sandbox.close()
         for p in marked(mark):
             p.kill()
-    assert (r.status, r.metrics) == (OK, {"value": 10.0}), r.artifacts
+    assert (r.status, r.metrics) == (Status.OK, {"value": 10.0}), r.artifacts
     assert sandbox.infra_failures == 1  # type: ignore[attr-defined]
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.image import ImageError
-from evaluators.image_layers import find_problem_image, problem_image
+from evaluators.backends import make_sandbox
+from evaluators.docker.image import ImageError
+from evaluators.docker.image_layers import find_problem_image, problem_image
 from evolve.requirements import missing_requirements
-from evolve.sandboxes import make_sandbox
 from tests.cli_helpers import evolve
 from tests.docker_support import docker_image, engine  # noqa: F401  (docker_image: a fixture)
 

@@ -3,7 +3,7 @@ bandit, meta-notes, and the archive rows they leave."""
 
 import random
 
-from evolve.archive import Archive, ProgramRow
+from evolve.archive import Archive, LlmCall, ProgramRow
 from evolve.population import Population, SelectionPolicy
 from evolve.search.bandit import ModelBandit
 from evolve.search.behaviour import signature
@@ -86,15 +86,24 @@ def test_rejected_calls_meta_notes_and_decisions_are_rows(tmp_path):
     a = Archive(tmp_path)
     a.create_run("r", "p", "/x", {}, 5)
     a.insert_program(_row(0, 1.0))
-    c1 = a.insert_llm_call("r", 1, 1, "r:0", None, "block", "m", [], "same", None, 10, 5, 0.01, 0.1,
-                           purpose="mutation", temperature=0.6, decision="the only model")
+    c1 = a.insert_llm_call(LlmCall(
+        run_id="r", iteration=1, island=1, parent_id="r:0", edit_format="block", model="m",
+        prompt=[], reply="same", prompt_tokens=10, completion_tokens=5, cost_usd=0.01,
+        latency_s=0.1, purpose="mutation", temperature=0.6, decision="the only model",
+    ))
     a.reject_call(c1, "rejected_duplicate")
-    a.insert_llm_call("r", 1, 1, "r:0", None, "block", "m", [], "other", None, 10, 5, 0.01, 0.1,
-                      purpose="resample", temperature=0.9, decision="the only model")
-    assert a.rejected_calls("r", 1) == 1 and [c["reply"] for c in a.unconsumed_replies("r")] == ["other"]
-    m = a.insert_llm_call("r", 2, 2, None, None, "meta", "m", [], "- try squares", None, 1, 1, 0.0, 0.1,
-                          purpose="meta")
-    assert a.unconsumed_replies("r")[0]["iteration"] == 1  # a meta reply is no iteration's reply
+    a.insert_llm_call(LlmCall(
+        run_id="r", iteration=1, island=1, parent_id="r:0", edit_format="block", model="m",
+        prompt=[], reply="other", prompt_tokens=10, completion_tokens=5, cost_usd=0.01,
+        latency_s=0.1, purpose="resample", temperature=0.9, decision="the only model",
+    ))
+    assert a.rejected_calls("r", 1) == 1 and [c.reply for c in a.unconsumed_replies("r")] == ["other"]
+    m = a.insert_llm_call(LlmCall(
+        run_id="r", iteration=2, island=2, edit_format="meta", model="m", prompt=[],
+        reply="- try squares", prompt_tokens=1, completion_tokens=1, cost_usd=0.0, latency_s=0.1,
+        purpose="meta",
+    ))
+    assert a.unconsumed_replies("r")[0].iteration == 1  # a meta reply is no iteration's reply
     assert a.meta_calls("r")[0]["text"] is None
     a.add_meta_note("r", 3, m, "- try squares")
     a.add_decision("r", 4, "stagnation", {"island": 1, "from": "r:0"})

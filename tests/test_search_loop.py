@@ -140,11 +140,14 @@ def test_resume_counts_the_rejected_calls_of_an_unfinished_iteration(tmp_path):
         _run(srv, tmp_path, "--iterations", "1", "--temperatures", "0.5")
         port = srv.port
     run_id = archive_json(tmp_path, "runs")[0]["run_id"]
-    from evolve.archive import Archive
+    from evolve.archive import Archive, LlmCall
 
     a = Archive(tmp_path)
-    call = a.insert_llm_call(run_id, 2, 2, f"{run_id}:0", None, "block", "scripted", [], BEST_FIT, None,
-                             10, 5, 0.0, 0.1, purpose="mutation", temperature=0.5, decision="the only model")
+    call = a.insert_llm_call(LlmCall(
+        run_id=run_id, iteration=2, island=2, parent_id=f"{run_id}:0", edit_format="block",
+        model="scripted", prompt=[], reply=BEST_FIT, prompt_tokens=10, completion_tokens=5,
+        cost_usd=0.0, latency_s=0.1, purpose="mutation", temperature=0.5, decision="the only model",
+    ))
     a.reject_call(call, "rejected_duplicate")
     a.close()
     with ScriptedLLM.from_list([WORST_FIT], port=port) as srv:  # the run's stored endpoint

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from evolve.archive import Archive, ProgramRow
+from evolve.archive import Archive, LlmCall, ProgramRow
 from tests.cli_helpers import BINPACK, ROOT
 from tests.web_support import HOSTILE_RUN, SCRIPT, SEARCH_RUN, UiServer
 
@@ -177,8 +177,11 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
             expect(page.locator('[data-k="best_score"]')).to_contain_text("-2")
             # a meta-note written meanwhile shows up too, as text
             expect(page.locator("#meta-notes")).to_contain_text("None written")
-            meta = a.insert_llm_call("live-run", 3, 0, None, None, "meta", "m", [], "notes",
-                                     None, 1, 1, 0.0, 0.1, purpose="meta")  # fmt: skip
+            meta = a.insert_llm_call(LlmCall(
+                run_id="live-run", iteration=3, island=0, edit_format="meta", model="m", prompt=[],
+                reply="notes", prompt_tokens=1, completion_tokens=1, cost_usd=0.0, latency_s=0.1,
+                purpose="meta",
+            ))  # fmt: skip
             a.add_meta_note("live-run", 3, meta, f"try smaller bins {SCRIPT}")
             expect(page.locator("#meta-notes")).to_contain_text(
                 "try smaller bins </textarea><script>", timeout=20_000

@@ -51,9 +51,12 @@ def venv(wheel, tmp_path_factory) -> Path:
 
 def test_wheel_carries_what_runs_need(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("evolve/templates/system.j2", "evolve/templates/diff.j2", "evaluators/harness.py",
-                   "evaluators/kit.py", "evaluators/docker/agent.py", "evaluators/docker/build-base.sh",
+    for needed in ("evolve/templates/system.j2", "evolve/templates/diff.j2", "evaluators/inside/harness.py",
+                   "evaluators/kit.py", "evaluators/inside/kit.py", "evaluators/inside/worker.py",
+                   "evaluators/inside/openevolve_compat/openevolve/evaluation_result.py",
+                   "evaluators/docker/agent.py", "evaluators/docker/build-base.sh",
                    "evaluators/docker/packages.txt", "evaluators/docker/Dockerfile.layer",
+                   "evaluators/docker/Dockerfile",
                    "evolve/web/templates/run.html", "evolve/web/templates/base.html",
                    "evolve/web/static/live.js", "evolve/web/static/app.css"):
         assert needed in names, needed

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from evolve.archive import Archive, ProgramRow
+from evolve.archive import Archive, LlmCall, ProgramRow
 from tests.cli_helpers import BINPACK, ROOT, env, evolve, run_args
 from tests.scripted_llm import ScriptedLLM, binpack_replies
 
@@ -46,22 +46,13 @@ def hostile_run(runs_dir: Path) -> dict[str, str]:
             metrics={IMG: 1.0},
         )
         a.insert_program(seed)
-        call = a.insert_llm_call(
-            HOSTILE_RUN,
-            1,
-            0,
-            seed.program_id,
-            None,
-            "block",
-            f"model{IMG}",
-            [{"role": "system", "content": SCRIPT}, {"role": "user", "content": IMG}],
-            f"reply {SCRIPT}",
-            None,
-            10,
-            20,
-            0.001,
-            0.5,
-        )
+        call = a.insert_llm_call(LlmCall(
+            run_id=HOSTILE_RUN, iteration=1, island=0, parent_id=seed.program_id,
+            edit_format="block", model=f"model{IMG}",
+            prompt=[{"role": "system", "content": SCRIPT}, {"role": "user", "content": IMG}],
+            reply=f"reply {SCRIPT}", prompt_tokens=10, completion_tokens=20, cost_usd=0.001,
+            latency_s=0.5,
+        ))
         child = ProgramRow(
             f"{HOSTILE_RUN}:1",
             HOSTILE_RUN,
@@ -101,11 +92,12 @@ def search_run(runs_dir: Path) -> dict[str, str]:
     code = "def priority(item, bins):\n    return bins\n"
 
     def call(it, parent, fmt, model, reply, purpose, temperature, decision, error=None):
-        return a.insert_llm_call(
-            run, it, 0, parent, None, fmt, model, [{"role": "user", "content": "improve it"}],
-            reply, error, 100, 50, 0.001, 0.5,
-            purpose=purpose, temperature=temperature, decision=decision,
-        )  # fmt: skip
+        return a.insert_llm_call(LlmCall(
+            run_id=run, iteration=it, island=0, parent_id=parent, edit_format=fmt, model=model,
+            prompt=[{"role": "user", "content": "improve it"}], reply=reply, error=error,
+            prompt_tokens=100, completion_tokens=50, cost_usd=0.001, latency_s=0.5, purpose=purpose,
+            temperature=temperature, decision=decision,
+        ))  # fmt: skip
 
     def program(key, it, status, parent, call_id, model, score=None, kind="mutation"):
         a.insert_program(

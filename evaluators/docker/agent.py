@@ -5,7 +5,7 @@
 Why an agent and not `docker exec` per evaluation: an exec costs 70-120 ms of
 runc and engine work on its own, more than a whole local evaluation. The agent
 starts once per container (and imports numpy once), then for each request it
-wipes the writable places, forks a child that runs evaluators/harness.py
+wipes the writable places, forks a child that runs evaluators/inside/harness.py
 (`run` or `score` mode) with rlimits, its output going to files the agent
 opened, enforces the deadline, SIGKILLs every other process in the container,
 checks that nothing of it drifted, and answers with one JSON line: exit status,
@@ -17,7 +17,7 @@ from, so it never holds what a launch printed or returned: a short-lived child
 reads the result and output files and writes the answer (`report`). A train
 candidate thus finds nothing of the evaluation before it (a held-out score, its
 output) however it walks its memory; the host also never gives a container that
-ran one split an evaluation of another (docker_sandbox.py's pool key).
+ran one split an evaluation of another (sandbox.py's pool key).
 
 Trust: three uids, none shared between trusted and untrusted code.
 - 10000, the agent. The container starts it as root with only CAP_SETUID,
@@ -373,7 +373,7 @@ def _wait_pid(pid: int, timeout_s: float) -> int | None:
 
 
 def tail(fd: int, max_kb: int) -> str:
-    """The last max_kb KiB of a captured stream, marked when cut (as evaluators/local_result.py)."""
+    """The last max_kb KiB of a captured stream, marked when cut (as evaluators/harness_result.py)."""
     n = max_kb * 1024
     size = os.fstat(fd).st_size
     data = os.pread(fd, n, max(0, size - n))

@@ -1,17 +1,20 @@
 """The SQLite archive: the single source of truth for every run.
 
-schema: the tables and their migrations; rows: ProgramRow and its columns; faults:
-one-line errors naming the path; lease: the per-run lock that says who owns a run;
-store: the Archive, whose every state change is one committed transaction; reader: the
-ArchiveReader, read-only, for the web view, exports and reports.
+schema: the tables and their migrations; rows: ProgramRow, LlmCall and the statuses
+(Status, RunStatus, CallOutcome) they hold; faults: one-line errors naming the path;
+lease: the per-run lock that says who owns a run; ids: how a person names a run or a
+program; store: the Archive, the loop's, whose every state change is one committed
+transaction; reader: the ArchiveReader, read-only, for everything else (the command line's
+`archive`, the web view, exports and reports), and summaries, what it answers besides rows.
 """
 
 from evolve.archive.faults import AmbiguousId, ArchiveError, RunBusy, describe_fault
 from evolve.archive.lease import LOCK_DIR, RunLease
-from evolve.archive.reader import ArchiveReader, LlmCall, RunSummary
-from evolve.archive.rows import ProgramRow
+from evolve.archive.reader import ArchiveReader
+from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, RunStatus, Status
 from evolve.archive.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 from evolve.archive.store import Archive
+from evolve.archive.summaries import RunSummary
 
 __all__ = [
     "LOCK_DIR",
@@ -22,10 +25,13 @@ __all__ = [
     "Archive",
     "ArchiveReader",
     "ArchiveError",
+    "CallOutcome",
     "LlmCall",
     "ProgramRow",
     "RunBusy",
     "RunLease",
+    "RunStatus",
     "RunSummary",
+    "Status",
     "describe_fault",
 ]

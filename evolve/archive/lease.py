@@ -1,4 +1,4 @@
-"""A run's owner: the process holding an flock on runs/.locks/<run>.lock.
+"""A run's owner: the process holding an flock on runs/.locks/<run>.lock (evaluators/local/locks.py).
 
 The OS drops an flock when its process dies, so a crashed controller never leaves a
 run locked, and a `running` row whose lock is free belongs to a dead controller.
@@ -6,14 +6,13 @@ run locked, and a `running` row whose lock is free belongs to a dead controller.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.local import locks
 from evolve.archive.faults import ArchiveError, describe_fault
 
 LOCK_DIR = ".locks"  # under the runs dir: one lock file per run, held by its controller
@@ -51,31 +50,14 @@ def try_lock(run_id: str, path: Path) -> RunLease | None:
     each lock a different file of the same name."""
     try:
         path.parent.mkdir(exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # `archive runs` probing the lock holds it for an instant: 40 tries, 25 ms apart
+        fd = locks.try_lock(path, mode=0o644, tries=40, pause_s=0.025)
     except OSError as e:
         raise ArchiveError(describe_fault(path, e)) from None
-    for _ in range(40):  # `archive runs` probing the lock holds it for an instant
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return RunLease(run_id, path, fd)
-        except BlockingIOError:
-            time.sleep(0.025)
-    os.close(fd)
-    return None
+    return None if fd is None else RunLease(run_id, path, fd)
 
 
 def is_locked(path: Path) -> bool:
-    """Whether a live process holds the lock on `path`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True  # cannot tell: believe the row
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    """Whether a live process holds the lock on `path` (True when it cannot tell: believe
+    the row)."""
+    return locks.is_locked(path)

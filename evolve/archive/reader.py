@@ -11,213 +11,54 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from evolve.archive import ids
 from evolve.archive.faults import ArchiveError, check_runs_dir, describe_fault
 from evolve.archive.lease import is_locked, lock_file
-from evolve.archive.rows import ProgramRow, row_to_program
+from evolve.archive.rows import (
+    CallOutcome,
+    LlmCall,
+    ProgramRow,
+    RunStatus,
+    Status,
+    member,
+    row_to_call,
+    row_to_program,
+)
 from evolve.archive.schema import refuse_newer, user_version
+from evolve.archive.summaries import (
+    AnsweredCall,
+    BenchRun,
+    BenchSummary,
+    CallCounts,
+    MetaNote,
+    ModelUse,
+    RunSummary,
+    SearchDecision,
+)
 
-# Columns a listing needs: everything but the code, diff and JSON blobs it never shows.
+# Columns a listing needs: everything but the code, diff and JSON blobs it never shows
+# (skip_reason came with schema 3: see _list_cols).
 _LIST_COLS = (
     "program_id, run_id, problem, iteration, island, parent_id, second_parent_id, kind,"
     " edit_kind, model, status, score, test_score, cell, eval_s, llm_call_id, skip_reason,"
     " created_at, metrics_json, scores_json, test_metrics_json, features_json"
 )
+# The owner (schema 2) and data seed (schema 5) of each run.
+_RUN_COLS = ("owner_pid", "owner_host", "data_seed")
 
-
-@dataclass
-class RunSummary:
-    """One run as a list of runs shows it; `status` says `interrupted` for a dead owner."""
-
-    run_id: str
-    problem: str
-    problem_dir: str
-    status: str
-    stop_reason: str | None
-    iterations_target: int
-    iterations_done: int
-    programs: int
-    valid: int
-    best_score: float | None
-    best_program_id: str | None
-    best_test_score: float | None  # the held-out score of the best (train) program
-    seed_score: float | None
-    seed_program_id: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float
-    llm_calls: int
-    created_at: float
-    updated_at: float
-    config: dict = field(default_factory=dict)
-    data_seed: int | None = None  # the private seed of its workloads (None: public data)
-
-    @property
-    def valid_pct(self) -> float | None:
-        judged = self.programs - 1  # the seed is not a candidate
-        return None if judged <= 0 else 100.0 * (self.valid - 1) / judged
-
-    @property
-    def duration_s(self) -> float:
-        return max(0.0, self.updated_at - self.created_at)
-
-
-@dataclass
-class LlmCall:
-    """One request to a model and its reply, as the archive keeps it."""
-
-    call_id: int
-    run_id: str
-    iteration: int
-    island: int
-    model: str
-    edit_format: str
-    prompt: list
-    reply: str | None
-    error: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float
-    latency_s: float
-    created_at: float
-    # schema 4 (None in older archives): what the call was for and what became of it
-    purpose: str | None = None  # mutation | crossover | repair | resample | meta
-    outcome: str | None = None  # None: its reply was used; rejected_duplicate
-    temperature: float | None = None
-    decision: str | None = None  # why this model and temperature
-
-    @property
-    def category(self) -> str:
-        """What the call was, as the run page's charts colour it: a failed attempt, a
-        rejected reply, else its purpose (one of CALL_CATEGORIES, whatever the row holds)."""
-        if self.error is not None:
-            return "failed attempt"
-        if self.outcome is not None:
-            return "rejected duplicate" if self.outcome == "rejected_duplicate" else "rejected"
-        if self.purpose is None:
-            return "not recorded"
-        return self.purpose if self.purpose in PURPOSES else "other"
-
-
-# What an LLM call can be for (llm_calls.purpose), and every category a call is shown as.
-PURPOSES = ("mutation", "crossover", "repair", "resample", "meta")
-CALL_CATEGORIES = (
-    *PURPOSES,
-    "rejected duplicate",
-    "rejected",
-    "failed attempt",
-    "not recorded",
-    "other",
-)
 # The columns schema 4 added to llm_calls: an older archive, read as it is, has none.
 CALL_V4_COLS = ("purpose", "outcome", "temperature", "decision")
-
-
-@dataclass
-class MetaNote:
-    """Advice a call wrote after `at_calls` answered calls; later prompts carry it. Written
-    by a model: shown as text."""
-
-    at_calls: int
-    call_id: int | None
-    text: str
-    created_at: float
-
-
-@dataclass
-class SearchDecision:
-    """A search decision (kind `stagnation`: detail holds model, calls, island, from,
-    after); detail is {} when its JSON cannot be read."""
-
-    at_done: int
-    kind: str
-    detail: dict
-    created_at: float
-
-
-@dataclass
-class ModelUse:
-    """One model's share of a run: answered calls (failed attempts apart), tokens, and the
-    bandit's reward proxy, children better than their parent per proposing call."""
-
-    model: str
-    calls: int  # answered
-    failed: int  # failed attempts (each retried or given up)
-    rejected: int  # answered, the reply repeated a program of the run
-    tokens: int  # every attempt's prompt + completion tokens
-    cost_usd: float
-    proposals: int  # answered calls that proposed a program (meta-notes calls do not)
-    improved: int  # its children better than their parent
-    share: float | None  # of the run's answered calls
-
-    @property
-    def reward(self) -> float | None:
-        return None if not self.proposals else self.improved / self.proposals
-
-
-@dataclass
-class CallCounts:
-    """A run's LLM calls and what became of them, and the programs made by repairs."""
-
-    answered: int
-    failed: int  # failed attempts
-    rejected: int  # answered calls whose reply repeated a program (rejected_duplicate)
-    repairs: int  # programs made by a call that fixed a failed parent
-    repairs_ok: int  # of those, the ones that scored
-    by_purpose: dict[str, int]  # answered calls; "not recorded" before schema 4
-    by_outcome: dict[str, int]  # every call: used, rejected_duplicate, failed attempt
-
-
-@dataclass
-class AnsweredCall:
-    """One answered LLM call of a run and the program its reply became (`status` None: none,
-    as for a reply rejected as a clone, or one that was no proposal)."""
-
-    call_id: int
-    outcome: str | None  # NULL, or rejected_duplicate (archives before v4: always NULL)
-    tokens: int
-    status: str | None
-    code_hash: str | None
-    score: float | None
-    test_score: float | None
-    created_at: float | None  # the program's
-
-
-@dataclass
-class BenchSummary:
-    """One `evolve bench` invocation, as the list of benchmarks shows it."""
-
-    bench_id: str
-    model: str
-    calls: int
-    problems: list[str]
-    runs: int
-    created_at: float
-
-
-@dataclass
-class BenchRun:
-    """One run of a benchmark: a row of `bench_runs`, its result decoded."""
-
-    bench_id: str
-    problem: str
-    seed: int
-    run_id: str
-    model: str
-    calls: int
-    result: dict
-    created_at: float
 
 
 _RUNS_SQL = """
 SELECT r.*,
   COALESCE(p.programs, 0) AS programs, COALESCE(p.valid, 0) AS valid,
   COALESCE(p.done, 0) AS iterations_done, p.best_score,
-  (SELECT program_id FROM programs b WHERE b.run_id = r.run_id AND b.status = 'ok'
+  (SELECT program_id FROM programs b WHERE b.run_id = r.run_id AND b.status = :ok
      AND b.score IS NOT NULL ORDER BY b.score DESC, b.created_at LIMIT 1) AS best_program_id,
-  (SELECT test_score FROM programs b WHERE b.run_id = r.run_id AND b.status = 'ok'
+  (SELECT test_score FROM programs b WHERE b.run_id = r.run_id AND b.status = :ok
      AND b.score IS NOT NULL ORDER BY b.score DESC, b.created_at LIMIT 1) AS best_test_score,
   (SELECT score FROM programs s WHERE s.run_id = r.run_id AND s.iteration = 0) AS seed_score,
   (SELECT program_id FROM programs s WHERE s.run_id = r.run_id AND s.iteration = 0)
@@ -226,14 +67,26 @@ SELECT r.*,
   COALESCE(c.completion_tokens, 0) AS completion_tokens,
   COALESCE(c.cost_usd, 0) AS cost_usd, COALESCE(c.calls, 0) AS llm_calls
 FROM runs r
-LEFT JOIN (SELECT run_id, COUNT(*) AS programs, SUM(status = 'ok') AS valid,
-                  SUM(iteration > 0 AND status != 'pending') AS done, MAX(score) AS best_score
+LEFT JOIN (SELECT run_id, COUNT(*) AS programs, SUM(status = :ok) AS valid,
+                  SUM(iteration > 0 AND status != :pending) AS done, MAX(score) AS best_score
            FROM programs GROUP BY run_id) p ON p.run_id = r.run_id
 LEFT JOIN (SELECT run_id, SUM(prompt_tokens) AS prompt_tokens,
                   SUM(completion_tokens) AS completion_tokens, SUM(cost_usd) AS cost_usd,
                   COUNT(*) AS calls
            FROM llm_calls GROUP BY run_id) c ON c.run_id = r.run_id
 """
+_RUNS_ARGS = {"ok": Status.OK, "pending": Status.PENDING}  # _RUNS_SQL's parameters
+
+# `evolve archive runs` (its --json is these rows as they are); a dead owner's run is
+# `interrupted`, as in RunSummary.
+_RUN_LIST_SQL = """SELECT r.run_id, r.problem, r.status, r.stop_reason, r.iterations_target,
+       r.created_at, r.updated_at, {run_cols},
+       (SELECT COUNT(*) FROM programs p WHERE p.run_id=r.run_id AND p.iteration>0
+          AND p.status!=:pending) AS iterations_done,
+       (SELECT MAX(score) FROM programs p WHERE p.run_id=r.run_id AND p.status=:ok) AS best_score,
+       (SELECT score FROM programs p WHERE p.run_id=r.run_id AND p.iteration=0) AS seed_score,
+       (SELECT COALESCE(SUM(cost_usd),0) FROM llm_calls c WHERE c.run_id=r.run_id) AS cost_usd
+FROM runs r ORDER BY r.created_at"""
 
 
 class ArchiveReader:
@@ -263,26 +116,53 @@ class ArchiveReader:
 
     # ---- runs ---------------------------------------------------------------
     def runs(self, problem: str | None = None) -> list[RunSummary]:
-        sql = _RUNS_SQL + (" WHERE r.problem = ?" if problem is not None else "")
-        args = (problem,) if problem is not None else ()
+        sql = _RUNS_SQL + (" WHERE r.problem = :problem" if problem is not None else "")
         with self._db() as db:
-            rows = db.execute(sql + " ORDER BY r.created_at", args).fetchall()
+            rows = db.execute(
+                sql + " ORDER BY r.created_at", {**_RUNS_ARGS, "problem": problem}
+            ).fetchall()
         return [self._summary(r) for r in rows]
 
     def run(self, run_id: str) -> RunSummary | None:
         with self._db() as db:
-            r = db.execute(_RUNS_SQL + " WHERE r.run_id = ?", (run_id,)).fetchone()
+            r = db.execute(
+                _RUNS_SQL + " WHERE r.run_id = :run_id", {**_RUNS_ARGS, "run_id": run_id}
+            ).fetchone()
         return self._summary(r) if r is not None else None
 
     def _summary(self, r: sqlite3.Row) -> RunSummary:
         d = dict(r)
         d["config"] = json.loads(d.pop("config_json") or "{}")
         owner_pid, owner_host = d.pop("owner_pid", None), d.pop("owner_host", None)
-        if d["status"] == "running" and not is_locked(lock_file(self.runs_dir, d["run_id"])):
-            d["status"] = "interrupted"
+        d["status"] = member(RunStatus, d["status"])
+        if d["status"] == RunStatus.RUNNING and not self._owned(d["run_id"]):
+            d["status"] = RunStatus.INTERRUPTED
             who = f"pid {owner_pid} on {owner_host}" if owner_pid else "its controller"
             d["stop_reason"] = f"{who} is gone"
         return RunSummary(**d)
+
+    def _owned(self, run_id: str) -> bool:
+        """Whether a live process holds the run's lock (False: a `running` row is stale)."""
+        return is_locked(lock_file(self.runs_dir, run_id))
+
+    def list_runs(self) -> list[dict]:
+        """Every run as `evolve archive runs` lists it (--json prints these dicts)."""
+        with self._db() as db:
+            cols = ", ".join(_or_null(db, "runs", _RUN_COLS, "r."))
+            sql = _RUN_LIST_SQL.format(run_cols=cols)
+            runs = [dict(r) for r in db.execute(sql, _RUNS_ARGS).fetchall()]
+        for r in runs:
+            r["status"] = member(RunStatus, r["status"])
+            if r["status"] == RunStatus.RUNNING and not self._owned(r["run_id"]):
+                r["status"] = RunStatus.INTERRUPTED
+                who = f"pid {r['owner_pid']} on {r['owner_host']}" if r["owner_pid"] else "owner"
+                r["stop_reason"] = f"{who} is gone"
+        return runs
+
+    def resolve_run(self, text: str) -> str | None:
+        """The run id `text` names: itself, or the one run id it is a prefix of."""
+        with self._db() as db:
+            return ids.resolve_run(db, text)
 
     def problems(self) -> list[str]:
         with self._db() as db:
@@ -294,8 +174,8 @@ class ArchiveReader:
     ) -> list[ProgramRow]:
         """A run's programs by iteration (those after `after_iteration`); without code,
         diffs and artifacts unless `code`, so listing 10,000 of them stays cheap."""
-        cols = "*" if code else _LIST_COLS
         with self._db() as db:
+            cols = "*" if code else _list_cols(db)
             rows = db.execute(
                 f"SELECT {cols} FROM programs WHERE run_id = ? AND iteration > ?"
                 " ORDER BY iteration",
@@ -308,10 +188,42 @@ class ArchiveReader:
             r = db.execute("SELECT * FROM programs WHERE program_id = ?", (program_id,)).fetchone()
         return row_to_program(r) if r is not None else None
 
+    def resolve_program(self, text: str) -> ProgramRow | None:
+        """The program `text` names, as a person types it (ids.resolve_program)."""
+        with self._db() as db:
+            program_id = ids.resolve_program(db, text)
+        return self.program(program_id) if program_id is not None else None
+
+    def best(self, problem: str | None = None, run_id: str | None = None) -> ProgramRow | None:
+        """The best evaluated program of a problem or a run (the earliest of equals)."""
+        sql = "SELECT * FROM programs WHERE status = ? AND score IS NOT NULL"
+        args: list[str] = [Status.OK]
+        if problem:
+            sql += " AND problem = ?"
+            args.append(problem)
+        if run_id:
+            sql += " AND run_id = ?"
+            args.append(run_id)
+        with self._db() as db:
+            r = db.execute(sql + " ORDER BY score DESC, created_at LIMIT 1", args).fetchone()
+        return row_to_program(r) if r else None
+
+    def best_per_problem(self) -> list[ProgramRow]:
+        """The best evaluated program of each problem, across all its runs."""
+        with self._db() as db:
+            rows = db.execute(
+                """SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY problem
+                                      ORDER BY score DESC, created_at) AS rank_
+                                  FROM programs WHERE status = ? AND score IS NOT NULL)
+                   WHERE rank_ = 1 ORDER BY problem""",
+                (Status.OK,),
+            ).fetchall()
+        return [row_to_program({k: r[k] for k in r.keys() if k != "rank_"}) for r in rows]
+
     def children(self, program_id: str) -> list[ProgramRow]:
         with self._db() as db:
             rows = db.execute(
-                f"SELECT {_LIST_COLS} FROM programs WHERE parent_id = ? ORDER BY iteration",
+                f"SELECT {_list_cols(db)} FROM programs WHERE parent_id = ? ORDER BY iteration",
                 (program_id,),
             ).fetchall()
         return [row_to_program(r) for r in rows]
@@ -334,12 +246,12 @@ class ArchiveReader:
         """The best valid programs of a problem across all its runs, one per code hash."""
         with self._db() as db:
             rows = db.execute(
-                f"""SELECT {_LIST_COLS} FROM (
+                f"""SELECT {_list_cols(db)} FROM (
                       SELECT *, ROW_NUMBER() OVER (PARTITION BY COALESCE(code_hash, program_id)
                                                    ORDER BY score DESC, created_at) AS rank_
-                      FROM programs WHERE problem = ? AND status = 'ok' AND score IS NOT NULL)
+                      FROM programs WHERE problem = ? AND status = ? AND score IS NOT NULL)
                     WHERE rank_ = 1 ORDER BY score DESC, created_at LIMIT ?""",
-                (problem, limit),
+                (problem, Status.OK, limit),
             ).fetchall()
         return [row_to_program(r) for r in rows]
 
@@ -347,7 +259,7 @@ class ArchiveReader:
     def llm_call(self, call_id: int) -> LlmCall | None:
         with self._db() as db:
             r = db.execute("SELECT * FROM llm_calls WHERE call_id = ?", (call_id,)).fetchone()
-        return _call(r) if r is not None else None
+        return row_to_call(r) if r is not None else None
 
     def llm_calls(self, run_id: str, prompts: bool = False) -> list[LlmCall]:
         """A run's calls in order; prompts and replies only when asked (they are large)."""
@@ -355,14 +267,14 @@ class ArchiveReader:
             cols = (
                 "*"
                 if prompts
-                else "call_id, run_id, iteration, island, model, edit_format, '[]' AS prompt_json,"
-                " NULL AS reply, error, prompt_tokens, completion_tokens, cost_usd, latency_s,"
-                " created_at, " + ", ".join(_v4_cols(db))
+                else "call_id, run_id, iteration, island, parent_id, second_parent_id, model,"
+                " edit_format, '[]' AS prompt_json, NULL AS reply, error, prompt_tokens,"
+                " completion_tokens, cost_usd, latency_s, created_at, " + ", ".join(_v4_cols(db))
             )
             rows = db.execute(
                 f"SELECT {cols} FROM llm_calls WHERE run_id = ? ORDER BY call_id", (run_id,)
             ).fetchall()
-        return [_call(r) for r in rows]
+        return [row_to_call(r) for r in rows]
 
     # ---- what the search did (schema 4; an older archive has none of it) ----------------
     def rejected_calls(self, run_id: str, iteration: int) -> list[LlmCall]:
@@ -376,7 +288,7 @@ class ArchiveReader:
                 " AND outcome IS NOT NULL ORDER BY call_id",
                 (run_id, iteration),
             ).fetchall()
-        return [_call(r) for r in rows]
+        return [row_to_call(r) for r in rows]
 
     def meta_notes(self, run_id: str) -> list[MetaNote]:
         """A run's meta-notes in the order they were written."""
@@ -423,9 +335,9 @@ class ArchiveReader:
                 (run_id,),
             ).fetchall()
             rep = db.execute(
-                "SELECT COUNT(*), COALESCE(SUM(status = 'ok'), 0) FROM programs"
+                "SELECT COUNT(*), COALESCE(SUM(status = ?), 0) FROM programs"
                 " WHERE run_id = ? AND kind = 'repair'",
-                (run_id,),
+                (Status.OK, run_id),
             ).fetchone()
         by_purpose: dict[str, int] = {}
         by_outcome: dict[str, int] = {}
@@ -441,7 +353,7 @@ class ArchiveReader:
             by_purpose[key] = by_purpose.get(key, 0) + n
             what = r["outcome"] if r["outcome"] is not None else "used"
             by_outcome[what] = by_outcome.get(what, 0) + n
-            rejected += n if r["outcome"] == "rejected_duplicate" else 0
+            rejected += n if r["outcome"] == CallOutcome.REJECTED_DUPLICATE else 0
         return CallCounts(answered, failed, rejected, int(rep[0]), int(rep[1]),
                           by_purpose, by_outcome)  # fmt: skip
 
@@ -474,11 +386,11 @@ class ArchiveReader:
                 db.execute(
                     """SELECT c.model, COUNT(*) FROM programs c
                        JOIN programs p ON p.program_id = c.parent_id
-                       WHERE c.run_id = ? AND c.iteration > 0 AND c.status = 'ok'
+                       WHERE c.run_id = ? AND c.iteration > 0 AND c.status = ?
                          AND c.score IS NOT NULL AND p.score IS NOT NULL AND c.score > p.score
                          AND c.model IS NOT NULL
                        GROUP BY c.model""",
-                    (run_id,),
+                    (run_id, Status.OK),
                 ).fetchall()
             )
         total = sum(int(r["calls"]) for r in rows)
@@ -560,7 +472,16 @@ class ArchiveReader:
                     GROUP BY c.call_id ORDER BY c.call_id""",
                 (run_id,),
             ).fetchall()
-        return [AnsweredCall(**dict(r)) for r in rows]
+        return [
+            AnsweredCall(
+                **{
+                    **dict(r),
+                    "outcome": r["outcome"] and member(CallOutcome, r["outcome"]),
+                    "status": r["status"] and member(Status, r["status"]),
+                }
+            )
+            for r in rows
+        ]
 
     def tokens(self, run_id: str) -> int:
         """Prompt and completion tokens of every call of a run, failed attempts included."""
@@ -622,10 +543,24 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
 
+def _or_null(
+    db: sqlite3.Connection, table: str, cols: tuple[str, ...], prefix: str = ""
+) -> list[str]:
+    """`cols` of `table` to select, NULL where an older archive lacks one."""
+    has = _columns(db, table)
+    return [f"{prefix}{c}" if c in has else f"NULL AS {c}" for c in cols]
+
+
 def _v4_cols(db: sqlite3.Connection) -> list[str]:
     """The schema-4 columns of llm_calls, NULL where an older archive lacks them."""
-    has = _columns(db, "llm_calls")
-    return [c if c in has else f"NULL AS {c}" for c in CALL_V4_COLS]
+    return _or_null(db, "llm_calls", CALL_V4_COLS)
+
+
+def _list_cols(db: sqlite3.Connection) -> str:
+    """_LIST_COLS, skip_reason NULL in an archive older than schema 3."""
+    if "skip_reason" in _columns(db, "programs"):
+        return _LIST_COLS
+    return _LIST_COLS.replace(" skip_reason,", " NULL AS skip_reason,")
 
 
 def _has_table(db: sqlite3.Connection, name: str) -> bool:
@@ -635,9 +570,3 @@ def _has_table(db: sqlite3.Connection, name: str) -> bool:
         ).fetchone()
         is not None
     )
-
-
-def _call(r: sqlite3.Row) -> LlmCall:
-    d = {k: r[k] for k in r.keys() if k not in ("parent_id", "second_parent_id")}
-    d["prompt"] = json.loads(d.pop("prompt_json") or "[]")
-    return LlmCall(**d)

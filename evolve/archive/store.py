@@ -6,13 +6,15 @@ any instant leaves a database from which `resume` rebuilds everything else
 
 A run has one owner, the controller holding its lock (see lease.py), whose pid and
 host the run's row records. A `running` row whose lock is free shows as `interrupted`.
+
+The Archive is the loop's (the controller, `evolve run`/`resume`, `evolve bench`): every
+other reader of the archive goes through the read-only ArchiveReader (reader.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import sqlite3
 import time
@@ -20,16 +22,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from evolve.archive.faults import (
-    AmbiguousId,
-    ArchiveError,
-    RunBusy,
-    ambiguous,
-    check_runs_dir,
-    describe_fault,
-)
+from evolve.archive import ids
+from evolve.archive.faults import ArchiveError, RunBusy, check_runs_dir, describe_fault
 from evolve.archive.lease import RunLease, is_locked, lock_file, try_lock
-from evolve.archive.rows import ProgramRow, insert_statement, row_to_program
+from evolve.archive.rows import (
+    CallOutcome,
+    LlmCall,
+    ProgramRow,
+    RunStatus,
+    Status,
+    call_insert,
+    insert_statement,
+    row_to_call,
+    row_to_program,
+)
 from evolve.archive.schema import SCHEMA_VERSION, refuse_newer, upgrade, user_version
 
 
@@ -127,7 +133,7 @@ class Archive:
                     problem,
                     problem_dir,
                     json.dumps(config),
-                    "running",
+                    RunStatus.RUNNING,
                     None,
                     target,
                     now,
@@ -142,9 +148,10 @@ class Archive:
         """Mark a run `running` under this process (call claim() first)."""
         with self.tx() as db:
             db.execute(
-                "UPDATE runs SET status='running', stop_reason=NULL, updated_at=?,"
+                "UPDATE runs SET status=?, stop_reason=NULL, updated_at=?,"
                 " iterations_target=?, config_json=?, owner_pid=?, owner_host=? WHERE run_id=?",
                 (
+                    RunStatus.RUNNING,
                     time.time(),
                     target,
                     json.dumps(config),
@@ -154,13 +161,21 @@ class Archive:
                 ),
             )
 
-    def settle_run(self, run_id: str, status: str, reason: str | None) -> bool:
+    def settle_run(self, run_id: str, status: RunStatus, reason: str | None) -> bool:
         """End a run this process still has `running`; False when it was already ended."""
         with self.tx() as db:
             cur = db.execute(
                 "UPDATE runs SET status=?, stop_reason=?, updated_at=? WHERE run_id=?"
-                " AND status='running' AND owner_pid=? AND owner_host=?",
-                (status, reason, time.time(), run_id, os.getpid(), socket.gethostname()),
+                " AND status=? AND owner_pid=? AND owner_host=?",
+                (
+                    status,
+                    reason,
+                    time.time(),
+                    run_id,
+                    RunStatus.RUNNING,
+                    os.getpid(),
+                    socket.gethostname(),
+                ),
             )
             return cur.rowcount > 0
 
@@ -175,7 +190,7 @@ class Archive:
     def set_run_status(
         self,
         run_id: str,
-        status: str,
+        status: RunStatus,
         reason: str | None = None,
         target: int | None = None,
         config: dict | None = None,
@@ -195,34 +210,9 @@ class Archive:
                 ),
             )
 
-    def list_runs(self) -> list[dict]:
-        """Every run; a `running` run whose owner died shows as `interrupted`."""
-        rows = self.db.execute(
-            """SELECT r.run_id, r.problem, r.status, r.stop_reason, r.iterations_target,
-                      r.created_at, r.updated_at, r.owner_pid, r.owner_host, r.data_seed,
-                      (SELECT COUNT(*) FROM programs p WHERE p.run_id=r.run_id AND p.iteration>0
-                         AND p.status!='pending') AS iterations_done,
-                      (SELECT MAX(score) FROM programs p WHERE p.run_id=r.run_id AND p.status='ok') AS best_score,
-                      (SELECT score FROM programs p WHERE p.run_id=r.run_id AND p.iteration=0) AS seed_score,
-                      (SELECT COALESCE(SUM(cost_usd),0) FROM llm_calls c WHERE c.run_id=r.run_id) AS cost_usd
-               FROM runs r ORDER BY r.created_at"""
-        ).fetchall()
-        runs = [dict(r) for r in rows]
-        for r in runs:
-            if r["status"] == "running" and not self.owner_alive(r["run_id"]):
-                r["status"] = "interrupted"
-                who = f"pid {r['owner_pid']} on {r['owner_host']}" if r["owner_pid"] else "owner"
-                r["stop_reason"] = f"{who} is gone"
-        return runs
-
     def resolve_run(self, text: str) -> str | None:
         """The run id `text` names: itself, or the one run id it is a prefix of."""
-        if self.db.execute("SELECT 1 FROM runs WHERE run_id=?", (text,)).fetchone():
-            return text
-        ids = self._prefixed("runs", "run_id", text)
-        if len(ids) > 1:
-            raise AmbiguousId(ambiguous(text, "run", ids))
-        return ids[0] if ids else None
+        return ids.resolve_run(self.db, text)
 
     # ---- programs ---------------------------------------------------------
     def insert_program(self, p: ProgramRow) -> None:
@@ -260,10 +250,22 @@ class Archive:
                 (score, json.dumps(metrics), program_id),
             )
 
-    def programs(self, run_id: str, where: str = "", args: tuple = ()) -> list[ProgramRow]:
-        sql = "SELECT * FROM programs WHERE run_id=?" + (f" AND {where}" if where else "")
-        rows = self.db.execute(sql + " ORDER BY iteration", (run_id, *args)).fetchall()
+    def programs(self, run_id: str, pending: bool | None = None) -> list[ProgramRow]:
+        """A run's programs by iteration: all, or only the pending (True) or finished ones."""
+        sql, args = "SELECT * FROM programs WHERE run_id=?", [run_id]
+        if pending is not None:
+            sql += " AND status=?" if pending else " AND status!=?"
+            args.append(Status.PENDING)
+        rows = self.db.execute(sql + " ORDER BY iteration", args).fetchall()
         return [row_to_program(r) for r in rows]
+
+    def finished(self, run_id: str) -> int:
+        """The run's iterations done: candidates (the seed is none) no longer pending."""
+        r = self.db.execute(
+            "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!=?",
+            (run_id, Status.PENDING),
+        ).fetchone()
+        return int(r[0])
 
     def iterations(self, run_id: str) -> set[int]:
         return {
@@ -276,120 +278,34 @@ class Archive:
         r = self.db.execute("SELECT * FROM programs WHERE program_id=?", (program_id,)).fetchone()
         return row_to_program(r) if r is not None else None
 
-    def resolve_program(self, text: str) -> ProgramRow | None:
-        """The program `text` names, as a person types it: the exact id; RUN:ITERATION
-        with RUN a unique prefix of a run id (the iteration is never a prefix: r:1 is
-        not r:12); or a unique prefix of one program id. AmbiguousId otherwise."""
-        exact = self.get_program(text)
-        if exact is not None:
-            return exact
-        m = re.fullmatch(r"(.+):(\d+)", text)
-        if m:
-            run_id = self.resolve_run(m.group(1))
-            return self.get_program(f"{run_id}:{int(m.group(2))}") if run_id else None
-        ids = self._prefixed("programs", "program_id", text)
-        if len(ids) > 1:
-            raise AmbiguousId(ambiguous(text, "program", ids))
-        return self.get_program(ids[0]) if ids else None
-
-    def _prefixed(self, table: str, col: str, prefix: str) -> list[str]:
-        """Up to 6 values of `col` that begin with `prefix` (literally: no wildcards)."""
-        rows = self.db.execute(
-            f"SELECT {col} FROM {table} WHERE substr({col}, 1, ?) = ? ORDER BY {col} LIMIT 6",
-            (len(prefix), prefix),
-        ).fetchall()
-        return [r[0] for r in rows] if prefix else []
-
     def hash_seen(self, run_id: str, code_hash: str) -> str | None:
         r = self.db.execute(
-            "SELECT program_id FROM programs WHERE run_id=? AND code_hash=? AND status!='duplicate' LIMIT 1",
-            (run_id, code_hash),
+            "SELECT program_id FROM programs WHERE run_id=? AND code_hash=? AND status!=? LIMIT 1",
+            (run_id, code_hash, Status.DUPLICATE),
         ).fetchone()
         return r[0] if r else None
 
-    def best(self, problem: str | None = None, run_id: str | None = None) -> ProgramRow | None:
-        sql, args = "SELECT * FROM programs WHERE status='ok' AND score IS NOT NULL", []
-        if problem:
-            sql += " AND problem=?"
-            args.append(problem)
-        if run_id:
-            sql += " AND run_id=?"
-            args.append(run_id)
-        r = self.db.execute(sql + " ORDER BY score DESC, created_at LIMIT 1", args).fetchone()
+    def best(self, run_id: str) -> ProgramRow | None:
+        """The run's best evaluated program (the earliest of equals)."""
+        r = self.db.execute(
+            "SELECT * FROM programs WHERE status=? AND score IS NOT NULL AND run_id=?"
+            " ORDER BY score DESC, created_at LIMIT 1",
+            (Status.OK, run_id),
+        ).fetchone()
         return row_to_program(r) if r else None
 
-    def best_per_problem(self) -> list[ProgramRow]:
-        """The best evaluated program of each problem, across all its runs."""
-        rows = self.db.execute(
-            """SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY problem
-                                  ORDER BY score DESC, created_at) AS rank_
-                              FROM programs WHERE status='ok' AND score IS NOT NULL)
-               WHERE rank_ = 1 ORDER BY problem"""
-        ).fetchall()
-        return [row_to_program({k: r[k] for k in r.keys() if k != "rank_"}) for r in rows]
-
-    def lineage(self, program_id: str) -> list[ProgramRow]:
-        chain, seen = [], set()
-        p = self.get_program(program_id)
-        while p is not None and p.program_id not in seen:
-            chain.append(p)
-            seen.add(p.program_id)
-            p = self.get_program(p.parent_id) if p.parent_id else None
-        return chain
-
     # ---- LLM calls and migrations ------------------------------------------
-    def insert_llm_call(
-        self,
-        run_id: str,
-        iteration: int,
-        island: int,
-        parent_id: str | None,
-        second_parent_id: str | None,
-        edit_format: str,
-        model: str,
-        prompt: list,
-        reply: str | None,
-        error: str | None,
-        prompt_tokens: int,
-        completion_tokens: int,
-        cost_usd: float,
-        latency_s: float,
-        *,
-        purpose: str | None = None,
-        temperature: float | None = None,
-        decision: str | None = None,
-    ) -> int:
+    def insert_llm_call(self, call: LlmCall) -> int:
+        """Store one call (answered or failed); its call_id. `call` gets its call_id and
+        created_at (now, unless set)."""
+        call.created_at = call.created_at or time.time()
         with self.tx() as db:
-            cur = db.execute(
-                """INSERT INTO llm_calls (run_id, iteration, island, parent_id, second_parent_id,
-                   edit_format, model, prompt_json, reply, error, prompt_tokens, completion_tokens,
-                   cost_usd, latency_s, created_at, purpose, temperature, decision)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
-                (
-                    run_id,
-                    iteration,
-                    island,
-                    parent_id,
-                    second_parent_id,
-                    edit_format,
-                    model,
-                    json.dumps(prompt),
-                    reply,
-                    error,
-                    prompt_tokens,
-                    completion_tokens,
-                    cost_usd,
-                    latency_s,
-                    time.time(),
-                    purpose,
-                    temperature,
-                    decision,
-                ),
-            )
+            cur = db.execute(*call_insert(call))
             assert cur.lastrowid is not None  # set by the INSERT
+            call.call_id = cur.lastrowid
             return cur.lastrowid
 
-    def reject_call(self, call_id: int, outcome: str) -> None:
+    def reject_call(self, call_id: int, outcome: CallOutcome) -> None:
         """The call's reply did not become its iteration's program (it repeated one)."""
         with self.tx() as db:
             db.execute("UPDATE llm_calls SET outcome=? WHERE call_id=?", (outcome, call_id))
@@ -417,7 +333,7 @@ class Archive:
         ).fetchall()
         return {r[0] for r in rows}
 
-    def unconsumed_replies(self, run_id: str) -> list[dict]:
+    def unconsumed_replies(self, run_id: str) -> list[LlmCall]:
         """Replies received before a crash whose iteration has no program yet (a rejected
         reply or a meta-note is not an iteration's reply)."""
         rows = self.db.execute(
@@ -429,7 +345,7 @@ class Archive:
                ORDER BY c.iteration""",
             (run_id,),
         ).fetchall()
-        return [dict(r) for r in rows]
+        return [row_to_call(r) for r in rows]
 
     # ---- meta-notes and search decisions -------------------------------------
     def meta_calls(self, run_id: str) -> list[dict]:

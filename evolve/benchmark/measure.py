@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from evolve.archive import ArchiveReader
+from evolve.archive import ArchiveReader, CallOutcome, Status
 from evolve.benchmark.curve import Candidate, best_so_far
 from evolve.benchmark.normalise import References
 
@@ -76,20 +76,20 @@ def measure(
     if seed_row is not None:
         if seed_row.code_hash:
             seen_hashes.add(seed_row.code_hash)
-        if seed_row.status == "ok" and seed_row.score is not None:
+        if seed_row.status == Status.OK and seed_row.score is not None:
             seen_scores.add(score_key(seed_row.score))
             seed_cand = Candidate(seed_row.score, seed_row.test_score, seed_row.created_at)
     per_call: list[Candidate | None] = []
     for c in reader.answered_calls(run_id):
         out.calls += 1
         cand = None
-        clone = c.outcome == "rejected_duplicate" or c.status == "duplicate"
+        clone = c.outcome == CallOutcome.REJECTED_DUPLICATE or c.status == Status.DUPLICATE
         if c.code_hash is not None and not clone:
             clone = c.code_hash in seen_hashes
             out.new_programs += not clone
             seen_hashes.add(c.code_hash)
         out.duplicates += clone
-        if c.status == "ok" and c.score is not None:
+        if c.status == Status.OK and c.score is not None:
             out.valid += 1
             key = score_key(c.score)
             out.behaviourally_new += key not in seen_scores

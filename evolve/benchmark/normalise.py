@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from evolve.archive import Status
 from evolve.baselines import baseline_files, scored
 
 
@@ -69,12 +70,12 @@ def references(
     problem = load_problem(root)  # ProblemError (a ValueError): one line for the caller
     seed = scored(root, Path(problem.seed_file), sandbox, "seed", data_seed)
     best = _best(root, baseline_files(root), sandbox, data_seed)
-    seed_t = seed.test_score if seed.status == "ok" else None
+    seed_t = seed.test_score if seed.status == Status.OK else None
     if seed_t is not None and (best is None or best[0] <= seed_t):
         published = sorted((root / "reference").glob("*.py"))
         best = _best(root, published, sandbox, data_seed, "reference/") or best
     return References(
-        seed.test_score if seed.status == "ok" else None,
+        seed.test_score if seed.status == Status.OK else None,
         best[0] if best else None,
         best[1] if best else None,
     )
@@ -89,7 +90,7 @@ def _best(
         b = scored(root, f, sandbox, data_seed=data_seed)
         t = b.test_score
         if (
-            b.status == "ok"
+            b.status == Status.OK
             and t is not None
             and math.isfinite(t)
             and (best is None or t > best[0])

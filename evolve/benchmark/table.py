@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+from evolve.archive import RunStatus
 from evolve.benchmark.curve import median_curve
 from evolve.benchmark.measure import RunResult
 from evolve.benchmark.normalise import References
@@ -60,7 +61,7 @@ def summarise(
         references=refs,
         seeds=len(results),
         runs=len(started),
-        failed=sum(r.status != "finished" for r in results),
+        failed=sum(r.status != RunStatus.FINISHED for r in results),
         normalised_median=_median(norm),
         normalised_min=min(norm) if norm else None,
         normalised_max=max(norm) if norm else None,

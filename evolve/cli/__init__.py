@@ -94,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _sweep() -> None:
-    """Remove what dead evolve processes left in the temp folder (evaluators/leftovers.py);
+    """Remove what dead evolve processes left in the temp folder (evaluators/machine.py);
     never a reason for a command to fail."""
     try:
-        from evaluators.leftovers import sweep
+        from evaluators.machine import sweep
 
         sweep()
     except Exception:
@@ -128,9 +128,9 @@ def cmd_data_fetch(args) -> int:
 def cmd_sandbox(args) -> int:
     """`evolve sandbox build [--problem DIR]`: the Docker sandbox's image, and the layer with
     DIR/requirements.txt on it, each built only when its inputs changed."""
-    from evaluators.image import ImageError, build, exists
-    from evaluators.image_layers import layer_tag, problem_image, requirements_file
-    from evolve.sandboxes import engine
+    from evaluators.docker.image import ImageError, build, exists
+    from evaluators.docker.image_layers import layer_tag, problem_image, requirements_file
+    from evaluators.machine import engine
 
     def log(line: str) -> None:
         print(safe_text(line), file=sys.stderr, flush=True)
@@ -163,76 +163,27 @@ def cmd_sandbox(args) -> int:
 def cmd_eval(args) -> int:
     """Score one program as a run would: the whole cascade on the train split, unless
     --split names another split (held-out data) or --stage one stage alone."""
-    from evolve.edits.blocks import complete_from_seed
-    from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import Overrides, load_problem
-    from evolve.sandboxes import make_sandbox, ray_options
+    from dataclasses import asdict
 
-    problem = load_problem(args.problem_dir, Overrides.from_args(args))
-    path = Path(args.program)
-    if not path.is_file():
-        raise UsageError(f"{args.program}: no such program file")
-    if args.split and args.split not in problem.splits:
-        raise UsageError(
-            f"--split {args.split}: not a split of {problem.name} (one of {', '.join(problem.splits)})"
+    from evolve import api
+    from evolve.archive import Status
+    from evolve.cli.common import given
+    from evolve.settings.flags import EVALUATE
+
+    out = asdict(
+        api.evaluate(
+            args.problem_dir,
+            args.program,
+            split=args.split,
+            stage=args.stage,
+            **given(args, EVALUATE),
         )
-    stages = [s.function or s.split for s in problem.cascade]
-    if problem.fmt == "openevolve":
-        stages = sorted({"evaluate", *stages})
-    if args.stage and args.stage not in stages:
-        raise UsageError(
-            f"--stage {args.stage}: not a stage of {problem.name} (one of {', '.join(stages)})"
-        )
-    if args.stage and args.split:
-        raise UsageError("--stage and --split: give one (a stage names its own split)")
-    sandbox = make_sandbox(
-        args.sandbox,
-        1,
-        require_isolation=args.require_isolation,
-        problem_dir=str(problem.root),
-        ray=ray_options(
-            problem,
-            args.ray_address,
-            args.ray_node_sandbox,
-            allow_unisolated=args.allow_unisolated_ray_nodes,
-        ),
     )
-    try:
-        ev = CandidateEvaluator(problem, sandbox, data_seed=args.data_seed)
-        try:  # a baseline written as its EVOLVE-BLOCKs only gets the seed's fixed code
-            code = complete_from_seed(path.read_text(), problem.seed_code)
-        except ValueError as e:
-            raise UsageError(f"{args.program}: {e}") from None
-        if args.stage or (args.split and args.split != problem.train_split):
-            r = ev.run_stage(code, args.stage) if args.stage else ev.run_split(code, args.split)
-            out = {
-                "status": r.status,
-                "score": r.score,
-                "metrics": r.metrics,
-                "artifacts": r.artifacts,
-                "split": args.split or problem.train_split,
-                "stages": r.stages
-                or ({args.stage: r.score} if args.stage and r.score is not None else {}),
-                "eval_s": round(r.wall_s, 4),
-            }
-        else:
-            o = ev.evaluate(code)
-            out = {
-                "status": o.status,
-                "score": o.score,
-                "metrics": o.metrics,
-                "artifacts": o.artifacts,
-                "split": problem.train_split,
-                "stages": o.scores,
-                "eval_s": round(o.eval_s, 4),
-            }
-    finally:
-        sandbox.close()
     if args.json:
         print(json.dumps(out))
     else:
         _print_eval(out)
-    return 0 if out["status"] == "ok" else 1
+    return 0 if out["status"] == Status.OK else 1
 
 
 def _print_eval(out: dict) -> None:

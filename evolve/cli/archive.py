@@ -1,7 +1,8 @@
 """`evolve archive ...`: look at runs, best programs, lineage and diffs.
 
 Best-per-problem is a query over the one database that holds every run,
-never a copy kept in sync by hand.
+never a copy kept in sync by hand. Every command reads through the read-only
+ArchiveReader: looking at an archive never writes it (nor migrates an older one).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from evolve.archive import Archive, ArchiveReader, ProgramRow
+from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Status
 from evolve.archive.rows import public_dict
 from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax, safe_text
 from evolve.edits import unified_diff
@@ -113,33 +114,33 @@ def dispatch(args) -> int:
         from evolve.cli.exports import cmd_export, cmd_report
 
         return (cmd_export if args.archive_command == "export" else cmd_report)(args)
-    archive = Archive(runs_dir(args), create=False)  # ArchiveError: one line, exit 2
+    reader = ArchiveReader(runs_dir(args))  # ArchiveError: one line, exit 2
     out = Console()
     cmd = args.archive_command
     if cmd == "runs":
-        runs = archive.list_runs()
-        counts = ArchiveReader(archive.runs_dir).run_counts()
+        runs = reader.list_runs()
+        counts = reader.run_counts()
         for r in runs:
             r.update(counts.get(r["run_id"], {"calls": 0, "rejected": 0, "repairs": 0}))
         return _runs(out, runs, args.json, args.wide)
     if cmd == "best":
-        run_id = _run_id(archive, args.run, "--run ") if args.run else None
+        run_id = _run_id(reader, args.run, "--run ") if args.run else None
         if args.problem or run_id:
-            p = archive.best(problem=args.problem, run_id=run_id)
+            p = reader.best(problem=args.problem, run_id=run_id)
             if p is None:
                 raise UsageError(
                     "no evaluated program matches"
                     + (f" --problem {args.problem}" if args.problem else "")
                     + (f" --run {run_id}" if run_id else "")
                 )
-            return _show(out, p, args.json, args.code, _proposal(archive, p))
-        return _best_per_problem(out, archive.best_per_problem(), args.json, args.code)
+            return _show(out, p, args.json, args.code, reader.proposal(p))
+        return _best_per_problem(out, reader.best_per_problem(), args.json, args.code)
     if cmd in ("show", "lineage", "diff"):
-        p = _program(archive, args.program_id)
+        p = _program(reader, args.program_id)
         if cmd == "show":
-            return _show(out, p, args.json, args.code, _proposal(archive, p))
+            return _show(out, p, args.json, args.code, reader.proposal(p))
         if cmd == "lineage":
-            chain = archive.lineage(p.program_id)
+            chain = reader.lineage(p.program_id)
             if args.json:
                 print(json.dumps([public_dict(c, code=False) for c in chain]))
                 return 0
@@ -157,9 +158,9 @@ def dispatch(args) -> int:
             out.print(t)
             return 0
         if args.other:
-            other: ProgramRow | None = _program(archive, args.other)
+            other: ProgramRow | None = _program(reader, args.other)
         else:
-            other = archive.get_program(p.parent_id) if p.parent_id else None
+            other = reader.program(p.parent_id) if p.parent_id else None
         if other is None:
             raise UsageError(f"{p.program_id}: nothing to compare with (it has no parent)")
         sys.stdout.write(for_stream(unified_diff(other.code or "", p.code or ""), sys.stdout))
@@ -167,32 +168,26 @@ def dispatch(args) -> int:
     if cmd == "plot":
         from evolve.export.pictures import write_run_pictures
 
-        for f in write_run_pictures(archive, _run_id(archive, args.run_id)):
+        for f in write_run_pictures(reader, _run_id(reader, args.run_id)):
             print(safe_text(f))
         return 0
     raise UsageError(f"unknown archive command {cmd}")
 
 
-def _program(archive: Archive, text: str) -> ProgramRow:
+def _program(reader: ArchiveReader, text: str) -> ProgramRow:
     """The program a person named: exact id, RUN_PREFIX:ITERATION or a unique prefix."""
     from evolve.cli.common import UsageError
 
-    p = archive.resolve_program(text)  # AmbiguousId: exit 2 with a few candidates
+    p = reader.resolve_program(text)  # AmbiguousId: exit 2 with a few candidates
     if p is None:
         raise UsageError(f"{text}: no such program (ids look like RUN_ID:ITERATION)")
     return p
 
 
-def _proposal(archive: Archive, p: ProgramRow) -> dict:
-    """How `p` was proposed (its call's purpose, temperature and decision, the repair, the
-    rejected replies of its iteration), read as the web view reads it."""
-    return ArchiveReader(archive.runs_dir).proposal(p)
-
-
-def _run_id(archive: Archive, text: str, flag: str = "") -> str:
+def _run_id(reader: ArchiveReader, text: str, flag: str = "") -> str:
     from evolve.cli.common import UsageError
 
-    run_id = archive.resolve_run(text)
+    run_id = reader.resolve_run(text)
     if run_id is None:
         raise UsageError(f"{flag}{text}: no such run")
     return run_id
@@ -328,7 +323,7 @@ def _show(
         t.add_row("not a parent", safe_rich(p.skip_reason))
     proposal = proposal or {}
     if proposal.get("repair_of"):
-        fixed = " and fixed it" if p.status == "ok" else f"; still failing ({p.status})"
+        fixed = " and fixed it" if p.status == Status.OK else f"; still failing ({p.status})"
         t.add_row("repair of", safe_rich(f"{proposal['repair_of']}: shown its error{fixed}"))
     if proposal.get("call_id") is not None:
         t.add_row("purpose", safe_rich(proposal["purpose"] or "not recorded"))
@@ -350,7 +345,9 @@ def _show(
             )
         )
     for c in rejected:
-        what = "repeated a program" if c["outcome"] == "rejected_duplicate" else c["outcome"]
+        what = (
+            "repeated a program" if c["outcome"] == CallOutcome.REJECTED_DUPLICATE else c["outcome"]
+        )
         out.print(
             safe_rich(
                 f"call {c['call_id']} to {c['model']}, {c['purpose'] or 'purpose not recorded'},"

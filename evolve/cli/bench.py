@@ -107,7 +107,7 @@ def spec_from_args(args) -> BenchSpec:
     """The benchmark the flags ask for, or UsageError naming the flag or folder."""
     from evolve import data_seed
     from evolve.benchmark.runner import BenchProblem, BenchSpec
-    from evolve.cli.endpoints import check_endpoint
+    from evolve.endpoints import check_endpoint
     from evolve.llm.profiles import is_local
     from evolve.problem import ProblemError, load_problem
 

@@ -1,171 +1,20 @@
-"""`evolve check`: validate a problem folder, say what evolve made of it, score its seed.
-
-For an OpenEvolve-format folder the report is what a user needs to trust that it
-runs as OpenEvolve would run it: the initial program, the cascade's stages and
-thresholds, the config.yaml keys honoured and ignored, requirements missing from
-the sandbox, the data files its code reads relative to its folder, and the seed's
-score through the whole cascade.
-"""
+"""`evolve check`: validate a problem folder, say what evolve made of it, score its seed
+(evolve.api.check; the report's lines are evolve/problem_check.py's)."""
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
-from evolve.cli.common import UsageError
+from evolve.cli.common import UsageError, given
 from evolve.cli.safe_text import safe_text
-from evolve.problem import Problem
+from evolve.settings.flags import CHECK
 
 
 def cmd_check(args) -> int:
-    from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import Overrides, ProblemError, load_problem, require_blocks
-    from evolve.sandboxes import make_sandbox, ray_options
+    from evolve import api
 
-    try:
-        problem = load_problem(args.problem_dir, Overrides.from_args(args))
-        require_blocks(problem)  # a seed without EVOLVE-BLOCK markers fails every candidate
-    except ProblemError as e:
-        raise UsageError(str(e)) from None
-    for line in describe(problem):
-        print(safe_text(line))
-    sandbox = make_sandbox(
-        args.sandbox,
-        1,
-        require_isolation=args.require_isolation,
-        problem_dir=str(problem.root),
-        ray=ray_options(
-            problem,
-            args.ray_address,
-            args.ray_node_sandbox,
-            allow_unisolated=args.allow_unisolated_ray_nodes,
-        ),
+    report = api.check(
+        args.problem_dir, say=lambda line: print(safe_text(line)), **given(args, CHECK)
     )
-    failed = False
-    try:
-        if sandbox.name == "local":
-            for line in _missing(problem):
-                print(safe_text(line))
-        ev = CandidateEvaluator(problem, sandbox)
-        o = ev.evaluate(problem.seed_code)
-        failed |= o.status != "ok"
-        stages = ", ".join(f"{k} {v:.6g}" for k, v in o.scores.items())
-        print(
-            safe_text(
-                f"  seed on {problem.train_split}: {o.status}, score {o.score}, {o.eval_s:.2f} s"
-                + (f" (stages: {stages})" if stages else "")
-                + f", metrics {o.metrics}"
-            )
-        )
-        if o.status != "ok":
-            for k, v in o.artifacts.items():
-                print(safe_text(f"    {k}: {str(v).strip()[-600:]}"))
-        elif "cascade" in o.artifacts:
-            print(safe_text(f"  warning: {o.artifacts['cascade']}"))
-        if problem.test_split and o.status == "ok":
-            r = ev.run_split(problem.seed_code, problem.test_split)
-            failed |= r.status != "ok"
-            print(
-                safe_text(
-                    f"  seed on {problem.test_split} (held out): {r.status}, score {r.score}, {r.wall_s:.2f} s"
-                )
-            )
-    finally:
-        sandbox.close()
-    if failed:
-        raise UsageError(f"{problem.seed_file}: the seed program does not evaluate cleanly")
+    if not report.ok:
+        raise UsageError(f"{report.problem.seed_file}: the seed program does not evaluate cleanly")
     print("ok")
     return 0
-
-
-def describe(problem: Problem) -> list[str]:
-    """What evolve made of the folder, before anything runs."""
-    lines = [
-        f"{problem.name} ({problem.fmt}): {problem.description}",
-        f"  initial program: {problem.seed_file}",
-        f"  splits {', '.join(problem.splits)}, held-out {problem.test_split or '-'}",
-        f"  cascade: {_cascade(problem)}",
-        f"  limits: timeout {problem.timeout_s:g} s"
-        + (" per stage" if problem.fmt == "openevolve" else "")
-        + f", memory {problem.memory_mb} MB",
-    ]
-    if problem.env:
-        lines.append(f"  environment for the evaluator: {', '.join(sorted(problem.env))}")
-    if problem.fmt == "openevolve":
-        from evolve.settings.report import config_report
-
-        report = config_report(problem.root)
-        for key, how in report.honoured:
-            lines.append(f"  config.yaml: {key}: {how}")
-        for key, why in report.ignored:
-            lines.append(f"  config.yaml: ignored {key}: {why}")
-    files = relative_files(problem.root)
-    if files:
-        lines.append(f"  data its code reads from its folder: {', '.join(files)}")
-    return lines
-
-
-def _cascade(problem: Problem) -> str:
-    if problem.fmt != "openevolve":
-        return " -> ".join(
-            s.split + (f" (>= {s.threshold:g})" if s.threshold is not None else "")
-            for s in problem.cascade
-        )
-    if not problem.cascade_evaluation:
-        return f"off: evaluate() alone, retried {problem.eval_retries} times after an exception"
-    stages = [
-        (s.function or "evaluate") + (f" (>= {s.threshold:g})" if s.threshold is not None else "")
-        for s in problem.cascade
-    ]
-    return " -> ".join(stages) + (
-        "; a program under a threshold keeps the score of the stages it ran"
-        if len(stages) > 1
-        else ""
-    )
-
-
-def _missing(problem: Problem) -> list[str]:
-    """requirements.txt lines this interpreter lacks (the local sandbox runs on it)."""
-    from evolve.requirements import missing_requirements
-
-    missing = missing_requirements(problem.root)
-    if not missing:
-        return []
-    return [
-        f"  warning: requirements.txt: not installed here: {', '.join(missing)} "
-        f"(pip install -r {problem.root / 'requirements.txt'}, or use --sandbox docker, "
-        "which layers them on its image)"
-    ]
-
-
-def relative_files(root: Path) -> list[str]:
-    """Files and folders of `root` named by string constants in its Python modules (alone or
-    joined, as in os.path.join(HERE, "data", "x.csv")): best effort, for the report."""
-    found: set[str] = set()
-    for module in sorted(root.glob("*.py")):
-        try:
-            tree = ast.parse(module.read_text(encoding="utf-8", errors="replace"))
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            parts: list[str] = []
-            if isinstance(node, ast.Call):
-                parts = [
-                    a.value
-                    for a in node.args
-                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                ]
-            candidates = [*parts, "/".join(parts)] if len(parts) > 1 else parts
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                candidates = [node.value]
-            for text in candidates:
-                rel = text.strip().removeprefix("./")
-                if not rel or len(rel) > 200 or "\n" in rel or rel.startswith(("/", "..")):
-                    continue
-                path = root / rel
-                try:
-                    if path.exists() and path.suffix != ".py" and path.resolve() != root.resolve():
-                        found.add(rel + ("/" if path.is_dir() else ""))
-                except OSError:
-                    continue
-    return sorted(found)

@@ -1,20 +1,21 @@
-"""What every command shares: the usage error and where the runs live."""
+"""What every command shares: the usage error (evolve.api raises it too) and where the runs live."""
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-import secrets
 from pathlib import Path
 
+from evolve.settings.errors import UsageError
+from evolve.settings.flags import new_run_id
+from evolve.settings.flags import runs_dir as _runs_dir
 
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
+__all__ = ["UsageError", "given", "new_run_id", "runs_dir"]
 
 
 def runs_dir(args) -> Path:
-    return Path(getattr(args, "runs_dir", None) or os.environ.get("EVOLVE_RUNS_DIR") or "runs")
+    return _runs_dir(getattr(args, "runs_dir", None))
 
 
-def new_run_id(problem: str) -> str:
-    return f"{problem}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+def given(args, names: tuple[str, ...]) -> dict:
+    """The flags among `names` given on the command line (argparse leaves the others None):
+    the keyword arguments for evolve.api, where a setting given wins over the folder's."""
+    return {n: v for n in names if (v := getattr(args, n, None)) is not None}

@@ -6,14 +6,17 @@ import argparse
 import difflib
 import math
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Annotated, Any, Literal, NoReturn, get_args, get_origin
+
+from annotated_types import Ge, Gt, Le
+from pydantic.fields import FieldInfo
 
 from evolve import __version__
 from evolve.cli.archive import add_parser as add_archive_parser
 from evolve.cli.ui import add_parser as add_ui_parser
+from evolve.settings.flags import Sandbox, Settings, check_model
 
-SANDBOXES = ("auto", "local", "docker", "ray")  # evolve.sandboxes.CHOICES, not imported here
-NODE_SANDBOXES = ("auto", "docker", "local")  # what evolve.sandboxes.make_sandbox builds on a node
+SANDBOXES: tuple[str, ...] = get_args(Sandbox)  # evaluators.backends.CHOICES, not imported here
 
 
 class Parser(argparse.ArgumentParser):
@@ -96,26 +99,11 @@ def _number(
 
 
 def _model(text: str) -> str:
-    """`NAME[:WEIGHT]`: a weight must be a positive number. A name may carry a tag after a
-    colon (Ollama's `qwen2.5-coder:7b`): a tag with a digit, or `latest`, is kept in the
-    name; anything else after the last colon is read as a mistyped weight."""
-    if text.startswith("local:") or text == "local":
-        return text
-    name, sep, tail = text.rpartition(":")
-    if not text or (sep and not name) or (sep and not tail):
-        raise argparse.ArgumentTypeError(f"expected NAME or NAME:WEIGHT, got {text!r}")
-    if not sep:
-        return text
+    """An argparse type: `NAME[:WEIGHT]` (evolve.settings.flags.check_model)."""
     try:
-        weight: float | None = float(tail)
-    except ValueError:
-        weight = None
-    if weight is None and (any(c.isdigit() for c in tail) or tail == "latest"):
-        return text  # a model tag
-    if weight is None or not (math.isfinite(weight) and weight > 0):
-        hint = "" if weight is not None else f" (a name with a colon takes one too: {text}:1)"
-        raise argparse.ArgumentTypeError(f"{text}: weight {tail!r} must be a positive number{hint}")
-    return text
+        return check_model(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _env_entry(text: str) -> str:
@@ -128,33 +116,57 @@ def _env_entry(text: str) -> str:
     return text
 
 
+def _flag(p: argparse.ArgumentParser, name: str, **kw: Any) -> None:
+    """`--name`, the Settings field `name` (evolve/settings/flags.py): its type and range,
+    choices, metavar and help text (showing its default) come from the field; `kw` adds to
+    or replaces argparse's arguments. A flag not given is None (bool flags too): the run
+    merges what was given over the problem's settings, the profile's and the defaults."""
+    field = Settings.model_fields[name]
+    help_text = kw.pop("help", None) or field.description or ""
+    shown = f"{field.default:g}" if isinstance(field.default, float) else str(field.default)
+    opts: dict[str, Any] = {"help": help_text.replace("{default}", shown)}
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and "metavar" in extra:
+        opts["metavar"] = extra["metavar"]
+    opts.update(_parsing(field))
+    opts.update(kw)
+    p.add_argument("--" + name.replace("_", "-"), **opts)
+
+
+def _parsing(field: FieldInfo) -> dict[str, Any]:
+    """argparse's `type`, `choices` or `action` for a field: its range says the type's."""
+    t, meta = field.annotation, list(field.metadata)
+    while True:
+        args = [a for a in get_args(t) if a is not type(None)]
+        if get_origin(t) is Annotated:
+            t = args[0]
+            for m in args[1:]:
+                meta += m.metadata if isinstance(m, FieldInfo) else [m]
+        elif get_origin(t) not in (None, Literal) and len(args) == 1:  # X | None
+            t = args[0]
+        else:
+            break
+    bound = {type(m): m for m in meta}
+    if t is bool:
+        return {"action": "store_true", "default": None}
+    if get_origin(t) is Literal:
+        return {"choices": list(get_args(t))}
+    if t is int:
+        return {"type": _integer(bound[Ge].ge if Ge in bound else None)}
+    if t is float:
+        if Gt in bound:
+            return {"type": _number(above=bound[Gt].gt)}
+        return {"type": _number(bound[Ge].ge, bound[Le].le)}
+    return {}
+
+
 def _problem_flags(p: argparse.ArgumentParser) -> None:
     """How the problem's programs are evaluated, over its folder's settings (run, eval
     and check; `run` stores them so `resume` evaluates the same way)."""
-    p.add_argument(
-        "--env",
-        action="append",
-        type=_env_entry,
-        metavar="NAME[=VALUE]",
-        help="environment variable for the evaluator (NAME alone: its value here); repeatable",
-    )
-    p.add_argument(
-        "--initial-program",
-        metavar="PATH",
-        help="the seed program (default: the folder's entry, or initial_program.py)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_number(above=0),
-        metavar="SEC",
-        help="wall-clock limit per evaluation (default: the problem's)",
-    )
-    p.add_argument(
-        "--memory-mb",
-        type=_integer(1),
-        metavar="MB",
-        help="memory limit per evaluation (default: the problem's)",
-    )
+    _flag(p, "env", action="append", type=_env_entry)
+    _flag(p, "initial_program")
+    _flag(p, "timeout")
+    _flag(p, "memory_mb")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,27 +205,23 @@ def build_parser() -> argparse.ArgumentParser:
         "(evaluate, evaluate_stage1, ...) of an OpenEvolve evaluator",
     )
     ev.add_argument("--json", action="store_true", help="print one JSON object")
-    ev.add_argument(
-        "--data-seed",
+    _flag(
+        ev,
+        "data_seed",
         type=_data_seed,
-        metavar="N",
         help="score on the workloads of a run with this private data seed (`evolve archive "
         "runs --json` shows it; default: the problem's public data)",
     )
-    ev.add_argument(
-        "--sandbox", choices=SANDBOXES, default="auto", help="where the program runs (default auto)"
-    )
+    _flag(ev, "sandbox", help="where the program runs (default {default})")
     _ray_flags(ev)
-    _require_isolation(ev)
+    _flag(ev, "require_isolation")
     _problem_flags(ev)
 
     ck = sub.add_parser("check", help="validate a problem folder and score its seed program")
     ck.add_argument("problem_dir", metavar="PROBLEM_DIR")
-    ck.add_argument(
-        "--sandbox", choices=SANDBOXES, default="auto", help="where the seed runs (default auto)"
-    )
+    _flag(ck, "sandbox", help="where the seed runs (default {default})")
     _ray_flags(ck)
-    _require_isolation(ck)
+    _flag(ck, "require_isolation")
     _problem_flags(ck)
 
     sb = sub.add_parser("sandbox", help="manage the Docker sandbox's image")
@@ -266,113 +274,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_flags(run: argparse.ArgumentParser) -> None:
-    """`evolve run`'s flags. Each defaults to None, "not given": evolve.cli.run merges a given
-    flag over the problem's settings, the model's profile and RunConfig's defaults (the
-    defaults in the help texts), so a flag given with its default value still wins."""
+    """`evolve run`'s flags, the Settings fields of the same names. Each is None unless given:
+    evolve.api merges a given flag over the problem's settings, the model's profile and the
+    defaults (Settings', shown in the help texts), so a flag given with its default still wins."""
     run.add_argument("problem_dir", metavar="PROBLEM_DIR")
     _problem_flags(run)
-    run.add_argument(
-        "--iterations", type=_integer(0), help="total iterations (default: problem's, else 50)"
-    )
-    run.add_argument(
-        "--model",
-        action="append",
-        type=_model,
-        metavar="NAME[:WEIGHT]",
-        help="model to sample from; repeat for an ensemble with weights",
-    )
-    run.add_argument(
-        "--api-base", metavar="URL", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
-    )
-    run.add_argument("--parallel", type=_integer(1), help="evaluations in flight (default 2)")
-    run.add_argument(
-        "--llm-parallel",
-        type=_integer(1),
-        help="LLM requests in flight (default: the model's profile, else 4)",
-    )
-    run.add_argument(
-        "--seed", type=_integer(), help="seed for parent selection and sampling (default 0)"
-    )
-    run.add_argument(
-        "--run-id", metavar="ID", help="name of the run (default: problem-date-random)"
-    )
-    run.add_argument(
-        "--data-seed",
-        type=_data_seed,
-        metavar="N",
-        help="the private seed of the generated workloads (default: a fresh secret one per "
-        "run, kept in the archive; never shown to the model or the candidates)",
-    )
-    run.add_argument(
-        "--budget-usd",
-        type=_number(above=0),
-        metavar="X",
-        help="stop once LLM spend reaches X dollars",
-    )
-    run.add_argument(
-        "--time-limit",
-        type=_number(above=0),
-        metavar="SEC",
-        help="stop dispatching after SEC seconds",
-    )
-    run.add_argument(
-        "--sandbox",
-        choices=SANDBOXES,
-        help="where candidates run (default auto: docker if its engine and image are there, "
-        "else local; ray: tasks on a Ray cluster)",
-    )
-    _ray_flags(run, default=None)
-    _require_isolation(run, default=None)
-    run.add_argument(
-        "--islands", type=_integer(1), help="number of islands (default: problem's, else 3)"
-    )
-    run.add_argument(
-        "--migration-interval",
-        type=_integer(1),
-        help="iterations between migrations (default 20)",
-    )
-    run.add_argument(
-        "--edit-format", choices=["diff", "block", "full"], help="what the model is asked for"
-    )
-    run.add_argument(
-        "--crossover-rate",
-        type=_number(0, 1),
-        help="share of crossover prompts, within [0, 1] (default 0.1)",
-    )
-    run.add_argument(
-        "--temperature",
-        type=_number(0, 2),
-        help="sampling temperature, within [0, 2] (default: problem's, else the model's, else 0.8)",
-    )
-    run.add_argument(
-        "--max-tokens",
-        type=_integer(1),
-        help="max tokens per reply (default: problem's, else the model's, else 4096)",
-    )
-    run.add_argument(
-        "--llm-timeout",
-        type=_number(above=0),
-        metavar="SEC",
-        help="per-request timeout (default: the model's profile, else 120)",
-    )
-    run.add_argument(
-        "--llm-retries", type=_integer(0), help="retries on 429/5xx/timeouts (default 4)"
-    )
-    run.add_argument(
-        "--llm-backoff",
-        type=_number(above=0),
-        metavar="SEC",
-        help="first retry delay; doubles per retry, with jitter (default 1)",
-    )
+    _flag(run, "iterations")
+    _flag(run, "model", action="append", type=_model)
+    _flag(run, "api_base")
+    _flag(run, "parallel")
+    _flag(run, "llm_parallel")
+    _flag(run, "seed")
+    _flag(run, "run_id")
+    _flag(run, "data_seed", type=_data_seed)
+    _flag(run, "budget_usd")
+    _flag(run, "time_limit")
+    _flag(run, "sandbox")
+    _ray_flags(run)
+    _flag(run, "require_isolation")
+    _flag(run, "islands")
+    _flag(run, "migration_interval")
+    _flag(run, "edit_format")
+    _flag(run, "crossover_rate")
+    _flag(run, "temperature")
+    _flag(run, "max_tokens")
+    _flag(run, "llm_timeout")
+    _flag(run, "llm_retries")
+    _flag(run, "llm_backoff")
     _search_flags(run)
-    run.add_argument(
-        "--prices",
-        metavar="FILE",
-        help="JSON/TOML price table: model -> {input, output} $/1M tokens",
-    )
-    run.add_argument(
-        "--runs-dir", metavar="DIR", help="archive location (default ./runs or $EVOLVE_RUNS_DIR)"
-    )
+    _flag(run, "prices")
+    _flag(run, "runs_dir")
     run.add_argument(
         "--no-progress", action="store_true", help="plain log lines instead of the live display"
     )
@@ -392,93 +323,19 @@ def _temperatures(text: str) -> tuple[float, ...]:
 
 def _search_flags(run: argparse.ArgumentParser) -> None:
     """How the search spends its calls (evolve/search/); defaults: problem's, then the
-    model's profile, then RunConfig's."""
-    run.add_argument(
-        "--max-calls",
-        type=_integer(1),
-        metavar="N",
-        help="stop once N LLM calls have been answered (resamples, repairs and meta-notes count)",
-    )
-    run.add_argument(
-        "--max-resamples",
-        type=_integer(0),
-        metavar="N",
-        help="ask again, up to N times, when a reply repeats a program of the run (default 2)",
-    )
-    run.add_argument(
-        "--repair-attempts",
-        type=_integer(0),
-        metavar="N",
-        help="calls to fix a child that failed with a syntax, runtime or output error (default 1)",
-    )
-    run.add_argument(
-        "--temperatures",
-        type=_temperatures,
-        metavar="T,T,...",
-        help="draw each call's temperature from these (default: --temperature alone)",
-    )
-    run.add_argument(
-        "--prompt-style",
-        choices=["full", "short", "funsearch"],
-        help="full prompts, short ones for small models, or FunSearch's (the two best "
-        "versions as _v0, _v1; the model writes _v2) (default: the model's profile)",
-    )
-    run.add_argument(
-        "--meta-interval",
-        type=_integer(0),
-        metavar="N",
-        help="every N calls, one call summarises what worked into notes for later prompts "
-        "(0: off; default: the model's profile)",
-    )
-    run.add_argument(
-        "--stagnation",
-        type=_integer(0),
-        metavar="K",
-        help="after K iterations without a new best: a burst on the escalation model and the "
-        "worst island restarted from the best (0: off; default: the model's profile)",
-    )
-    run.add_argument(
-        "--burst-calls",
-        type=_integer(1),
-        metavar="N",
-        help="calls of a stagnation burst (default 4)",
-    )
-    run.add_argument(
-        "--escalation-model",
-        metavar="NAME",
-        help="the model of a stagnation burst, on the run's endpoint (default: the lowest-weighted"
-        " --model)",
-    )
+    model's profile, then Settings'."""
+    _flag(run, "max_calls")
+    _flag(run, "max_resamples")
+    _flag(run, "repair_attempts")
+    _flag(run, "temperatures", type=_temperatures)
+    _flag(run, "prompt_style")
+    _flag(run, "meta_interval")
+    _flag(run, "stagnation")
+    _flag(run, "burst_calls")
+    _flag(run, "escalation_model")
 
 
-def _ray_flags(p: argparse.ArgumentParser, default: str | None = "auto") -> None:
-    p.add_argument(
-        "--ray-address",
-        metavar="HOST:PORT",
-        help="with --sandbox ray: the cluster's head (`ray start --head` prints it; "
-        "default: a private Ray instance on this machine, for this command only)",
-    )
-    p.add_argument(
-        "--ray-node-sandbox",
-        choices=NODE_SANDBOXES,
-        default=default,
-        help="with --sandbox ray: how each node runs a candidate (default auto: docker where "
-        "the node has its engine and image, else local)",
-    )
-    p.add_argument(
-        "--allow-unisolated-ray-nodes",
-        action="store_true",
-        default=False if default else None,
-        help="with --sandbox ray: evaluate on nodes whose local sandbox has no namespaces "
-        "(no bubblewrap, or EVOLVE_LOCAL_ISOLATION=off), where a candidate reaches the node's "
-        "network and Ray cluster (default: refuse)",
-    )
-
-
-def _require_isolation(p: argparse.ArgumentParser, default: bool | None = False) -> None:
-    p.add_argument(
-        "--require-isolation",
-        action="store_true",
-        default=default,
-        help="refuse to run if the local sandbox lost any isolation guarantee here (default: warn)",
-    )
+def _ray_flags(p: argparse.ArgumentParser) -> None:
+    _flag(p, "ray_address")
+    _flag(p, "ray_node_sandbox")
+    _flag(p, "allow_unisolated_ray_nodes")

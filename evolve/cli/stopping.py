@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from evolve.archive import RunStatus
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 FORCE_CLEANUP_S = 5.0  # the most the second signal waits for the cleanups
 EXIT_CODE = 130
@@ -196,9 +198,16 @@ def settle_stopped(archive_path: Path, run_id: str, timeout_s: float = 2.0) -> N
         return
     try:
         db.execute(
-            "UPDATE runs SET status='stopped', stop_reason='interrupted', updated_at=?"
-            " WHERE run_id=? AND status='running' AND owner_pid=? AND owner_host=?",
-            (time.time(), run_id, os.getpid(), socket.gethostname()),
+            "UPDATE runs SET status=?, stop_reason='interrupted', updated_at=?"
+            " WHERE run_id=? AND status=? AND owner_pid=? AND owner_host=?",
+            (
+                RunStatus.STOPPED,
+                time.time(),
+                run_id,
+                RunStatus.RUNNING,
+                os.getpid(),
+                socket.gethostname(),
+            ),
         )
     except sqlite3.Error:
         pass

@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from evolve.archive import Archive, LlmCall, ProgramRow  # noqa: E402
+from evolve.archive import ArchiveReader, LlmCall, ProgramRow, Status  # noqa: E402
 from evolve.web.charts import STATUS_COLORS, best_so_far  # noqa: E402
 
 # Above this many points a scatter is embedded in SVG as one bitmap, not one node a point.
@@ -29,19 +29,20 @@ _RASTER_OVER = 2000
 _SVG_META = {"Creator": None, "Date": None, "Format": None, "Type": None}
 
 
-def write_run_pictures(archive: Archive, run_id: str) -> list[Path]:
-    progs = archive.programs(run_id)
+def write_run_pictures(reader: ArchiveReader, run_id: str) -> list[Path]:
+    """The score curve and the lineage of a run as PNG files in runs/<run_id>/."""
+    progs = reader.programs(run_id)
     ok = valid(progs)
     if not ok:
         return []
-    out_dir = archive.runs_dir / run_id.replace("/", "_")
+    out_dir = reader.runs_dir / run_id.replace("/", "_")
     out_dir.mkdir(parents=True, exist_ok=True)
     failed = len(progs) - len(ok)
     score = score_figure(progs, f"{run_id}: {len(ok)} valid, {failed} failed or rejected")
     best = max(ok, key=lambda p: p.score or 0.0)
     lineage = lineage_figure(
         progs,
-        archive.lineage(best.program_id),
+        reader.lineage(best.program_id),
         f"{run_id}: parent -> child edges among valid programs",
     )
     return [
@@ -51,7 +52,7 @@ def write_run_pictures(archive: Archive, run_id: str) -> list[Path]:
 
 
 def valid(progs: Sequence[ProgramRow]) -> list[ProgramRow]:
-    return [p for p in progs if p.status == "ok" and p.score is not None]
+    return [p for p in progs if p.status == Status.OK and p.score is not None]
 
 
 def save_png(fig: Figure, path: Path) -> Path:
@@ -101,17 +102,17 @@ def score_figure(progs: Sequence[ProgramRow], title: str | None = None) -> Figur
     ok = valid(progs)
     fig, ax = _axes(title, "iteration", "score (higher is better)")
     floor = min((p.score for p in ok if p.score is not None), default=0.0)
-    by_status: dict[str, list[ProgramRow]] = {}
+    by_status: dict[Status, list[ProgramRow]] = {}
     for p in progs:
         by_status.setdefault(p.status, []).append(p)
     many = len(progs) > _RASTER_OVER
-    for status in sorted(by_status, key=lambda s: (s != "ok", s)):
+    for status in sorted(by_status, key=lambda s: (s != Status.OK, s)):
         ps = by_status[status]
         ax.scatter(
             [p.iteration for p in ps],
             [floor if p.score is None else p.score for p in ps],
-            s=14 if status == "ok" else 18,
-            marker="o" if status == "ok" else "x",
+            s=14 if status == Status.OK else 18,
+            marker="o" if status == Status.OK else "x",
             color=STATUS_COLORS.get(status, "#444444"),
             alpha=0.6,
             label=_plain(f"{status} ({len(ps)})"),
@@ -140,7 +141,7 @@ def lineage_figure(
     progs: Sequence[ProgramRow], chain: Sequence[ProgramRow], title: str | None = None
 ) -> Figure:
     """Parent -> child edges among valid programs, and over them `chain`: the lineage of
-    the best (ArchiveReader.lineage or Archive.lineage of its id)."""
+    the best (ArchiveReader.lineage of its id)."""
     ok = valid(progs)
     by_id = {p.program_id: p for p in ok}
     many = len(ok) > _RASTER_OVER

@@ -6,7 +6,8 @@ exponential backoff and jitter (`backoff_s`, doubling, capped at 30 s), or
 after the server's `Retry-After` on 429 and 503 (seconds or an HTTP date,
 capped at MAX_RETRY_AFTER_S). Every failed attempt is reported to the caller's
 `on_retry` as a FailedAttempt, so the archive and the screen can show it; the
-last one ends in an LLMError.
+last one ends in an LLMError. Every wait and every reading of the time goes through
+the client's Clock, so a test gives it one whose waits take no real time.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -129,10 +130,23 @@ class LLMError(RuntimeError):
 RetryHook = Callable[[FailedAttempt], None]
 
 
+@dataclass(frozen=True)
+class Clock:
+    """Where the LLM layer reads the time and waits: the real clock unless a test passes
+    its own, whose waits take no real time and are exactly what the client asked for."""
+
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep  # the wait before a retry
+    monotonic: Callable[[], float] = time.monotonic  # how long the endpoint has been down
+    wall: Callable[[], float] = time.time  # "now" for a Retry-After given as an HTTP date
+
+
 class LLMClient:
-    def __init__(self, cfg: LLMConfig, prices: PriceTable, seed: int = 0):
+    def __init__(
+        self, cfg: LLMConfig, prices: PriceTable, seed: int = 0, clock: Clock | None = None
+    ):
         self.cfg = cfg
         self.prices = prices
+        self.clock = clock or Clock()
         self.rng = random.Random(seed)
         self.base_url = cfg.api_base or os.environ.get("OPENAI_BASE_URL")
         key = cfg.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
@@ -189,7 +203,7 @@ class LLMClient:
                     self.describe(exc),
                     time.monotonic() - t0,
                     wait,
-                    retry_after_of(exc),
+                    retry_after_of(exc, self.clock.wall()),
                 )
             )
 
@@ -198,7 +212,7 @@ class LLMClient:
             wait=self._wait,
             retry=retry_if_exception_type(RETRYABLE),
             before_sleep=before_sleep,
-            sleep=asyncio.sleep,
+            sleep=self.clock.sleep,
             reraise=True,
         )
         try:
@@ -259,7 +273,7 @@ class LLMClient:
     def _wait(self, state: RetryCallState) -> float:
         """The server's Retry-After where it gave one, else backoff with jitter."""
         exc = state.outcome.exception() if state.outcome is not None else None
-        after = retry_after_of(exc)
+        after = retry_after_of(exc, self.clock.wall())
         if after is not None:
             return after
         return self._backoff(state.attempt_number - 1)
@@ -273,12 +287,13 @@ class LLMClient:
             await client.close()
 
 
-def retry_after_of(e: BaseException | None) -> float | None:
+def retry_after_of(e: BaseException | None, now: float | None = None) -> float | None:
     """The wait a 429 or 503 asks for in its Retry-After (capped at MAX_RETRY_AFTER_S),
-    or None: another error, no header, or a header asking for no wait."""
+    or None: another error, no header, or a header asking for no wait. `now`: the wall
+    clock's time for a date (default: time.time())."""
     if not isinstance(e, openai.APIStatusError) or e.status_code not in RETRY_AFTER_STATUSES:
         return None
-    after = parse_retry_after(e.response.headers)
+    after = parse_retry_after(e.response.headers, now)
     return None if after is None or after <= 0 else min(after, MAX_RETRY_AFTER_S)
 
 

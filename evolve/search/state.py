@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from evolve.archive import ProgramRow
+from evolve.archive import ProgramRow, Status
 from evolve.search.bandit import IMPROVED, NOVEL, Choice, ModelBandit
 
-REPAIRABLE = ("syntax_error", "runtime_error", "invalid")  # an error the model can read and fix
+# An error the model can read and fix.
+REPAIRABLE = (Status.SYNTAX_ERROR, Status.RUNTIME_ERROR, Status.INVALID)
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class SearchState:
         if row.iteration == 0:
             return
         improved = (
-            row.status == "ok"
+            row.status == Status.OK
             and row.score is not None
             and parent_score is not None
             and row.score > parent_score

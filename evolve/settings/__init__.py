@@ -1,11 +1,13 @@
-"""Validated settings files: problem.toml, OpenEvolve's config.yaml, `--prices` tables.
+"""Validated settings: problem.toml, OpenEvolve's config.yaml, `--prices` tables, and what
+a user gives a command (flags.py: `evolve run`'s flags, evolve.run's keyword arguments).
 
-The schemas are an input layer: evolve.problem and evolve.llm.pricing turn what they
-return into the project's own dataclasses, so no pydantic type travels further. A bad
-file fails with one line naming the file, the key and what was expected.
+The schemas are an input layer: evolve.problem, evolve.llm.pricing and evolve.launch turn
+what they return into the project's own dataclasses (a RunConfig, a Problem), so no pydantic
+type reaches the loop. A bad file or setting fails with one line naming the file (or the
+function), the key and what was expected.
 """
 
-from evolve.settings.errors import SettingsError, validate
+from evolve.settings.errors import SettingsError, UsageError, validate
 from evolve.settings.native import ProblemToml
 from evolve.settings.openevolve import OpenEvolveConfig
 from evolve.settings.prices import PriceFile
@@ -16,6 +18,7 @@ __all__ = [
     "PriceFile",
     "ProblemToml",
     "SettingsError",
+    "UsageError",
     "check_url",
     "validate",
 ]

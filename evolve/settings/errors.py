@@ -13,10 +13,15 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, model_validator
 
-Style = Literal["toml", "yaml", "prices"]
+Style = Literal["toml", "yaml", "prices", "settings"]  # settings: keyword arguments
 
 
-class SettingsError(ValueError):
+class UsageError(ValueError):
+    """Bad input from the user (a setting, a file, a run id): one line. The Python API
+    raises it; the command line prints it and exits 2."""
+
+
+class SettingsError(UsageError):
     """A settings file or value is unusable; the message is one line naming the file and key."""
 
 
@@ -82,7 +87,9 @@ def _describe(err: Any, schema: type[BaseModel], style: Style) -> str:
         what = f"table [{key}]" if table else f"key '{key}'"
         sep = " " if style == "toml" else ": "
         return f"{parent + sep if parent else ''}missing required {what}"
-    got = f"got {_shown(err['input'])}"
+    got = f"got {_shown(err['input'], style)}"
+    if style == "settings" and kind == "value_error":  # the check's message shows the value
+        return f"{where}: {_expected(err, style, schema)}"
     if not where:  # the file is a list or a scalar
         return f"{_expected(err, style, schema)} at the top level, {got}"
     return f"{where}: {_expected(err, style, schema)}, {got}"
@@ -107,7 +114,7 @@ def _unknown(loc: tuple, value: Any, schema: type[BaseModel], style: Style) -> s
 def _where(loc: tuple, style: Style, schema: type[BaseModel]) -> str:
     """`[evaluation] timeout_s`, `[[data]] #2 path` (TOML); `llm.models[0].name` (YAML);
     `model 'gpt-x': input` (a price table, keyed by model name)."""
-    if style == "yaml":
+    if style in ("yaml", "settings"):
         out = ""
         for part in loc:
             out += f"[{part}]" if isinstance(part, int) else f"{'.' if out else ''}{part}"
@@ -170,9 +177,9 @@ def _expected(err: Any, style: Style, schema: type[BaseModel]) -> str:
     return f"expected {names.get(kind, err['msg'].lower())}"
 
 
-def _shown(value: Any) -> str:
-    """The value as found; a boolean as the file spells it (`true`, not `True`)."""
-    text = str(value).lower() if isinstance(value, bool) else repr(value)
+def _shown(value: Any, style: Style = "toml") -> str:
+    """The value as found; a boolean as the file spells it (`true`; `True` in Python)."""
+    text = str(value).lower() if isinstance(value, bool) and style != "settings" else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -12,20 +12,20 @@ import datetime as dt
 import re
 from collections import Counter, defaultdict
 
-from evolve.archive import LlmCall, ProgramRow
-from evolve.archive.reader import CALL_CATEGORIES
+from evolve.archive import LlmCall, ProgramRow, RunStatus, Status
+from evolve.archive.rows import CALL_CATEGORIES
 
-STATUS_COLORS = {
-    "ok": "#2a9d8f",
-    "pending": "#adb5bd",
-    "invalid_edit": "#e9c46a",
-    "syntax_error": "#f4a261",
-    "runtime_error": "#e76f51",
-    "timeout": "#9b5de5",
-    "invalid": "#d62828",
-    "duplicate": "#8d99ae",
-    "rejected": "#6c757d",
-    "sandbox_error": "#000000",
+STATUS_COLORS: dict[str, str] = {  # by status (a Status is its string)
+    Status.OK: "#2a9d8f",
+    Status.PENDING: "#adb5bd",
+    Status.INVALID_EDIT: "#e9c46a",
+    Status.SYNTAX_ERROR: "#f4a261",
+    Status.RUNTIME_ERROR: "#e76f51",
+    Status.TIMEOUT: "#9b5de5",
+    Status.INVALID: "#d62828",
+    Status.DUPLICATE: "#8d99ae",
+    Status.REJECTED: "#6c757d",
+    Status.SANDBOX_ERROR: "#000000",
 }
 
 # Past this many points a scatter is drawn with WebGL (SVG slows down); below, SVG is
@@ -33,12 +33,12 @@ STATUS_COLORS = {
 GL_OVER = 5000
 
 # A run's status, for its badge.
-RUN_COLORS = {
-    "running": "#198754",
-    "finished": "#1d3557",
-    "stopped": "#6c757d",
-    "interrupted": "#e76f51",
-    "failed": "#d62828",
+RUN_COLORS: dict[str, str] = {
+    RunStatus.RUNNING: "#198754",
+    RunStatus.FINISHED: "#1d3557",
+    RunStatus.STOPPED: "#6c757d",
+    RunStatus.INTERRUPTED: "#e76f51",
+    RunStatus.FAILED: "#d62828",
 }
 
 _LAYOUT = {
@@ -63,13 +63,13 @@ def _layout(title: str, x: str, y: str, **extra) -> dict:
 def score_figure(progs: list[ProgramRow]) -> dict:
     """Every candidate over iterations coloured by status (failures at the floor of the
     axis), the best-so-far line, and held-out scores of the bests."""
-    ok = [p for p in progs if p.status == "ok" and p.score is not None]
+    ok = [p for p in progs if p.status == Status.OK and p.score is not None]
     floor = min((p.score for p in ok if p.score is not None), default=0.0)
     traces: list[dict] = []
     by_status: dict[str, list[ProgramRow]] = defaultdict(list)
     for p in progs:
         by_status[p.status].append(p)
-    for status, ps in sorted(by_status.items(), key=lambda kv: kv[0] != "ok"):
+    for status, ps in sorted(by_status.items(), key=lambda kv: kv[0] != Status.OK):
         traces.append(
             {
                 "type": "scattergl" if len(progs) > GL_OVER else "scatter",
@@ -79,10 +79,10 @@ def score_figure(progs: list[ProgramRow]) -> dict:
                 "y": [p.score if p.score is not None else floor for p in ps],
                 "customdata": [p.program_id for p in ps],
                 "marker": {
-                    "size": 6 if status == "ok" else 5,
+                    "size": 6 if status == Status.OK else 5,
                     "color": STATUS_COLORS.get(status, "#444"),
                     "opacity": 0.75,
-                    "symbol": "circle" if status == "ok" else "x",
+                    "symbol": "circle" if status == Status.OK else "x",
                 },
                 "hovertemplate": "%{customdata}<br>iteration %{x}<br>score %{y}<extra>"
                 + status
@@ -120,7 +120,7 @@ def best_so_far(progs: list[ProgramRow]) -> tuple[list[int], list[float]]:
     best: float | None = None
     xs, ys = [], []
     for p in sorted(progs, key=lambda p: p.iteration):
-        if p.status == "ok" and p.score is not None and (best is None or p.score > best):
+        if p.status == Status.OK and p.score is not None and (best is None or p.score > best):
             best = p.score
         if best is not None:
             xs.append(p.iteration)
@@ -134,7 +134,7 @@ def grid_figures(progs: list[ProgramRow], dims: list[str]) -> list[dict]:
     cells: dict[int, dict[tuple[int, int], float]] = defaultdict(dict)
     size = [1, 1]
     for p in progs:
-        if p.status != "ok" or p.score is None or not p.cell:
+        if p.status != Status.OK or p.score is None or not p.cell:
             continue
         idx = [int(x) for x in re.split(r"[-,]", p.cell) if x.strip().isdigit()]
         if not idx:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from evolve.archive import ArchiveReader, ProgramRow, RunSummary
-from evolve.archive.reader import BenchSummary
+from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, RunSummary, Status
 from evolve.archive.rows import public_dict
+from evolve.archive.summaries import BenchSummary
 from evolve.benchmark.record import from_rows
 from evolve.benchmark.table import ProblemSummary
 from evolve.edits import unified_diff
@@ -60,7 +60,7 @@ def feature_dims(progs: list[ProgramRow]) -> list[str]:
 
 def run_figures(reader: ArchiveReader, run: RunSummary, progs: list[ProgramRow]) -> dict:
     calls = reader.llm_calls(run.run_id)
-    rejected = sum(c.outcome == "rejected_duplicate" for c in calls)
+    rejected = sum(c.outcome == CallOutcome.REJECTED_DUPLICATE for c in calls)
     return finite(
         {
             "score": charts.score_figure(progs),
@@ -104,7 +104,7 @@ def run_search(reader: ArchiveReader, run: RunSummary) -> dict:
 def run_tables(progs: list[ProgramRow]) -> dict:
     """The run page's two tables: its best programs and its latest candidates."""
     ok = sorted(
-        (p for p in progs if p.status == "ok" and p.score is not None),
+        (p for p in progs if p.status == Status.OK and p.score is not None),
         key=lambda p: (-(p.score or 0.0), p.iteration),
     )
     return {"best": ok[:25], "recent": list(reversed(progs[-50:])), "count": len(progs)}

@@ -1,0 +1,237 @@
+"""A problem's own requirements.txt, layered on the sandbox image for the Docker sandbox.
+
+The container has no network, so the host's pip fetches the wheels (its config, index
+and proxy apply) for the image's Python and platform, and a one-step Dockerfile copies
+them into the image's first site folder (/usr/local/lib/python3.X/dist-packages on the
+Debian image). The tag, `evolve-sandbox-problem:<hash>`, is a hash of the base image's
+id and the requirements file's bytes, so a layer is built once and shared by problems
+with the same file; `force` rebuilds it (pip resolves unpinned lines anew).
+
+The image's own packages are never shadowed: pip resolves with each of them pinned to
+the image's version (a constraints file), and installs only the distributions the image
+lacks. A requirement that contradicts the image (numpy>=2 beside Debian's numpy 1.24)
+fails the build with pip's explanation instead of breaking scipy at import time. Wheels
+only: an sdist-only package cannot be built for the image here. Files that
+requirements.txt includes (`-r other.txt`) are not part of the tag: `--force` after
+changing them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from evaluators.docker.image import (
+    ImageError,
+    build_context,
+    digest,
+    exists,
+    find_image,
+    smoke_test,
+    wanted_image,
+)
+
+REPO = "evolve-sandbox-problem"
+REQUIREMENTS = "requirements.txt"
+RECIPE = "pip --target, image packages as constraints, v1"  # in the tag: a change rebuilds
+DOCKERFILE = """\
+# A problem's requirements.txt on the sandbox image (evaluators/docker/image_layers.py).
+ARG BASE
+FROM ${{BASE}}
+COPY site/ {site}/
+"""
+# Run in the base image: what pip must target, and what the image already has.
+PROBE = """\
+import json, os, platform, site, sys
+from importlib import metadata
+dists = {d.metadata["Name"]: d.version for d in metadata.distributions() if d.metadata["Name"]}
+print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine(),
+                  "libc": os.confstr("CS_GNU_LIBC_VERSION") or "", "site": site.getsitepackages()[0],
+                  "dists": dists}))
+"""
+
+
+def requirements_file(problem_dir: str | Path) -> Path | None:
+    """The problem's requirements.txt when it names anything (not only comments)."""
+    path = Path(problem_dir) / REQUIREMENTS
+    if not path.is_file():
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ImageError(f"{path}: cannot read it: {e}") from None
+    return path if any(ln.strip() and not ln.lstrip().startswith("#") for ln in lines) else None
+
+
+def layer_tag(client, base: str, requirements: Path) -> str:
+    """The layered image's tag: the base image's id (not its name, which may move) + the file."""
+    base_id = client.images.get(base).id
+    return f"{REPO}:{digest(RECIPE, DOCKERFILE, base_id, requirements.read_bytes())}"
+
+
+def find_problem_image(client, problem_dir: str | Path) -> str | None:
+    """The image this problem's evaluations run in, if built: the sandbox image, or its layer
+    with the problem's requirements.txt; None when that image is not built yet."""
+    base = find_image(client)
+    if base is None:
+        return None
+    requirements = requirements_file(problem_dir)
+    if requirements is None:
+        return base
+    tag = layer_tag(client, base, requirements)
+    return tag if exists(client, tag) else None
+
+
+def problem_image(
+    client,
+    problem_dir: str | Path,
+    log: Callable[[str], None] = print,
+    base: str | None = None,
+    force: bool = False,
+) -> str:
+    """The image for this problem, layering its requirements.txt on `base` (default: the
+    built sandbox image) unless that layer exists. ImageError, one line, when it cannot."""
+    base = base or find_image(client)
+    if base is None:
+        raise ImageError(
+            f"the sandbox image {wanted_image()} is not built: run `evolve sandbox build`"
+        )
+    requirements = requirements_file(problem_dir)
+    if requirements is None:
+        return base
+    tag = layer_tag(client, base, requirements)
+    if not force and exists(client, tag):
+        return tag
+    t0 = time.monotonic()
+    target = _probe(client, base)
+    log(
+        f"building {tag}: {requirements} with the host's pip (CPython {target['python']} "
+        f"{target['machine']} wheels) on {base}"
+    )
+    with tempfile.TemporaryDirectory(prefix="evolve-layer-") as ctx:
+        added = _pip_install(requirements, target, os.path.join(ctx, "site"))
+        Path(ctx, "Dockerfile").write_text(DOCKERFILE.format(site=target["site"]))
+        build_context(client, ctx, "Dockerfile", tag, {"BASE": base})
+    # every added distribution is visible, at its version, and the image's numpy still loads
+    smoke_test(client, tag, extra=f"from importlib.metadata import version as v; {_check(added)}")
+    what = ", ".join(f"{n} {v}" for n, v in added.items()) or "nothing the image lacks"
+    log(f"built {tag} in {time.monotonic() - t0:.0f} s: {what}")
+    return tag
+
+
+def _check(added: dict[str, str]) -> str:
+    return f"assert {{n: v(n) for n in {list(added)!r}}} == {added!r}"
+
+
+def _probe(client, base: str) -> dict:
+    """What the base image runs: Python version, machine, libc, site folder, distributions."""
+    try:
+        out = client.containers.run(
+            base,
+            ["python3", "-s", "-c", PROBE],
+            network_mode="none",
+            remove=True,
+            user="10001:10001",
+            read_only=True,
+        )
+        return json.loads(out)
+    except Exception as e:
+        raise ImageError(f"cannot inspect the Python of {base}: {e}") from None
+
+
+def _platforms(target: dict) -> list[str]:
+    """pip --platform values for the image's glibc: manylinux_2_N down to 2_17, and aliases."""
+    libc, arch = target["libc"].split(), target["machine"]
+    if len(libc) != 2 or libc[0] != "glibc":
+        raise ImageError(f"the sandbox image's libc is {target['libc'] or 'unknown'}, not glibc")
+    minor = int(libc[1].split(".")[1])
+    tags = [f"manylinux_2_{m}_{arch}" for m in range(minor, 16, -1)]
+    return tags + [f"manylinux{year}_{arch}" for year in ("2014", "2010", "1")]
+
+
+def _constraints(dists: dict[str, str]) -> tuple[str, set[str]]:
+    """(constraints file pinning the image's distributions, their canonical names). A version
+    pip cannot pin (not PEP 440, or Debian's 0.0.0 for kiwisolver and mpmath) stays unpinned:
+    the image's copy is kept all the same."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    pins = []
+    for name, version in dists.items():
+        try:
+            if Version(version) != Version("0"):
+                pins.append(f"{canonicalize_name(name)}=={Version(version).public}\n")
+        except InvalidVersion:
+            pass
+    return "".join(sorted(pins)), {canonicalize_name(name) for name in dists}
+
+
+def _pip_install(requirements: Path, target: dict, site: str) -> dict[str, str]:
+    """Install into `site` what the requirements need beyond the image; {name: version}."""
+    from packaging.utils import canonicalize_name
+
+    text, present = _constraints(target["dists"])
+    wheels = ["--only-binary=:all:", "--python-version", target["python"], "--implementation", "cp"]
+    for platform in _platforms(target):
+        wheels += ["--platform", platform]
+    pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    with tempfile.TemporaryDirectory(prefix="evolve-pip-") as tmp:
+        constraints, report = os.path.join(tmp, "constraints.txt"), os.path.join(tmp, "report.json")
+        Path(constraints).write_text(text)
+        _pip(
+            requirements,
+            target,
+            [*pip, "--dry-run", "--target", tmp, "--report", report, *wheels]
+            + ["-c", constraints, "-r", str(requirements)],  # --target: ignores the host's
+        )
+        plan = json.loads(Path(report).read_text())["install"]
+    new = [item for item in plan if canonicalize_name(item["metadata"]["name"]) not in present]
+    os.makedirs(site)
+    if new:
+        _pip(
+            requirements,
+            target,
+            [*pip, "--quiet", "--no-deps", "--target", site, *wheels, *map(_url, new)],
+        )
+    shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)  # scripts with the host's shebang
+    for root, dirs, files in os.walk(site):  # readable by the sandbox's uids, whatever our umask
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+        for f in files:
+            path = os.path.join(root, f)
+            os.chmod(path, os.stat(path).st_mode & 0o777 | 0o444)
+    return {item["metadata"]["name"]: item["metadata"]["version"] for item in new}
+
+
+def _url(item: dict) -> str:
+    """The exact artifact pip chose in the dry run, with its hash for pip to check."""
+    info = item["download_info"]
+    hashes = info.get("archive_info", {}).get("hashes") or {}
+    return f"{info['url']}#sha256={hashes['sha256']}" if "sha256" in hashes else info["url"]
+
+
+def _pip(requirements: Path, target: dict, cmd: list[str]) -> None:
+    proc = subprocess.run(
+        cmd, cwd=requirements.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    if proc.returncode == 0:
+        return
+    lines, keep = [], False  # pip's errors, and the lines that say what conflicts
+    for line in proc.stdout.splitlines():
+        keep = line.startswith("ERROR:") or (keep and line.startswith(" "))
+        if keep or line.startswith("The conflict is caused by"):
+            keep = True
+            lines.append(line.strip())
+    last = proc.stdout.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+    detail = "; ".join(lines or last)  # the last line: "No module named pip", say
+    raise ImageError(
+        f"{requirements}: pip cannot install it in the sandbox image (CPython {target['python']} "
+        f"{target['machine']}, wheels only, beside the image's own packages): {detail[:1000]}"
+    )

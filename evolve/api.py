@@ -1,0 +1,262 @@
+"""The Python API: what `evolve run`, `resume`, `eval` and `check` do, callable from a script
+or a notebook. The command line is a thin layer over these functions.
+
+    import evolve
+    summary = evolve.run("problems/binpack", model="gpt-4.1-mini", iterations=20)
+
+Keyword arguments are the flags' names (`--max-calls` is `max_calls`; evolve/settings/
+flags.py holds them with their defaults). Bad input raises UsageError in one line, before
+anything is written. Nothing here prints: a front end passes an observer (the controller's
+RunStats as they change) and RunHooks (the lines a user is told, Ctrl-C handling).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaluators.backends import make_sandbox, ray_options
+from evaluators.sandbox import Sandbox
+from evolve.evaluation import CandidateEvaluator
+from evolve.problem import Overrides, Problem, ProblemError, load_problem, require_blocks
+from evolve.problem_check import CheckReport, check_seed, describe
+from evolve.run_state import RunHooks, RunObserver
+from evolve.settings.errors import UsageError
+from evolve.settings.flags import (
+    CHECK,
+    EVALUATE,
+    RESUME,
+    RUN,
+    Settings,
+    new_run_id,
+    runs_dir,
+    settings_for,
+)
+
+if TYPE_CHECKING:  # run and resume import the controller (and the LLM client) when called:
+    from evolve.controller import RunSummary  # `evolve eval` and `check` never need them
+
+__all__ = [
+    "CheckReport",
+    "Evaluation",
+    "RunHooks",
+    "Settings",
+    "UsageError",
+    "check",
+    "evaluate",
+    "resume",
+    "run",
+]
+
+
+def run(
+    problem_dir: str | os.PathLike,
+    *,
+    observer: RunObserver | None = None,
+    hooks: RunHooks | None = None,
+    **settings: Any,
+) -> RunSummary:
+    """Start a run of the problem folder and return when it ends (finished, stopped by a
+    limit or Ctrl-C, or failed: `summary.status` and `summary.reason` say which). The run
+    lives in the archive under `runs_dir`, so `evolve resume` or evolve.resume continues it."""
+    from evolve import data_seed
+    from evolve.archive import Archive
+    from evolve.data import data_dir_for, ensure
+    from evolve.endpoints import llm_config, model_line
+    from evolve.launch import prepare_local, resolve
+    from evolve.runner import execute, owning
+    from evolve.settings.report import ignored_lines
+
+    s = settings_for("evolve.run", RUN, settings)
+    hooks = hooks or RunHooks()
+    problem = _load(problem_dir, s, blocks=False)  # resolve() checks the blocks
+    cfg = resolve(problem, s)
+    llm_config(cfg, problem)  # an unset "${VAR}" key: one line, before anything is written
+    prepare_local(cfg)
+    archive = Archive(runs_dir(s.runs_dir))  # a broken runs dir: one line, before anything else
+    try:
+        for line in ignored_lines(problem.root):  # once, at the start; not again at resume
+            hooks.notice(line)
+        hooks.notice(f"evolve: {model_line(s, problem, cfg)}")
+        ensure(
+            list(problem.data), Path(cfg.data_dir) if cfg.data_dir else data_dir_for(problem.root)
+        )
+        run_id = s.run_id or new_run_id(problem.name)
+        with owning(archive, run_id, hooks):
+            if archive.get_run(run_id) is not None:
+                raise UsageError(
+                    f"--run-id {run_id}: a run with this id exists; use `evolve resume {run_id}`"
+                )
+            seed = data_seed.draw() if s.data_seed is None else s.data_seed
+            archive.create_run(
+                run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations, seed
+            )
+            hooks.started(run_id)
+            return execute(archive, run_id, cfg, problem, observer, hooks)
+    finally:
+        archive.close()
+
+
+def resume(
+    run_id: str,
+    *,
+    observer: RunObserver | None = None,
+    hooks: RunHooks | None = None,
+    sandbox: Sandbox | None = None,
+    **settings: Any,
+) -> RunSummary:
+    """Continue a stopped, failed or killed run (`run_id`, or the one run id it begins) exactly
+    where the archive left it, with the settings it started with; `iterations` sets a new
+    total, `ray_address` a new cluster. `sandbox`: a Sandbox object to evaluate in instead of
+    the run's own (a benchmark's that excludes evaluation; the caller closes it)."""
+    from evolve.archive import Archive
+    from evolve.config import RunConfig
+    from evolve.endpoints import llm_config
+    from evolve.runner import execute, owning
+
+    s = settings_for("evolve.resume", RESUME, settings)
+    if isinstance(sandbox, str):
+        raise UsageError("evolve.resume: sandbox: a run keeps the sandbox it started with")
+    hooks = hooks or RunHooks()
+    where = runs_dir(s.runs_dir)
+    if not where.exists() or (where.is_dir() and not (where / "archive.db").exists()):
+        raise UsageError(f"{run_id}: no such run ({where} holds no archive.db)")
+    archive = Archive(where, create=False)
+    try:
+        found = archive.resolve_run(run_id)  # the id, or the one run id it begins
+        if found is None:
+            raise UsageError(f"{run_id}: no such run in {archive.path}")
+        with owning(archive, found, hooks):  # refused while another live controller owns it
+            run = archive.get_run(found)
+            assert run is not None  # runs are never deleted
+            cfg = RunConfig.from_json(run["config"])
+            given = s.given()
+            if "iterations" in given:
+                cfg = cfg.with_(iterations=s.iterations)
+            if "ray_address" in given:  # the cluster may live elsewhere now
+                cfg = cfg.with_(ray_address=s.ray_address)
+            try:  # the run's own --env/--timeout/..., a NAME alone read from the environment again
+                problem = load_problem(run["problem_dir"], cfg.overrides())
+            except ProblemError as e:
+                raise UsageError(f"run {found}: {e}") from None
+            llm_config(cfg, problem)  # keys are read again, never stored: check them first
+            archive.take_over(found, cfg.iterations, cfg.to_json())
+            hooks.started(found)
+            return execute(archive, found, cfg, problem, observer, hooks, sandbox)
+    finally:
+        archive.close()
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One program's score, as `evolve eval --json` prints it (the same keys, in order)."""
+
+    status: str
+    score: float | None
+    metrics: dict
+    artifacts: dict
+    split: str
+    stages: dict  # the score of each cascade stage that ran
+    eval_s: float
+
+
+def evaluate(
+    problem_dir: str | os.PathLike,
+    program: str | os.PathLike,
+    *,
+    split: str | None = None,
+    stage: str | None = None,
+    **settings: Any,
+) -> Evaluation:
+    """Score one program file as a run would: the whole cascade on the train split, unless
+    `split` names another split (held-out data) or `stage` one stage alone. A program written
+    as its EVOLVE-BLOCKs only (a baseline) gets the seed's fixed code around them."""
+    from evolve.edits.blocks import complete_from_seed
+
+    s = settings_for("evolve.evaluate", EVALUATE, settings)
+    problem = _load(problem_dir, s, blocks=False)
+    path = Path(program)
+    if not path.is_file():
+        raise UsageError(f"{program}: no such program file")
+    if split and split not in problem.splits:
+        raise UsageError(
+            f"--split {split}: not a split of {problem.name} (one of {', '.join(problem.splits)})"
+        )
+    stages = [st.function or st.split for st in problem.cascade]
+    if problem.fmt == "openevolve":
+        stages = sorted({"evaluate", *stages})
+    if stage and stage not in stages:
+        raise UsageError(
+            f"--stage {stage}: not a stage of {problem.name} (one of {', '.join(stages)})"
+        )
+    if stage and split:
+        raise UsageError("--stage and --split: give one (a stage names its own split)")
+    sandbox = _sandbox(problem, s)
+    try:
+        ev = CandidateEvaluator(problem, sandbox, data_seed=s.data_seed)
+        try:
+            code = complete_from_seed(path.read_text(), problem.seed_code)
+        except ValueError as e:
+            raise UsageError(f"{program}: {e}") from None
+        if stage or (split and split != problem.train_split):
+            r = ev.run_stage(code, stage) if stage else ev.run_split(code, split or "")
+            scores = r.scores or ({stage: r.score} if stage and r.score is not None else {})
+        else:
+            r = ev.evaluate(code)
+            scores = r.scores
+        where = split or problem.train_split
+        return Evaluation(
+            r.status, r.score, r.metrics, r.artifacts, where, scores, round(r.eval_s, 4)
+        )
+    finally:
+        sandbox.close()
+
+
+def check(
+    problem_dir: str | os.PathLike, *, say: Callable[[str], None] | None = None, **settings: Any
+) -> CheckReport:
+    """Validate a problem folder and score its seed program (`report.ok`); `say` is told each
+    of the report's lines as soon as it is known (the seed's take a while)."""
+    s = settings_for("evolve.check", CHECK, settings)
+    problem = _load(problem_dir, s)
+    say = say or (lambda line: None)
+    report = CheckReport(problem)
+    for line in describe(problem):
+        report.lines.append(line)
+        say(line)
+    sandbox = _sandbox(problem, s)
+    try:
+        check_seed(problem, sandbox, report, say)
+    finally:
+        sandbox.close()
+    return report
+
+
+def _load(problem_dir: str | os.PathLike, s: Settings, blocks: bool = True) -> Problem:
+    """The folder's Problem with the evaluation settings over its own (UsageError)."""
+    try:
+        problem = load_problem(os.fspath(problem_dir), Overrides.from_args(s))
+        if blocks:  # a seed without EVOLVE-BLOCK markers fails every candidate
+            require_blocks(problem)
+    except ProblemError as e:
+        raise UsageError(str(e)) from None
+    return problem
+
+
+def _sandbox(problem: Problem, s: Settings) -> Sandbox:
+    """One evaluation at a time, in the sandbox the settings name."""
+    return make_sandbox(
+        s.sandbox,
+        1,
+        require_isolation=s.require_isolation,
+        problem_dir=str(problem.root),
+        ray=ray_options(
+            problem,
+            s.ray_address,
+            s.ray_node_sandbox,
+            allow_unisolated=s.allow_unisolated_ray_nodes,
+        ),
+    )

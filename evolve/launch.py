@@ -1,0 +1,156 @@
+"""A run's settings merged into one RunConfig and checked, before anything is written.
+
+A setting given (a flag, a keyword argument of evolve.run; even one equal to its default)
+> the problem folder's settings > the model's profile > the defaults (Settings'). Everything
+that can be checked before the seed is evaluated is checked here: the seed's EVOLVE-BLOCK
+markers and size, the endpoint URL, the price table, the prompt's fit, the local model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evolve.config import RunConfig
+from evolve.endpoints import check_endpoint, models_for
+from evolve.evaluation import too_large
+from evolve.llm.local_model import LocalModelError, LocalServer
+from evolve.llm.pricing import PriceTable, require_prices
+from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
+from evolve.problem import Overrides, Problem, ProblemError, require_blocks
+from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
+from evolve.settings.errors import UsageError
+from evolve.settings.flags import FIELD_OF, NOT_STORED, Settings
+
+
+def resolve(problem: Problem, settings: Settings) -> RunConfig:
+    """The run's RunConfig: the layers merged once, then checked (UsageError, one line)."""
+    try:
+        require_blocks(problem)
+    except ProblemError as e:
+        raise UsageError(str(e)) from None
+    too_big = too_large(problem, problem.seed_code)
+    if too_big:
+        raise UsageError(f"{problem.seed_file}: {too_big}")
+    flags = {
+        FIELD_OF.get(k, k): v
+        for k, v in settings.given().items()
+        if k not in NOT_STORED and k != "model"
+    }
+    models = models_for(settings, problem)
+    names = [m.name for m in models]
+    local = any(is_local(n) for n in names)
+    if local and (len(names) > 1 or settings.api_base):
+        raise UsageError(
+            f"--model {', '.join(names)}: a local model is served by evolve itself; "
+            "it cannot be combined with other models or --api-base"
+        )
+    if not local:
+        check_endpoint(settings.api_base, problem)
+    prof = profile_for_models(names)
+    kw: dict = {"problem_dir": str(problem.root)}
+    for layer in (_from_profile(prof), _from_problem(problem, prof), flags):  # lowest first
+        kw.update(layer)
+    kw["models"] = models
+    kw.update(_stored_overrides(Overrides.from_args(settings)))
+    if "context_window" not in flags and not local:
+        # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
+        kw["context_window"] = max(kw["context_window"], 2 * kw["max_tokens"])
+    if settings.prices and not Path(settings.prices).is_file():
+        raise UsageError(f"--prices {settings.prices}: no such file")
+    try:
+        cfg = RunConfig(**kw)
+        prices = PriceTable.load(cfg.prices_file)  # a bad file: one line, before anything runs
+        burst = [cfg.escalation_model] if cfg.escalation_model else []
+        require_prices([m.name for m in cfg.models] + burst, cfg.budget_usd, prices)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    try:  # the smallest prompt (the seed's EVOLVE-BLOCK and the task) must fit the window
+        PromptBuilder.for_config(problem, cfg).build(
+            PromptContext(parent=ShownProgram(problem.seed_code, None), edit_format=cfg.edit_format)
+        )
+    except PromptTooLong as e:
+        raise UsageError(f"--model {', '.join(names)}: {e}") from None
+    return cfg
+
+
+def _from_profile(prof: ModelProfile) -> dict:
+    """What the model's profile advises; a profile without advice leaves the default."""
+    out = {
+        "edit_format": prof.edit_format,
+        "temperature": prof.temperature,
+        "max_tokens": prof.max_tokens,
+        "context_window": prof.context_window,
+        "prompt_style": prof.prompt_style,
+        "num_inspirations": prof.num_inspirations,
+        "max_attempts": prof.max_attempts,
+        "llm_parallel": prof.llm_parallel,
+        "llm_timeout_s": prof.llm_timeout_s,
+        "temperatures": prof.temperatures,
+        "meta_interval": prof.meta_interval,
+        "stagnation": prof.stagnation,
+        "repair_attempts": prof.repair_attempts,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _from_problem(problem: Problem, prof: ModelProfile) -> dict:
+    """problem.toml's [evolution] and config.yaml's settings, where the folder sets them."""
+    max_tokens = problem.llm.max_tokens
+    if max_tokens is not None and max_tokens > prof.context_window // 2:
+        max_tokens = None  # may not crowd the prompt out of a small window: the profile's wins
+    out = {
+        "iterations": problem.iterations,
+        "num_islands": problem.num_islands,
+        "edit_format": problem.edit_format,
+        "api_base": problem.llm.api_base,
+        "temperature": problem.llm.temperature,
+        "max_tokens": max_tokens,
+        "llm_timeout_s": problem.llm.timeout_s,
+        "llm_retries": problem.llm.retries,
+        "llm_backoff_s": problem.llm.backoff_s,
+        "parallel": problem.parallel,
+        "seed": problem.seed,
+        "migration_interval": problem.migration_interval,
+        **problem.search,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _stored_overrides(ov: Overrides) -> dict:
+    """The evaluation settings as RunConfig stores them, for `resume` to apply again."""
+    ov = ov.absolute()
+    return {
+        "eval_env": ov.env,
+        "initial_program": ov.initial_program,
+        "eval_timeout_s": ov.timeout_s,
+        "eval_memory_mb": ov.memory_mb,
+    }
+
+
+def _local_model(cfg: RunConfig) -> str | None:
+    return next((m.name for m in cfg.models if is_local(m.name)), None)
+
+
+def prepare_local(cfg: RunConfig) -> None:
+    """Check the `local` extra and fetch/assemble the weights before anything is written."""
+    from evolve.llm.local_model import parse_local, prepare
+
+    name = _local_model(cfg)
+    if name is not None:
+        try:
+            prepare(parse_local(name))
+        except LocalModelError as e:
+            raise UsageError(str(e)) from None
+
+
+def start_local(cfg: RunConfig) -> LocalServer | None:
+    """Start (or join) the local model's server when the run uses one."""
+    from evolve.llm.local_model import start_server
+
+    name = _local_model(cfg)
+    if name is None:
+        return None
+    try:
+        return start_server(name, cfg.context_window or 4096)
+    except LocalModelError as e:
+        raise UsageError(str(e)) from None

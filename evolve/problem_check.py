@@ -1,0 +1,165 @@
+"""`evolve check`'s verdict on a problem folder: what evolve made of it, and whether its
+seed program evaluates cleanly (evolve.check returns it; the command line prints it).
+
+For an OpenEvolve-format folder the lines are what a user needs to trust that it runs
+as OpenEvolve would run it: the initial program, the cascade's stages and thresholds,
+the config.yaml keys honoured and ignored, requirements missing from the sandbox, the
+data files its code reads relative to its folder, and the seed's score through the
+whole cascade.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluators.sandbox import EvalResult, Sandbox, Status
+from evolve.evaluation import CandidateEvaluator
+from evolve.problem import Problem
+
+
+@dataclass
+class CheckReport:
+    """`lines`: what the command line prints, in order; `ok`: the seed evaluates cleanly
+    on the train split (the whole cascade) and on the held-out split, if any."""
+
+    problem: Problem
+    lines: list[str] = field(default_factory=list)
+    seed: EvalResult | None = None  # on the train split, through the whole cascade
+    held_out: EvalResult | None = None  # on the held-out split, when the seed passed train
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.seed is not None
+            and self.seed.status == Status.OK
+            and (self.held_out is None or self.held_out.status == Status.OK)
+        )
+
+
+def check_seed(
+    problem: Problem, sandbox: Sandbox, report: CheckReport, say: Callable[[str], None]
+) -> None:
+    """Score the seed on the train split (the whole cascade), then on the held-out split;
+    each line goes to `report.lines` and `say` as it is known."""
+
+    def line(text: str) -> None:
+        report.lines.append(text)
+        say(text)
+
+    if sandbox.name == "local":
+        for text in _missing(problem):
+            line(text)
+    ev = CandidateEvaluator(problem, sandbox)
+    o = report.seed = ev.evaluate(problem.seed_code)
+    stages = ", ".join(f"{k} {v:.6g}" for k, v in o.scores.items())
+    line(
+        f"  seed on {problem.train_split}: {o.status}, score {o.score}, {o.eval_s:.2f} s"
+        + (f" (stages: {stages})" if stages else "")
+        + f", metrics {o.metrics}"
+    )
+    if o.status != Status.OK:
+        for k, v in o.artifacts.items():
+            line(f"    {k}: {str(v).strip()[-600:]}")
+    elif "cascade" in o.artifacts:
+        line(f"  warning: {o.artifacts['cascade']}")
+    if problem.test_split and o.status == Status.OK:
+        r = report.held_out = ev.run_split(problem.seed_code, problem.test_split)
+        line(
+            f"  seed on {problem.test_split} (held out): {r.status}, score {r.score}, {r.eval_s:.2f} s"
+        )
+
+
+def describe(problem: Problem) -> list[str]:
+    """What evolve made of the folder, before anything runs."""
+    lines = [
+        f"{problem.name} ({problem.fmt}): {problem.description}",
+        f"  initial program: {problem.seed_file}",
+        f"  splits {', '.join(problem.splits)}, held-out {problem.test_split or '-'}",
+        f"  cascade: {_cascade(problem)}",
+        f"  limits: timeout {problem.timeout_s:g} s"
+        + (" per stage" if problem.fmt == "openevolve" else "")
+        + f", memory {problem.memory_mb} MB",
+    ]
+    if problem.env:
+        lines.append(f"  environment for the evaluator: {', '.join(sorted(problem.env))}")
+    if problem.fmt == "openevolve":
+        from evolve.settings.report import config_report
+
+        report = config_report(problem.root)
+        for key, how in report.honoured:
+            lines.append(f"  config.yaml: {key}: {how}")
+        for key, why in report.ignored:
+            lines.append(f"  config.yaml: ignored {key}: {why}")
+    files = relative_files(problem.root)
+    if files:
+        lines.append(f"  data its code reads from its folder: {', '.join(files)}")
+    return lines
+
+
+def _cascade(problem: Problem) -> str:
+    if problem.fmt != "openevolve":
+        return " -> ".join(
+            s.split + (f" (>= {s.threshold:g})" if s.threshold is not None else "")
+            for s in problem.cascade
+        )
+    if not problem.cascade_evaluation:
+        return f"off: evaluate() alone, retried {problem.eval_retries} times after an exception"
+    stages = [
+        (s.function or "evaluate") + (f" (>= {s.threshold:g})" if s.threshold is not None else "")
+        for s in problem.cascade
+    ]
+    return " -> ".join(stages) + (
+        "; a program under a threshold keeps the score of the stages it ran"
+        if len(stages) > 1
+        else ""
+    )
+
+
+def _missing(problem: Problem) -> list[str]:
+    """requirements.txt lines this interpreter lacks (the local sandbox runs on it)."""
+    from evolve.requirements import missing_requirements
+
+    missing = missing_requirements(problem.root)
+    if not missing:
+        return []
+    return [
+        f"  warning: requirements.txt: not installed here: {', '.join(missing)} "
+        f"(pip install -r {problem.root / 'requirements.txt'}, or use --sandbox docker, "
+        "which layers them on its image)"
+    ]
+
+
+def relative_files(root: Path) -> list[str]:
+    """Files and folders of `root` named by string constants in its Python modules (alone or
+    joined, as in os.path.join(HERE, "data", "x.csv")): best effort, for the report."""
+    found: set[str] = set()
+    for module in sorted(root.glob("*.py")):
+        try:
+            tree = ast.parse(module.read_text(encoding="utf-8", errors="replace"))
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            parts: list[str] = []
+            if isinstance(node, ast.Call):
+                parts = [
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                ]
+            candidates = [*parts, "/".join(parts)] if len(parts) > 1 else parts
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                candidates = [node.value]
+            for text in candidates:
+                rel = text.strip().removeprefix("./")
+                if not rel or len(rel) > 200 or "\n" in rel or rel.startswith(("/", "..")):
+                    continue
+                path = root / rel
+                try:
+                    if path.exists() and path.suffix != ".py" and path.resolve() != root.resolve():
+                        found.add(rel + ("/" if path.is_dir() else ""))
+                except OSError:
+                    continue
+    return sorted(found)

@@ -1,0 +1,281 @@
+"""The settings a user gives `evolve run`, `eval` and `check`: one model, two front ends.
+
+A field is a flag of the same name (`max_calls` is `--max-calls`) and a keyword argument of
+evolve.run / evaluate / check (evolve/api.py). Its default, its range and its help text
+live here only: evolve/cli/parser.py builds the flags from these fields, and RunConfig
+(evolve/config.py) takes its defaults from them. A setting given, even with its default
+value, wins over the problem folder's settings and the model's profile (`model_fields_set`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+import os
+import secrets
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from evolve import data_seed
+from evolve.settings.environ import EnvEntry
+from evolve.settings.errors import Section, UsageError, validate
+
+Sandbox = Literal["auto", "local", "docker", "ray"]  # evaluators.backends.CHOICES
+NodeSandbox = Literal["auto", "docker", "local"]  # what make_sandbox builds on a Ray node
+Temperature = Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def check_model(text: str) -> str:
+    """`NAME[:WEIGHT]`: a weight must be a positive number. A name may carry a tag after a
+    colon (Ollama's `qwen2.5-coder:7b`): a tag with a digit, or `latest`, is kept in the
+    name; anything else after the last colon is read as a mistyped weight."""
+    if text.startswith("local:") or text == "local":
+        return text
+    name, sep, tail = text.rpartition(":")
+    if not text or (sep and not name) or (sep and not tail):
+        raise ValueError(f"expected NAME or NAME:WEIGHT, got {text!r}")
+    if not sep:
+        return text
+    try:
+        weight: float | None = float(tail)
+    except ValueError:
+        weight = None
+    if weight is None and (any(c.isdigit() for c in tail) or tail == "latest"):
+        return text  # a model tag
+    if weight is None or not (math.isfinite(weight) and weight > 0):
+        hint = "" if weight is not None else f" (a name with a colon takes one too: {text}:1)"
+        raise ValueError(f"{text}: weight {tail!r} must be a positive number{hint}")
+    return text
+
+
+def _listed(value: Any) -> Any:
+    """One value where a list is expected (`model="gpt-4o"`), a tuple, or a mapping of
+    `env` ({"NAME": "VALUE"}): the list the field holds."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [f"{k}={v}" for k, v in value.items()]
+    return list(value) if isinstance(value, Iterable) else value
+
+
+def _path(value: Any) -> Any:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+ModelName = Annotated[str, AfterValidator(check_model)]
+Models = Annotated[list[ModelName] | None, BeforeValidator(_listed)]
+EnvList = Annotated[list[EnvEntry], BeforeValidator(_listed)]
+PathText = Annotated[str | None, BeforeValidator(_path)]
+DataSeed = Annotated[int | None, AfterValidator(lambda v: v if v is None else data_seed.check(v))]
+
+
+def _flag(default: Any, help: str, metavar: str | None = None, **constraints: Any) -> Any:
+    """A field that is also a flag: `help` may show the default as {default}."""
+    extra: Any = {"metavar": metavar} if metavar else None
+    return Field(default, description=help, json_schema_extra=extra, **constraints)
+
+
+class Settings(Section):
+    # How the problem's programs are evaluated, over its folder's settings (run, eval, check;
+    # `run` stores them with the run so `resume` evaluates the same way)
+    env: EnvList = _flag(
+        [],
+        "environment variable for the evaluator (NAME alone: its value here); repeatable",
+        "NAME[=VALUE]",
+    )
+    initial_program: PathText = _flag(
+        None, "the seed program (default: the folder's entry, or initial_program.py)", "PATH"
+    )
+    timeout: Seconds | None = _flag(
+        None, "wall-clock limit per evaluation (default: the problem's)", "SEC"
+    )
+    memory_mb: Annotated[int, Field(ge=1)] | None = _flag(
+        None, "memory limit per evaluation (default: the problem's)", "MB"
+    )
+    # Where candidates run (run, eval, check)
+    sandbox: Sandbox = _flag(
+        "auto",
+        "where candidates run (default {default}: docker if its engine and image are there, "
+        "else local; ray: tasks on a Ray cluster)",
+    )
+    ray_address: str | None = _flag(
+        None,
+        "with --sandbox ray: the cluster's head (`ray start --head` prints it; "
+        "default: a private Ray instance on this machine, for this command only)",
+        "HOST:PORT",
+    )
+    ray_node_sandbox: NodeSandbox = _flag(
+        "auto",
+        "with --sandbox ray: how each node runs a candidate (default {default}: docker where "
+        "the node has its engine and image, else local)",
+    )
+    allow_unisolated_ray_nodes: bool = _flag(
+        False,
+        "with --sandbox ray: evaluate on nodes whose local sandbox has no namespaces "
+        "(no bubblewrap, or EVOLVE_LOCAL_ISOLATION=off), where a candidate reaches the node's "
+        "network and Ray cluster (default: refuse)",
+    )
+    require_isolation: bool = _flag(
+        False,
+        "refuse to run if the local sandbox lost any isolation guarantee here (default: warn)",
+    )
+    data_seed: DataSeed = _flag(
+        None,
+        "the private seed of the generated workloads (default: a fresh secret one per "
+        "run, kept in the archive; never shown to the model or the candidates)",
+        "N",
+    )
+    # The run (run only)
+    iterations: Annotated[int, Field(ge=0)] = _flag(
+        50, "total iterations (default: problem's, else {default})"
+    )
+    model: Models = _flag(
+        None, "model to sample from; repeat for an ensemble with weights", "NAME[:WEIGHT]"
+    )
+    api_base: str | None = _flag(
+        None, "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)", "URL"
+    )
+    parallel: Annotated[int, Field(ge=1)] = _flag(2, "evaluations in flight (default {default})")
+    llm_parallel: Annotated[int, Field(ge=1)] = _flag(
+        4, "LLM requests in flight (default: the model's profile, else {default})"
+    )
+    seed: int = _flag(0, "seed for parent selection and sampling (default {default})")
+    run_id: str | None = _flag(None, "name of the run (default: problem-date-random)", "ID")
+    budget_usd: Seconds | None = _flag(None, "stop once LLM spend reaches X dollars", "X")
+    time_limit: Seconds | None = _flag(None, "stop dispatching after SEC seconds", "SEC")
+    islands: Annotated[int, Field(ge=1)] = _flag(
+        3, "number of islands (default: problem's, else {default})"
+    )
+    migration_interval: Annotated[int, Field(ge=1)] = _flag(
+        20, "iterations between migrations (default {default})"
+    )
+    edit_format: Literal["diff", "block", "full"] = _flag("block", "what the model is asked for")
+    crossover_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = _flag(
+        0.1, "share of crossover prompts, within [0, 1] (default {default})"
+    )
+    temperature: Temperature = _flag(
+        0.8,
+        "sampling temperature, within [0, 2] (default: problem's, else the model's, else {default})",
+    )
+    max_tokens: Annotated[int, Field(ge=1)] = _flag(
+        4096, "max tokens per reply (default: problem's, else the model's, else {default})"
+    )
+    llm_timeout: Seconds = _flag(
+        120.0, "per-request timeout (default: the model's profile, else {default})", "SEC"
+    )
+    llm_retries: Annotated[int, Field(ge=0)] = _flag(
+        4, "retries on 429/5xx/timeouts (default {default})"
+    )
+    llm_backoff: Seconds = _flag(
+        1.0, "first retry delay; doubles per retry, with jitter (default {default})", "SEC"
+    )
+    # How the search spends its calls (evolve/search/)
+    max_calls: Annotated[int, Field(ge=1)] | None = _flag(
+        None,
+        "stop once N LLM calls have been answered (resamples, repairs and meta-notes count)",
+        "N",
+    )
+    max_resamples: Annotated[int, Field(ge=0)] = _flag(
+        2,
+        "ask again, up to N times, when a reply repeats a program of the run (default {default})",
+        "N",
+    )
+    repair_attempts: Annotated[int, Field(ge=0)] = _flag(
+        1,
+        "calls to fix a child that failed with a syntax, runtime or output error "
+        "(default {default})",
+        "N",
+    )
+    temperatures: tuple[Temperature, ...] = _flag(
+        (), "draw each call's temperature from these (default: --temperature alone)", "T,T,..."
+    )
+    prompt_style: Literal["full", "short", "funsearch"] = _flag(
+        "full",
+        "full prompts, short ones for small models, or FunSearch's (the two best "
+        "versions as _v0, _v1; the model writes _v2) (default: the model's profile)",
+    )
+    meta_interval: Annotated[int, Field(ge=0)] = _flag(
+        0,
+        "every N calls, one call summarises what worked into notes for later prompts "
+        "(0: off; default: the model's profile)",
+        "N",
+    )
+    stagnation: Annotated[int, Field(ge=0)] = _flag(
+        0,
+        "after K iterations without a new best: a burst on the escalation model and the "
+        "worst island restarted from the best (0: off; default: the model's profile)",
+        "K",
+    )
+    burst_calls: Annotated[int, Field(ge=1)] = _flag(
+        4, "calls of a stagnation burst (default {default})", "N"
+    )
+    escalation_model: str | None = _flag(
+        None,
+        "the model of a stagnation burst, on the run's endpoint (default: the lowest-weighted"
+        " --model)",
+        "NAME",
+    )
+    prices: PathText = _flag(
+        None, "JSON/TOML price table: model -> {input, output} $/1M tokens", "FILE"
+    )
+    runs_dir: PathText = _flag(None, "archive location (default ./runs or $EVOLVE_RUNS_DIR)", "DIR")
+
+    def given(self) -> dict[str, Any]:
+        """The settings given (a flag on the command line, a keyword argument), None aside."""
+        return {
+            k: getattr(self, k)
+            for k in sorted(self.model_fields_set)
+            if getattr(self, k) is not None
+        }
+
+
+EVALUATION = ("env", "initial_program", "timeout", "memory_mb")
+SANDBOX = ("sandbox", "ray_address", "ray_node_sandbox", "allow_unisolated_ray_nodes")
+CHECK = (*EVALUATION, *SANDBOX, "require_isolation")
+EVALUATE = (*CHECK, "data_seed")
+RUN = tuple(Settings.model_fields)  # every setting
+RESUME = ("iterations", "ray_address", "runs_dir")
+
+# The RunConfig field each run setting sets, where the names differ (the stored form keeps
+# its names, so that every archive resumes); the evaluation flags are stored by Overrides.
+FIELD_OF = {
+    "time_limit": "time_limit_s",
+    "islands": "num_islands",
+    "llm_timeout": "llm_timeout_s",
+    "llm_backoff": "llm_backoff_s",
+    "prices": "prices_file",
+    "model": "models",
+}
+NOT_STORED = (*EVALUATION, "data_seed", "run_id", "runs_dir")  # the run's row, Overrides
+
+
+def default(name: str) -> Any:
+    """A setting's default (RunConfig's defaults are these)."""
+    return Settings.model_fields[name].default
+
+
+def settings_for(caller: str, names: tuple[str, ...], given: Mapping[str, Any]) -> Settings:
+    """`given` as Settings, or UsageError in one line naming the setting: one that `caller`
+    does not take (with the closest it does), or a value out of its range."""
+    for key in given:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            elsewhere = " (a setting of evolve.run only)" if key in RUN and not close else ""
+            raise UsageError(f"{caller}: unknown setting '{key}'{hint}{elsewhere}")
+    return validate(Settings, dict(given), caller, "settings")
+
+
+def runs_dir(value: str | os.PathLike | None) -> Path:
+    """Where runs live: `value`, else $EVOLVE_RUNS_DIR, else ./runs."""
+    return Path(value or os.environ.get("EVOLVE_RUNS_DIR") or "runs")
+
+
+def new_run_id(problem: str) -> str:
+    """A fresh run id: problem-date-random."""
+    return f"{problem}-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
