@@ -12,12 +12,13 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from evaluators import kit
+from evaluators.backends import make_sandbox
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
-from evolve.sandboxes import make_sandbox
 from tests.cli_helpers import BINPACK, archive_json, evolve, run_args
 from tests.scripted_llm import ScriptedLLM, binpack_replies
 
@@ -215,39 +216,187 @@ def test_the_candidate_cannot_find_the_seed(local_sandbox):
     assert res.status == "ok", res.artifacts.get("error")
 
 
-def test_jssp_held_out_instances_are_disguised_under_a_run_seed():
-    """Taillard's instances come from a published generator: under a run seed the held-out
-    ones are relabelled (and maybe reversed), which keeps the published optimum exact, so
-    no rule can beat it, while no state of the public instance occurs."""
+# ---- the public held-out sets' private variants (jssp, llm_serving, gpu_placement) ---------
+
+PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
+
+
+def _problem_file(problem: str, name: str):
+    """One of a problem's files, imported with its folder on sys.path, as in the sandbox."""
     import importlib.util
     import sys
 
-    folder = Path(__file__).resolve().parent.parent / "problems" / "jssp"
+    folder = PROBLEMS / problem
     sys.path.insert(0, str(folder))
     try:
-        spec = importlib.util.spec_from_file_location("jssp_sim_seeded", folder / "jssp_sim.py")
+        spec = importlib.util.spec_from_file_location(
+            f"{problem}_{name[:-3]}_seeded", folder / name
+        )
         assert spec is not None and spec.loader is not None
-        sim = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sim)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(folder))
-    public = sim.make_instances("test")
+    return module
+
+
+def _under(seed: int, make, *args):
+    kit.use_data_seed(seed)
     try:
-        kit.use_data_seed(424242)
-        private = sim.make_instances("test")
-        again = sim.make_instances("test")
+        return make(*args)
     finally:
         kit.use_data_seed(None)
+
+
+def _jobs_both_ways(inst) -> set:
+    """An instance's jobs' processing-time sequences, read both ways: what survives the
+    disguise (jobs shuffled, machines relabelled, routes reversed), so what a candidate that
+    canonicalised an instance would look its memorised answer up by."""
+    return {t for dj in inst.durations for t in (tuple(dj), tuple(dj[::-1]))}
+
+
+def test_jssp_held_out_instances_are_private_variants_under_a_run_seed():
+    """Taillard's (and swv's, yn's) instances and optimal schedules are published: under a
+    run seed the held-out instances are disguised and their processing times redrawn, so no
+    job of the public instance occurs, even up to the disguise's symmetries; the gap is
+    measured against a lower bound of each variant, which no schedule beats."""
+    sim = _problem_file("jssp", "jssp_sim.py")
+    public = sim.make_instances("test")
+    private = _under(424242, sim.make_instances, "test")
+    other = _under(424243, sim.make_instances, "test")
+    again = _under(424242, sim.make_instances, "test")
     assert [i.name for i in private] == [i.name for i in public]
-    assert [i.machines for i in private] == [i.machines for i in again]  # score() replays it
-    moved = 0
-    for pub, priv in zip(public, private, strict=True):
-        assert (priv.size, priv.ref) == (pub.size, pub.ref)
-        assert sorted(map(sorted, priv.durations)) == sorted(map(sorted, pub.durations))
-        moved += (priv.machines, priv.durations) != (pub.machines, pub.durations)
-    assert moved == len(public)
+    for pub, priv, oth, rep in zip(public, private, other, again, strict=True):
+        assert priv.size == pub.size
+        assert not _jobs_both_ways(priv) & _jobs_both_ways(pub)  # the leak: none is public
+        assert priv.durations != oth.durations  # each run its own
+        assert (priv.machines, priv.durations, priv.ref) == (rep.machines, rep.durations, rep.ref)
+        assert priv.ref == sim.lower_bound(priv) and not priv.optimal
     rule = lambda op: float(op.remaining_work)  # noqa: E731  (MWKR, the seed)
-    for insts in (public[:12], private[:12]):
+    for insts in (public[:12], private[:12], private[-12:]):
         sequences, _ = sim.schedule(rule, insts)
         for inst, seq in zip(insts, sequences, strict=True):
-            assert sim.replay(inst, seq) >= inst.ref  # never below the published optimum
+            assert sim.replay(inst, seq) >= inst.ref  # never below the optimum, nor the bound
+    train = _under(424242, sim.make_instances, "train")  # train is the public files, seed or not
+    assert [(i.durations, i.ref) for i in train] == [
+        (i.durations, i.ref) for i in sim.make_instances("train")
+    ]
+
+
+def _optimum(sim, inst) -> int:
+    """The optimal makespan, by enumerating every active schedule (Giffler-Thompson's tree)."""
+    best = [10**9]
+
+    def walk(gen) -> None:
+        if gen.done:
+            best[0] = min(best[0], gen.makespan)
+            return
+        for j in gen.conflict()[0]:
+            child = object.__new__(type(gen))
+            child.__dict__.update(
+                {k: v[:] if isinstance(v, list) else v for k, v in vars(gen).items()}
+            )
+            child.dispatch(j)
+            walk(child)
+
+    walk(sim.GT(inst))
+    return best[0]
+
+
+def test_jssp_lower_bound_never_exceeds_an_optimum():
+    import random
+
+    sim = _problem_file("jssp", "jssp_sim.py")
+    for split in ("train", "test"):  # the published optima and upper bounds
+        for inst in sim.make_instances(split):
+            assert sim.lower_bound(inst) <= inst.ref, inst.name
+    rng = random.Random(23)
+    tight = 0
+    for _ in range(25):  # small random instances, solved exactly
+        n, m = rng.choice([(2, 3), (3, 2), (3, 3), (4, 2)])
+        machines = [rng.sample(range(m), m) for _ in range(n)]
+        durations = [[rng.randint(1, 9) for _ in range(m)] for _ in range(n)]
+        inst = sim.Instance("toy", machines, durations, 1.0)
+        opt = _optimum(sim, inst)
+        assert sim.lower_bound(inst) <= opt
+        tight += sim.lower_bound(inst) == opt
+    assert tight >= 10  # and it is not vacuous
+    one = sim.Instance("one", [[0], [0], [0]], [[4], [2], [7]], 1.0)  # one machine: the sum
+    assert sim.lower_bound(one) == 13 == _optimum(sim, one)
+
+
+def test_llm_serving_train_and_test_windows_are_drawn_under_a_run_seed():
+    """The Azure traces are public, true output lengths included, and the published windows
+    are in evaluator.py: under a run seed train's and test's windows start where the run's
+    seed says, away from every published window, as busy as the published ones."""
+    ev = _problem_file("llm_serving", "evaluator.py")
+    public = {s: ev.make_scenarios(s) for s in ev.SPLITS}
+    runs = {seed: {s: _under(seed, ev.make_scenarios, s) for s in ev.SPLITS} for seed in (11, 12)}
+    assert ev.make_scenarios("test")[0].arrival.tolist() == public["test"][0].arrival.tolist()
+    for split in ("train", "test"):
+        again = _under(11, ev.make_scenarios, split)
+        for pub, a, b, rep in zip(
+            public[split], runs[11][split], runs[12][split], again, strict=True
+        ):
+            assert a.name == pub.name
+            for x, y in ((a, pub), (a, b)):  # not the public window, nor another run's
+                assert len(x.prompt) != len(y.prompt) or not np.array_equal(x.prompt, y.prompt)
+            assert np.array_equal(a.arrival, rep.arrival)  # score() replays the same window
+            assert np.array_equal(a.output, rep.output)
+    for pub, a in zip(public["quick"], runs[11]["quick"], strict=True):  # the screen stays
+        assert np.array_equal(pub.arrival, a.arrival)
+    times = {k: ev._trace(k)[0] for k in ev.TRACES}
+    published = [(trace, s, s + n) for sc in ev.SPLITS.values() for _, trace, s, n, _ in sc]
+    for seed in (11, 12):
+        for split in ("train", "test"):
+            starts = _under(seed, ev.private_starts, split, times)
+            drawn = []
+            for name, trace, start, length, _ in ev.SPLITS[split]:
+                at = starts[name]
+                t = times[trace]
+                n = int(((t >= at) & (t < at + length)).sum())
+                want = int(((t >= start) & (t < start + length)).sum())
+                assert ev.WINDOW_BAND[0] * want <= n <= ev.WINDOW_BAND[1] * want
+                for tr, a, b in published + drawn:  # no request of a public window, nor shared
+                    assert tr != trace or at + length <= a or at >= b
+                drawn.append((trace, at, at + length))
+
+
+def test_gpu_placement_held_out_variants_are_drawn_under_a_run_seed():
+    """The published variants come from fetch_data.py's public seeds: under a run seed the
+    trusted evaluator draws its own from the default pod list at evaluation time, so a
+    candidate cannot regenerate the pods to come (nor, for gpuspec, find train's list)."""
+    sim = _problem_file("gpu_placement", "placement_sim.py")
+    (train,) = sim.make_workloads("train")
+    public = sim.make_workloads("test")
+    runs = {seed: _under(seed, sim.make_workloads, "test") for seed in (11, 12)}
+
+    def shapes(w):
+        return np.stack([w.cpu, w.mem, w.num_gpu, w.milli, w.leave - w.arrive], axis=1)
+
+    for k, pub in enumerate(public):
+        a, b = runs[11][k], runs[12][k]
+        assert a.name == pub.name and len(a) == len(pub) == len(train)
+        assert np.array_equal(a.arrive, train.arrive)  # the trace's arrival slots, kept
+        for x, y in ((a, pub), (a, b), (a, train)):  # its pods are the run's own draw
+            assert (shapes(x) == shapes(y)).all(axis=1).mean() < 0.05
+    share, multi, spec = runs[11]
+    assert ((share.num_gpu == 1) & (share.milli < 1000)).mean() == pytest.approx(0.6, abs=0.02)
+    assert (multi.num_gpu > 1).mean() == pytest.approx(0.1, abs=0.01)
+    constrained = (~spec.allowed.all(axis=1)).sum() / (spec.num_gpu > 0).sum()
+    assert constrained == pytest.approx(0.33, abs=0.02)
+    (alone,) = _under(11, sim.make_workloads, "multigpu")  # one variant's split: the same draw
+    assert np.array_equal(shapes(alone), shapes(multi))
+    assert np.array_equal(shapes(_under(11, sim.make_workloads, "test")[2]), shapes(spec))
+
+
+def test_gpu_placement_held_out_evaluation_draws_its_variants_in_the_sandbox(local_sandbox):
+    """The held-out evaluation reads the default pod list (no longer hidden from it; the
+    candidate's confined worker reads no data file in any split) and draws from it."""
+    problem = load_problem(PROBLEMS / "gpu_placement")
+    code = (PROBLEMS / "gpu_placement" / "seed.py").read_text()
+    public = CandidateEvaluator(problem, local_sandbox).run_split(code, "multigpu")
+    private = CandidateEvaluator(problem, local_sandbox, data_seed=11).run_split(code, "multigpu")
+    assert public.status == private.status == "ok", (public.artifacts, private.artifacts)
+    assert public.score == pytest.approx(48.0992, abs=1e-4)  # README's number, no seed
+    assert private.score != public.score

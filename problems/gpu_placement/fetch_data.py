@@ -3,21 +3,11 @@
 Two files are copied as they are from github.com/alibaba/clusterdata,
 `cluster-trace-gpu-v2023/csv/`: the GPU node list and the default pod list.
 The three test files are generated from the default pod list by a seeded,
-stdlib-only generator (`random.Random`), in the spirit of the trace's own
-variants (openb_pod_list_gpushare*, multigpu*, gpuspec*):
-
-- gen_pod_list_gpushare60.csv: 60% of the pods are GPU-sharing pods (one GPU,
-  gpu_milli < 1000), the others drawn from the rest of the list.
-- gen_pod_list_multigpu10.csv: 10% of the pods are multi-GPU pods (2 to 8 GPUs).
-- gen_pod_list_gpuspec33.csv: the default list, but 33% of its GPU pods require
-  a GPU model (G2, G3, P100, T4 or V100M16|V100M32, drawn in proportion to the
-  cluster's GPUs of that model among the models whose nodes have enough GPUs).
-
-A resampled list keeps the default list's creation times slot by slot: slot k
-(the k-th pod by creation time) gets a pod drawn with replacement from the
-favoured class with probability p, else from the other pods; the drawn pod
-keeps its cpu, memory, GPU demand and lifetime (deletion - creation), and is
-renamed gen-<variant>-<k>. Every file is checked against the SHA-256 that
+stdlib-only generator (`random.Random`, in pod_variants.py, which also draws a
+run's private variants at evaluation time): gen_pod_list_gpushare60.csv (60%
+GPU-sharing pods), gen_pod_list_multigpu10.csv (10% multi-GPU pods) and
+gen_pod_list_gpuspec33.csv (the default list, 33% of its GPU pods requiring a GPU
+model); pod_variants.py says how. Every file is checked against the SHA-256 that
 problem.toml records; a mismatch leaves no file behind.
 
     python problems/gpu_placement/fetch_data.py [--source URL_OR_DIR] [--data-dir DIR]
@@ -29,11 +19,12 @@ import argparse
 import csv
 import hashlib
 import io
-import random
 import sys
 import tomllib
 import urllib.request
 from pathlib import Path
+
+import pod_variants  # the generator next to this file
 
 from evolve.data import write_atomic
 
@@ -55,13 +46,12 @@ COLUMNS = [
     "deletion_time",
     "scheduled_time",
 ]
-# file -> (seed, favoured class, share of slots)
-RESAMPLED = {
-    "gen_pod_list_gpushare60.csv": (2023_06, "gpushare", 0.60),
-    "gen_pod_list_multigpu10.csv": (2023_10, "multigpu", 0.10),
+# file -> the variant (pod_variants.RECIPES) it holds
+GENERATED = {
+    "gen_pod_list_gpushare60.csv": "gpushare",
+    "gen_pod_list_multigpu10.csv": "multigpu",
+    "gen_pod_list_gpuspec33.csv": "gpuspec",
 }
-SPEC_FILE, SPEC_SEED, SPEC_SHARE = "gen_pod_list_gpuspec33.csv", 2023_33, 0.33
-SPECS = ("G2", "G3", "P100", "T4", "V100M16|V100M32")
 
 
 def expected_sha256() -> dict[str, str]:
@@ -78,63 +68,12 @@ def _read(source: str, name: str) -> bytes:
     return (Path(source) / name).read_bytes()
 
 
-def _classes(row: dict) -> str:
-    n, m = int(row["num_gpu"]), int(row["gpu_milli"])
-    if n >= 2:
-        return "multigpu"
-    if n == 1 and m < 1000:
-        return "gpushare"
-    return "other"
-
-
 def _write(rows: list[dict]) -> bytes:
     out = io.StringIO()
     w = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
     return out.getvalue().encode()
-
-
-def resample(pods: list[dict], variant: str, seed: int, share: float) -> bytes:
-    rng = random.Random(seed)
-    favoured = [r for r in pods if _classes(r) == variant]
-    rest = [r for r in pods if _classes(r) != variant]
-    slots = sorted(pods, key=lambda r: int(r["creation_time"]))
-    out = []
-    for k, slot in enumerate(slots):
-        pod = rng.choice(favoured if rng.random() < share else rest)
-        t = int(slot["creation_time"])
-        life = int(pod["deletion_time"]) - int(pod["creation_time"])
-        out.append(
-            {
-                **pod,
-                "name": f"gen-{variant}-{k:04d}",
-                "creation_time": t,
-                "deletion_time": t + life,
-                "scheduled_time": t,
-            }
-        )
-    return _write(out)
-
-
-def constrain(pods: list[dict], nodes: list[dict], seed: int, share: float) -> bytes:
-    rng = random.Random(seed)
-    gpus = {spec: 0 for spec in SPECS}
-    most = {spec: 0 for spec in SPECS}  # the most GPUs one node of the spec has
-    for node in nodes:
-        for spec in SPECS:
-            if node["model"] in spec.split("|"):
-                gpus[spec] += int(node["gpu"])
-                most[spec] = max(most[spec], int(node["gpu"]))
-    out = []
-    for pod in pods:
-        pod = dict(pod)
-        n = int(pod["num_gpu"])
-        if n > 0 and rng.random() < share:
-            specs = [s for s in SPECS if most[s] >= n]
-            pod["gpu_spec"] = rng.choices(specs, weights=[gpus[s] for s in specs])[0]
-        out.append(pod)
-    return _write(out)
 
 
 def build(source: str) -> dict[str, bytes]:
@@ -144,9 +83,8 @@ def build(source: str) -> dict[str, bytes]:
     pods = list(csv.DictReader(io.StringIO(files[DOWNLOADED[1]].decode())))
     if not pods or list(pods[0]) != COLUMNS:
         raise ValueError(f"{DOWNLOADED[1]}: expected the columns {COLUMNS}")
-    for name, (seed, variant, share) in RESAMPLED.items():
-        files[name] = resample(pods, variant, seed, share)
-    files[SPEC_FILE] = constrain(pods, nodes, SPEC_SEED, SPEC_SHARE)
+    for name, variant in GENERATED.items():
+        files[name] = _write(pod_variants.published(variant, pods, nodes))
     return files
 
 

@@ -25,6 +25,7 @@ Makespan = the last finish.
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 import re
@@ -123,7 +124,8 @@ class Op:
 
 class Instance:
     """One job-shop instance: machines[j][k] and durations[j][k] of job j's k-th operation, and
-    ref, the optimum (or best known upper bound) the gap is measured against."""
+    ref, the optimum (or best known upper bound) the gap is measured against; for a run's
+    private variant of a held-out instance (`private_variant`), a lower bound."""
 
     __slots__ = ("name", "machines", "durations", "ref", "optimal")
 
@@ -189,14 +191,79 @@ def disguised(inst: Instance, seed: int) -> Instance:
     return Instance(inst.name, machines, durations, inst.ref, inst.optimal)
 
 
+def perturbed(inst: Instance, seed: int) -> Instance:
+    """The instance's routes with every processing time redrawn uniformly from the instance's
+    own range [min, max] (Taillard's U[1, 99] for ta, U[1, 100] for swv, U[10, 50] for yn,
+    as their generators draw them): a fresh draw of its family's generator on its routes, so
+    no schedule memorised for the published instance fits it better than any other. Its
+    optimum is unknown: ref is `lower_bound`, which no schedule can beat."""
+    rng = random.Random(seed)
+    low = min(min(d) for d in inst.durations)
+    high = max(max(d) for d in inst.durations)
+    durations = [[rng.randint(low, high) for _ in dj] for dj in inst.durations]
+    out = Instance(inst.name, inst.machines, durations, 1.0, optimal=False)
+    out.ref = float(max(1, lower_bound(out)))
+    return out
+
+
+def _one_machine_bound(ops: list[tuple[int, int, int]]) -> int:
+    """max(C + q) of Jackson's preemptive schedule of (head r, p, tail q) operations on one
+    machine (at each moment the released operation with the longest tail runs): the optimum
+    of the preemptive one-machine relaxation, so a lower bound on any schedule's makespan."""
+    ops = sorted(ops)
+    ready: list[tuple[int, int, int]] = []  # (-q, p left, q)
+    t = best = at = 0
+    while at < len(ops) or ready:
+        if not ready and t < ops[at][0]:
+            t = ops[at][0]
+        while at < len(ops) and ops[at][0] <= t:
+            r, p, q = ops[at]
+            heapq.heappush(ready, (-q, p, q))
+            at += 1
+        neg, left, q = heapq.heappop(ready)
+        run = left if at == len(ops) else min(left, ops[at][0] - t)
+        t += run
+        if run < left:
+            heapq.heappush(ready, (neg, left - run, q))
+        else:
+            best = max(best, t + q)
+    return best
+
+
+def lower_bound(inst: Instance) -> int:
+    """A lower bound on the instance's optimal makespan: the largest one-machine preemptive
+    bound with heads and tails (Carlier & Pinson's classic bound), which also covers the
+    longest job and the most loaded machine."""
+    per_machine: list[list[tuple[int, int, int]]] = [[] for _ in range(inst.n_machines)]
+    for mj, dj in zip(inst.machines, inst.durations, strict=True):
+        total, head = sum(dj), 0
+        for mm, d in zip(mj, dj, strict=True):
+            per_machine[mm].append((head, d, total - head - d))
+            head += d
+    return max(_one_machine_bound(ops) for ops in per_machine)
+
+
+def private_variant(split: str) -> bool:
+    """Whether the split's instances are the run's private variants (held out, under a run's
+    private data seed): disguised and perturbed, their gaps measured against lower bounds."""
+    return split in HELD_OUT and kit.private_data()
+
+
 def make_instances(split: str) -> list[Instance]:
     """The split's instances, in the data files' order (family by family, name order). Under
-    a run's private data seed the held-out ones are disguised (Taillard's instances come
-    from a published generator and seeds: a candidate could rebuild them and know every
-    operation ahead)."""
+    a run's private data seed the held-out ones are private variants: disguised, then their
+    processing times redrawn (Taillard's instances come from a published generator and
+    seeds, and every held-out instance has published optimal schedules: a candidate could
+    rebuild one, or recognise it, and replay a memorised answer)."""
     out = _published_instances(split)
-    if split in HELD_OUT and kit.private_data():
-        out = [disguised(inst, kit.seed(PRIVATE_SEED, inst.name)) for inst in out]
+    if private_variant(split):
+        out = [
+            perturbed(
+                disguised(inst, kit.seed(PRIVATE_SEED, inst.name)),
+                kit.seed(PRIVATE_SEED, inst.name, "times"),
+            )
+            for inst in out
+        ]
     return out
 
 

@@ -25,6 +25,13 @@ TRACES = {"code": "AzureLLMInferenceTrace_code.csv", "conv": "AzureLLMInferenceT
 # (kit.seed), since a candidate that replays the noise reads the true length off `predicted`.
 SEEDS = {"code": 20231, "conv": 20232}
 PREDICTION_SIGMA = 0.5  # log-normal noise of the output-length prediction
+# A run draws its train and test windows' starts under its private seed too (private_starts):
+# the public windows below are in this file, and the traces are public, true output lengths
+# included. `quick` keeps its window: it only screens (FCFS must pass it, whatever the seed),
+# and knowing its requests wins nothing but a train evaluation on private windows.
+WINDOW_SEED = 20233  # the public part of the windows' seed (kit.seed mixes in the run's)
+WINDOW_BAND = (0.8, 1.25)  # a drawn window holds this many times the published one's requests
+PUBLIC_WINDOWS = ("quick",)  # the splits whose windows stay public under a run's seed
 
 # split -> scenarios: (name, trace, window start s, window length s, load). A window is the
 # requests whose trace time lies in [start, start + length); load L divides every
@@ -96,17 +103,58 @@ def _trace(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return t, p, o, sim.predictions(o, kit.seed(SEEDS[name]), PREDICTION_SIGMA)
 
 
+def _window(t: np.ndarray, start: float, length: float) -> np.ndarray:
+    return (t >= start) & (t < start + length)
+
+
+def private_starts(split: str, times: dict[str, np.ndarray]) -> dict[str, float]:
+    """Each scenario's window start under the run's private data seed: a whole second, drawn
+    uniformly among the starts whose window holds WINDOW_BAND times the published window's
+    requests (as busy, so its load means the same) and overlaps no published window of its
+    trace (public answers) nor the split's other windows (no scenario shows another's
+    requests); where none does, among those closest in count."""
+    taken: dict[str, list[tuple[float, float]]] = {}
+    for scenarios in SPLITS.values():
+        for _, trace, start, length, _ in scenarios:
+            taken.setdefault(trace, []).append((start, start + length))
+    out = {}
+    for name, trace, start, length, _ in SPLITS[split]:
+        t = times[trace]
+        grid = np.arange(0.0, max(1.0, float(t[-1]) - length), 1.0)  # candidate starts, 1 s apart
+        counts = np.searchsorted(t, grid + length) - np.searchsorted(t, grid)
+        target = int(_window(t, start, length).sum())
+        free = np.ones(len(grid), dtype=bool)
+        for a, b in taken[trace]:  # [g, g + length) may not meet [a, b)
+            free &= (grid + length <= a) | (grid >= b)
+        low, high = WINDOW_BAND
+        ok = free & (counts >= low * target) & (counts <= high * target)
+        if not ok.any():
+            far = np.abs(np.log((counts + 1.0) / (target + 1.0)))
+            ok = free & (far <= far[free].min())
+        rng = np.random.default_rng(kit.seed(WINDOW_SEED, split, name))
+        at = float(rng.choice(grid[ok]))
+        taken[trace].append((at, at + length))
+        out[name] = at
+    return out
+
+
 def make_scenarios(split: str) -> list[sim.Scenario]:
-    """The split's scenarios, in a fixed order (see SPLITS)."""
+    """The split's scenarios, in a fixed order (see SPLITS); under a run's private data seed,
+    train's and test's on windows drawn under that seed (`private_starts`)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
     traces: dict[str, tuple] = {}
-    out = []
-    for name, trace, start, length, load in SPLITS[split]:
+    for _, trace, *_ in SPLITS[split]:
         if trace not in traces:
             traces[trace] = _trace(trace)
+    starts = {name: start for name, _, start, _, _ in SPLITS[split]}
+    if kit.private_data() and split not in PUBLIC_WINDOWS:
+        starts = private_starts(split, {k: v[0] for k, v in traces.items()})
+    out = []
+    for name, trace, _, length, load in SPLITS[split]:
         t, p, o, pred = traces[trace]
-        sel = (t >= start) & (t < start + length)
+        start = starts[name]
+        sel = _window(t, start, length)
         arrival = (t[sel] - start) / load
         out.append(sim.Scenario(name, arrival, p[sel], o[sel], pred[sel]))
     return out
