@@ -24,18 +24,25 @@ class SandboxUnavailable(ValueError):
     """The asked-for backend cannot run here; the message (one line) says why."""
 
 
+PING_TIMEOUT_S = 5  # an engine that does not answer a ping in this long is not there
+API_TIMEOUT_S = 120  # but a busy one may take long to create or start a container
+
+
 def engine():
-    """(docker client, None) when an engine answers, else (None, why not)."""
+    """(docker client, None) when an engine answers, else (None, why not). The client's calls
+    wait up to API_TIMEOUT_S: the sandbox and the image build use it, and on a loaded machine
+    creating a container took over the ping's 5 s (a seed recorded as sandbox_error)."""
     try:
         import docker
     except ImportError:
         return None, "the `docker` Python package is not installed"
     try:
-        client = docker.from_env(timeout=5)
+        client = docker.from_env(timeout=PING_TIMEOUT_S)
         client.ping()
     except Exception as e:
         why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
         return None, f"no Docker engine answered: {why}"
+    client.api.timeout = API_TIMEOUT_S
     return client, None
 
 

@@ -405,3 +405,19 @@ def test_ctrl_c_removes_the_runs_containers(docker_image, tmp_path: Path, cpu_ho
             proc.kill()
     assert proc.returncode == 130, proc.stderr.read()
     assert labeled(client, run_id) == []
+
+
+def test_the_machine_sandbox_waits_for_a_busy_engine(docker_image) -> None:  # noqa: F811
+    """The ping has 5 s, but the sandbox's calls do not: on two loaded cores creating a
+    container once took longer, and the seed of a run was recorded as sandbox_error."""
+    from evaluators import machine
+
+    client, why = machine.engine()
+    assert client is not None, why
+    assert client.api.timeout == machine.API_TIMEOUT_S > machine.PING_TIMEOUT_S
+    sandbox = machine.machine_sandbox("docker", 1, run_id=f"docker-timeout-{os.getpid()}")
+    try:
+        assert isinstance(sandbox, DockerSandbox)
+        assert sandbox.client.api.timeout == machine.API_TIMEOUT_S
+    finally:
+        sandbox.close()
