@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import Sandbox
-from evolve.evaluation import CandidateEvaluator
+from evolve.evaluation import CandidateEvaluator, problem_sandbox
 from evolve.problem import Overrides, Problem, ProblemError, load_problem, require_blocks
 from evolve.problem_check import CheckReport, check_seed, describe
 from evolve.run_state import RunHooks, RunObserver
@@ -194,7 +193,7 @@ def evaluate(
         )
     if stage and split:
         raise UsageError("--stage and --split: give one (a stage names its own split)")
-    sandbox = _sandbox(problem, s)
+    sandbox = problem_sandbox(problem, s, 1)
     try:
         ev = CandidateEvaluator(problem, sandbox, data_seed=s.data_seed)
         try:
@@ -227,7 +226,7 @@ def check(
     for line in describe(problem):
         report.lines.append(line)
         say(line)
-    sandbox = _sandbox(problem, s)
+    sandbox = problem_sandbox(problem, s, 1)
     try:
         check_seed(problem, sandbox, report, say)
     finally:
@@ -244,19 +243,3 @@ def _load(problem_dir: str | os.PathLike, s: Settings, blocks: bool = True) -> P
     except ProblemError as e:
         raise UsageError(str(e)) from None
     return problem
-
-
-def _sandbox(problem: Problem, s: Settings) -> Sandbox:
-    """One evaluation at a time, in the sandbox the settings name."""
-    return make_sandbox(
-        s.sandbox,
-        1,
-        require_isolation=s.require_isolation,
-        problem_dir=str(problem.root),
-        ray=ray_options(
-            problem,
-            s.ray_address,
-            s.ray_node_sandbox,
-            allow_unisolated=s.allow_unisolated_ray_nodes,
-        ),
-    )

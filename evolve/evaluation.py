@@ -15,7 +15,9 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
+from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
 from evolve.data import data_dir_for, ensure
 from evolve.problem import Problem
@@ -153,3 +155,37 @@ class CandidateEvaluator:
             out.score = res.score if last else None
         out.eval_s = time.monotonic() - t0
         return out
+
+
+class SandboxChoice(Protocol):
+    """The settings that pick a sandbox: a run's RunConfig and the API's Settings both hold them."""
+
+    @property
+    def sandbox(self) -> str: ...
+    @property
+    def require_isolation(self) -> bool: ...
+    @property
+    def ray_address(self) -> str | None: ...
+    @property
+    def ray_node_sandbox(self) -> str: ...
+    @property
+    def allow_unisolated_ray_nodes(self) -> bool: ...
+
+
+def problem_sandbox(
+    problem: Problem, s: SandboxChoice, parallel: int, run_id: str | None = None
+) -> Sandbox:
+    """The sandbox `s` names, for `problem`'s evaluations (`parallel` at a time)."""
+    return make_sandbox(
+        s.sandbox,
+        parallel,
+        run_id=run_id,
+        require_isolation=s.require_isolation,
+        problem_dir=str(problem.root),
+        ray=ray_options(
+            problem,
+            s.ray_address,
+            s.ray_node_sandbox,
+            allow_unisolated=s.allow_unisolated_ray_nodes,
+        ),
+    )

@@ -15,14 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import Sandbox
 from evolve.archive import Archive, RunStatus
 from evolve.candidates import program_id
 from evolve.config import RunConfig
 from evolve.controller import Controller, RunSummary
 from evolve.endpoints import llm_config
-from evolve.evaluation import CandidateEvaluator
+from evolve.evaluation import CandidateEvaluator, problem_sandbox
 from evolve.launch import start_local
 from evolve.llm import LLMClient
 from evolve.llm.local_model import LocalServer
@@ -100,19 +99,7 @@ def _execute_with(
         prices = PriceTable.load(cfg.prices_file)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    sandbox = given or make_sandbox(
-        cfg.sandbox,
-        cfg.parallel,
-        run_id=run_id,
-        require_isolation=cfg.require_isolation,
-        problem_dir=str(problem.root),
-        ray=ray_options(
-            problem,
-            cfg.ray_address,
-            cfg.ray_node_sandbox,
-            allow_unisolated=cfg.allow_unisolated_ray_nodes,
-        ),
-    )
+    sandbox = given or problem_sandbox(problem, cfg, cfg.parallel, run_id)
     hooks.reassert()  # Ray's init installs its own SIGTERM handler
     hooks.on_force(sandbox.close)  # a forced stop kills what is in flight
     llm_cfg = llm_config(cfg, problem)  # with the keys, read now
