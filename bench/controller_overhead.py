@@ -274,7 +274,7 @@ def _scripted_llm(responder):
 def _source_fingerprint() -> str:
     """sha256 over evolve's code (the tree may hold uncommitted work): which code was measured."""
     h = hashlib.sha256()
-    for path in sorted([*REPO.glob("evolve/**/*.py"), *REPO.glob("evaluators/**/*.py"), *REPO.glob("evolve/templates/*.j2")]):
+    for path in sorted([*REPO.glob("evolve/**/*.py"), *REPO.glob("evaluators/**/*.py"), *REPO.glob("prompts/*.j2")]):
         h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 

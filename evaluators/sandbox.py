@@ -2,7 +2,8 @@
 
 Requests and results are plain dataclasses; a request crosses process and
 container boundaries as JSON (and a Ray task's pickle). The controller never
-imports candidate code. backends.make_sandbox builds a backend by name.
+imports candidate code. backends.make_sandbox builds a backend by name (local,
+docker, ray); two_phase.py holds the run-then-score protocol local and docker share.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class Status(StrEnum):
     REJECTED = "rejected"  # under a cascade stage's threshold: later stages were not run
 
 
+# Metrics and artifacts named with this prefix are stored but never shown to the model
+# (ShinkaEvolve's `private` metrics: evaluators/inside/shinka_run.py writes the same prefix).
+PRIVATE_PREFIX = "private."
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # the harness's channel for "the evaluator loaded" (run mode)
 # The run's data seed travels beside the program in its own file, not in REQ.json: the harness
 # reads it only after the candidate's worker is forked, so the worker never holds it.
@@ -58,7 +62,7 @@ class EvalRequest:
     program_code: str  # candidate source text
     program_name: str  # file name the candidate is written as, e.g. "seed.py"
     split: str  # "train", "test", ... (native); passed through for openevolve
-    fmt: str = "native"  # "native" | "openevolve"
+    fmt: str = "native"  # "native" | "openevolve" | "shinka"
     stage: str | None = None  # openevolve: "evaluate_stage1".. or None for evaluate()
     limits: Limits = field(default_factory=Limits)
     data_dir: str | None = None  # exported as EVOLVE_DATA_DIR inside the sandbox
@@ -75,6 +79,10 @@ class EvalRequest:
     retries: int = 0
     stage_timeout_s: float | None = None
     feature_dims: tuple[str, ...] = ()
+    # OpenEvolve 0.4.1's evaluator.evaluator_args: keyword arguments of evaluate() (plain
+    # JSON values), checked against its signature as OpenEvolve checks them
+    evaluator_args: dict = field(default_factory=dict)
+    tools: tuple[str, ...] = ()  # programs the evaluator runs (cargo, g++): offered read-only
 
     def to_json(self) -> dict:
         """REQ.json: everything but the data seed, which `seed_files` carries."""

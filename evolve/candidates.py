@@ -7,9 +7,9 @@ from __future__ import annotations
 from evaluators.sandbox import Status
 from evolve.archive import LlmCall, ProgramRow
 from evolve.edits import apply_reply, normalized_hash
-from evolve.evaluation import oversized
 from evolve.problem import Problem
 from evolve.search.versions import block_functions, unversioned
+from evolve.size_cap import oversized
 
 ASKED = {"crossover": "block", "funsearch": "block", "repair": "block"}  # what to parse
 KIND = {"crossover": "crossover", "repair": "repair"}  # programs.kind; others: mutation
@@ -47,7 +47,7 @@ def new_row(
         edit_kind=edit_kind,
         model=model,
         diff=diff,
-        code_hash=normalized_hash(code) if code is not None else None,
+        code_hash=normalized_hash(code, problem.language) if code is not None else None,
     )
 
 

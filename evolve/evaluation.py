@@ -6,7 +6,7 @@ failure, gets no score, so it can never outrank a program that really ran.
 OpenEvolve-format problems get OpenEvolve's own cascade, run by the harness in
 one sandbox process (evaluators/inside/openevolve_run.py): stage metrics merge, and a
 program under a threshold keeps the score it has so far. A candidate over the
-problem's size cap is `invalid` before any sandbox sees it (`oversized`, the one size check).
+problem's size cap is `invalid` before any sandbox sees it (evolve/size_cap.py).
 Every path gives the sandbox's own EvalResult, whose fields the archive stores as they are.
 """
 
@@ -21,29 +21,7 @@ from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
 from evolve.data import data_dir_for, ensure
 from evolve.problem import Problem
-
-
-def too_large(problem: Problem, code: str) -> str | None:
-    """Why `code` is over the problem's size cap, or None when it is not.
-
-    A huge candidate costs a sandbox run and an archive row, and as a parent a prompt
-    that no model's window holds; the cap keeps every candidate bounded."""
-    size = len(code.encode("utf-8", "surrogatepass"))
-    if size <= problem.max_code_bytes:
-        return None
-    setting = (
-        "max_code_length in config.yaml"
-        if problem.fmt == "openevolve"
-        else "[evaluation] max_code_kb"
-    )
-    return f"code is {size:,} bytes; this problem allows at most {problem.max_code_bytes:,} ({setting})"
-
-
-def oversized(problem: Problem, code: str) -> EvalResult | None:
-    """The size check every candidate passes before a sandbox or the archive keeps it: None
-    when `code` is within the cap, else the `invalid` result recorded in place of a score."""
-    reason = too_large(problem, code)
-    return None if reason is None else EvalResult(Status.INVALID, artifacts={"error": reason})
+from evolve.size_cap import oversized
 
 
 def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
@@ -92,6 +70,7 @@ class CandidateEvaluator:
             hidden=self.hidden(split),
             env=dict(self.problem.env),
             data_seed=self.data_seed,
+            tools=self.problem.tools,
         )
         if self.problem.fmt != "openevolve":
             return req
@@ -101,6 +80,7 @@ class CandidateEvaluator:
             retries=self.problem.eval_retries,
             stage_timeout_s=self.problem.timeout_s,
             feature_dims=self.problem.openevolve_feature_dims,
+            evaluator_args=dict(self.problem.evaluator_args),
         )
 
     def hidden(self, split: str) -> tuple[str, ...]:

@@ -8,11 +8,11 @@ markers and size, the endpoint URL, the price table, the prompt's fit, the local
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from evolve.config import RunConfig
 from evolve.endpoints import check_endpoint, models_for
-from evolve.evaluation import too_large
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
@@ -20,6 +20,9 @@ from evolve.problem import Overrides, Problem, ProblemError, require_blocks
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
 from evolve.settings.errors import UsageError
 from evolve.settings.flags import FIELD_OF, NOT_STORED, Settings
+from evolve.size_cap import too_large
+
+SPOKEN = ("openai",)  # llm.provider values `run` calls: the openai SDK's API
 
 
 def resolve(problem: Problem, settings: Settings) -> RunConfig:
@@ -37,6 +40,7 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
         if k not in NOT_STORED and k != "model"
     }
     models = models_for(settings, problem)
+    check_provider(problem, settings, [m.name for m in models])
     names = [m.name for m in models]
     local = any(is_local(n) for n in names)
     if local and (len(names) > 1 or settings.api_base):
@@ -51,7 +55,7 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
     for layer in (_from_profile(prof), _from_problem(problem, prof), flags):  # lowest first
         kw.update(layer)
     kw["models"] = models
-    kw.update(_stored_overrides(Overrides.from_args(settings)))
+    kw.update(_stored_overrides(Overrides.from_args(settings), problem))
     if "context_window" not in flags and not local:
         # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
         kw["context_window"] = max(kw["context_window"], 2 * kw["max_tokens"])
@@ -71,6 +75,25 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
     except PromptTooLong as e:
         raise UsageError(f"--model {', '.join(names)}: {e}") from None
     return cfg
+
+
+def check_provider(problem: Problem, settings: Settings, names: list[str]) -> None:
+    """UsageError unless the folder's llm.provider (OpenEvolve's: openai, claude_code, ...)
+    is one `run` speaks, or an OpenAI-compatible endpoint replaces the folder's: --api-base
+    ($OPENAI_BASE_URL), or `--model local`. Never the offline default model unasked.
+    `eval` and `check` call no model: they never ask."""
+    llm = problem.llm
+    other = sorted({p for p in (llm.provider, *(m.provider for m in llm.models)) if p})
+    other = [p for p in other if p not in SPOKEN]
+    pointed = settings.api_base or os.environ.get("OPENAI_BASE_URL")
+    if not other or pointed or (settings.model and all(is_local(n) for n in names)):
+        return
+    name = problem.config_file.name if problem.config_file else "config.yaml"
+    raise UsageError(
+        f"{name}: llm.provider '{other[0]}': evolve run speaks {', '.join(SPOKEN)} only "
+        "(OpenAI-compatible endpoints: OpenAI, vLLM, Ollama, LiteLLM, OpenRouter); point it at "
+        "one with --api-base URL (and --model NAME), or set llm.provider: openai and llm.api_base"
+    )
 
 
 def _from_profile(prof: ModelProfile) -> dict:
@@ -116,14 +139,17 @@ def _from_problem(problem: Problem, prof: ModelProfile) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _stored_overrides(ov: Overrides) -> dict:
-    """The evaluation settings as RunConfig stores them, for `resume` to apply again."""
+def _stored_overrides(ov: Overrides, problem: Problem) -> dict:
+    """The evaluation settings as RunConfig stores them, for `resume` to apply again
+    (--config as the file it found, so that resume reads it from any directory)."""
     ov = ov.absolute()
     return {
         "eval_env": ov.env,
         "initial_program": ov.initial_program,
         "eval_timeout_s": ov.timeout_s,
         "eval_memory_mb": ov.memory_mb,
+        "config_file": str(problem.config_file) if ov.config and problem.config_file else None,
+        "strict_config": ov.strict_config,
     }
 
 

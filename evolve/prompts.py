@@ -1,5 +1,5 @@
-"""Render prompts from Jinja2 templates (evolve/templates/, overridable per problem in
-<problem>/prompts/).
+"""Render prompts from Jinja2 templates (the top-level prompts/ package, overridable per
+problem in <problem>/prompts/).
 
 StrictUndefined makes a template that names a missing variable fail loudly
 at the first render instead of silently sending the model an empty hole.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import jinja2
 
@@ -22,8 +21,8 @@ from evolve.inert import strip_controls
 from evolve.llm.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
 from evolve.population import Attempt
 from evolve.problem import Problem
+from prompts import TEMPLATES_DIR  # package data: the generic templates
 
-TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"  # package data
 EDIT_FORMATS = ("diff", "block", "full")
 PROMPT_STYLES = ("full", "short", "funsearch")
 ARTIFACT_STEPS = (

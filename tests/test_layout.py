@@ -1,6 +1,6 @@
-"""The import arrows of evolve/ and evaluators/, read from the source with `ast`.
+"""The import arrows of evolve/, evaluators/ and prompts/, read from the source with `ast`.
 
-1. No import cycle anywhere in the two packages together (function-level imports count
+1. No import cycle anywhere in the three packages together (function-level imports count
    too, and so do imports under `if TYPE_CHECKING:`: a lazy import is still an arrow).
 2. The loop (evolve/ outside the front ends: evolve/cli/, the web view evolve/web/ and
    the exports evolve/export/) never imports a front end or a display library: the
@@ -10,7 +10,8 @@
    sandbox binds it alone, and a sandbox's interpreter has nothing else. Two exceptions,
    each named in INSIDE_ALSO: records.py imports numpy at first need (an array travels
    only where the problem imported numpy already), and the stand-in `openevolve`
-   package (inside/openevolve_compat/) imports itself under its own name.
+   package (inside/openevolve_compat/) and the stand-in `shinka` package
+   (inside/shinka_compat/) import themselves under their own names.
 4. Arrows between the two packages run one way, from the loop down to what runs
    candidates: nothing under evaluators/ imports evolve. They meet at the protocol,
    evaluators/sandbox.py (the request, the result, the Status vocabulary, the Sandbox
@@ -18,6 +19,9 @@
    problem kit (`from evaluators import kit`) is the problems' side of it. So what the
    loop and a backend share lies in evaluators/ (the EVOLVE-BLOCK grammar the kit
    needs: evaluators/inside/markers.py), never in evolve/.
+5. prompts/ (the prompt templates, a package so the wheel carries them) imports only the
+   standard library: it is data the loop reads, so it can bring nothing into the loop, a
+   front end or a display least of all.
 
 Importing `evolve.a.b` also runs `evolve/a/__init__.py`; that implicit arrow is not
 counted, only the imports a file writes.
@@ -30,11 +34,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("evolve", "evaluators")
+PACKAGES = ("evolve", "evaluators", "prompts")
 DISPLAY_LIBRARIES = ("rich", "matplotlib")
 FRONT_ENDS = ("evolve.cli", "evolve.web", "evolve.export")
 INSIDE = "evaluators.inside"
+TEMPLATES = "prompts"  # the prompt templates' package
 STAND_IN = "evaluators.inside.openevolve_compat"  # the `openevolve` package, for evaluators
+SHINKA_STAND_IN = "evaluators.inside.shinka_compat"  # the `shinka` package, for evaluators
 INSIDE_ALSO = {"evaluators.inside.records": {"numpy"}}  # beyond the stdlib and the siblings
 
 
@@ -146,12 +152,24 @@ def inside_violations(names: dict[str, set[str]]) -> list[str]:
         if not under(mod, INSIDE):
             continue
         allowed = INSIDE_ALSO.get(mod, set()) | ({"openevolve"} if under(mod, STAND_IN) else set())
+        allowed |= {"shinka"} if under(mod, SHINKA_STAND_IN) else set()
         for t in sorted(names[mod]):
             top = t.split(".")[0]
             if top in sys.stdlib_module_names or under(t, INSIDE) or top in allowed:
                 continue
             out.append(f"{mod} -> {t}")
     return out
+
+
+def template_violations(names: dict[str, set[str]]) -> list[str]:
+    """'module -> what' for each import under prompts/ of anything but the standard library."""
+    return [
+        f"{mod} -> {t}"
+        for mod in sorted(names)
+        if under(mod, TEMPLATES)
+        for t in sorted(names[mod])
+        if t.split(".")[0] not in sys.stdlib_module_names
+    ]
 
 
 def upward_imports(names: dict[str, set[str]]) -> list[str]:
@@ -165,10 +183,10 @@ def upward_imports(names: dict[str, set[str]]) -> list[str]:
     ]
 
 
-def test_no_import_cycle_in_evolve_and_evaluators():
+def test_no_import_cycle_in_evolve_evaluators_and_prompts():
     edges, _ = import_graph(ROOT)
-    # the walk found both packages and their wings
-    assert {"evolve.controller", "evolve.cli.run", "evaluators.sandbox", "evaluators.inside.harness",
+    # the walk found the three packages and the wings
+    assert {"prompts", "evolve.controller", "evolve.cli.run", "evaluators.sandbox", "evaluators.inside.harness",
             "evaluators.local.sandbox", "evaluators.docker.sandbox", "evaluators.ray.node"} <= set(edges)
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
@@ -182,6 +200,12 @@ def test_the_loop_never_imports_a_front_end_or_a_display():
 def test_inside_imports_only_the_stdlib_and_its_siblings():
     _, names = import_graph(ROOT)
     assert inside_violations(names) == []
+
+
+def test_the_templates_package_imports_only_the_stdlib():
+    edges, names = import_graph(ROOT)
+    assert "prompts" in edges["evolve.prompts"]  # the loop finds its templates by import
+    assert template_violations(names) == []
 
 
 def test_evaluators_never_import_evolve():
@@ -202,6 +226,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "evolve/cli/__init__.py": "def main():\n    from evolve.cli import run\n",
         "evolve/cli/run.py": "from . import main\nimport evolve.controller\n",
         "evolve/cli/progress.py": "import rich\n",
+        "prompts/__init__.py": "from pathlib import Path\nfrom evolve.cli import main\nimport rich\n",
         "evaluators/__init__.py": "",
         "evaluators/sandbox.py": "",
         "evaluators/inside/__init__.py": "",
@@ -231,6 +256,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert inside_violations(names) == ["evaluators.inside.kit -> numpy",
                                         "evaluators.inside.worker -> evaluators.sandbox",
                                         "evaluators.inside.worker -> psutil"]
+    assert template_violations(names) == ["prompts -> evolve.cli", "prompts -> rich"]
     assert upward_imports(names) == ["evaluators.ray.node -> evolve.controller",
                                      "evaluators.ray.sandbox -> evolve.problem"]
 

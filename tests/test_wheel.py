@@ -51,9 +51,10 @@ def venv(wheel, tmp_path_factory) -> Path:
 
 def test_wheel_carries_what_runs_need(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("evolve/templates/system.j2", "evolve/templates/diff.j2", "evaluators/inside/harness.py",
+    for needed in ("prompts/__init__.py", "prompts/system.j2", "prompts/diff.j2", "evaluators/inside/harness.py",
                    "evaluators/kit.py", "evaluators/inside/kit.py", "evaluators/inside/worker.py",
                    "evaluators/inside/openevolve_compat/openevolve/evaluation_result.py",
+                   "evaluators/inside/shinka_run.py", "evaluators/inside/shinka_compat/shinka/core/wrap_eval.py",
                    "evaluators/docker/agent.py", "evaluators/docker/build-base.sh",
                    "evaluators/docker/packages.txt", "evaluators/docker/Dockerfile.layer",
                    "evaluators/docker/Dockerfile",
@@ -71,8 +72,8 @@ def _evolve(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import evolve, evaluators; "
-                            "print(evolve.__file__); print(evaluators.__file__)"],
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import evolve, evaluators, prompts; "
+                            "print(evolve.__file__); print(evaluators.__file__); print(prompts.__file__)"],
                            capture_output=True, text=True, cwd=tmp_path, env=env())
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(str(venv)) for line in where.stdout.split()), where.stdout

@@ -55,24 +55,18 @@ import shutil
 import socket
 import tempfile
 import threading
-import time
-import traceback
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 
 from evaluators.docker.agent_link import Box
 from evaluators.docker.image import find_image, wanted_image
-from evaluators.harness_result import (
-    MISSING,
-    RESULT_MAX_BYTES,
-    ProcRun,
-    has_score_fn,
-    read_preamble,
-    to_result,
-)
+from evaluators.harness_result import RESULT_MAX_BYTES, ProcRun, read_preamble
 from evaluators.local import leftovers
 from evaluators.local.liveness import owner_alive, owner_id
-from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
+from evaluators.sandbox import EvalRequest, Limits
+from evaluators.two_phase import Session, TwoPhaseSandbox
 
 AGENT_CMD = ["python3", "-s", "/opt/evolve/agent.py"]
 USER = "0:0"  # only to start: the agent becomes AGENT_UID before it reads a request
@@ -118,12 +112,6 @@ def reap_leftovers(client, tmp_root: str | None = None) -> int:
     return n
 
 
-def _check_name(name: str) -> str:
-    if not name or name in (".", "..") or "/" in name or "\0" in name or name.endswith(".json"):
-        raise ValueError(f"program_name must be a plain file name, got {name!r}")
-    return name
-
-
 def _inside(include: str) -> str:
     """Where an included file lies in the container (the kit's `include` looks there)."""
     return f"{INCLUDE}/{os.path.basename(include)}"
@@ -158,7 +146,7 @@ class _Refused(Exception):
     """The agent would not launch: its container is not clean (not the candidate's doing)."""
 
 
-class DockerSandbox:
+class DockerSandbox(TwoPhaseSandbox):
     """Runs candidates in a pool of up to `max_parallel` warm containers of the sandbox image."""
 
     name = "docker"
@@ -181,11 +169,10 @@ class DockerSandbox:
             raise RuntimeError(
                 f"the sandbox image {wanted_image()} is not built: run `evolve sandbox build`"
             )
-        self.max_parallel = max(1, max_parallel)
+        super().__init__(max_parallel)
         self.run_id = run_id or f"adhoc-{os.getpid()}-{os.urandom(3).hex()}"
         self.cpus = cpus
         self.owner = owner_id()
-        self._slots = threading.BoundedSemaphore(self.max_parallel)
         self._lock = threading.Lock()
         self._idle: list[Box] = []
         self._boxes: set[Box] = set()
@@ -205,22 +192,6 @@ class DockerSandbox:
         atexit.register(self.close)
 
     # ---- the Sandbox interface ----------------------------------------------
-
-    def evaluate(self, request: EvalRequest) -> EvalResult:
-        with self._slots:
-            t0 = time.monotonic()
-            try:
-                result = self._evaluate(request)
-            except Exception as e:
-                result = EvalResult(
-                    Status.SANDBOX_ERROR,
-                    artifacts={
-                        "error": f"docker sandbox failed: {e!r}",
-                        "traceback": traceback.format_exc()[-8000:],
-                    },
-                )
-            result.eval_s = time.monotonic() - t0
-        return result
 
     def close(self) -> None:
         """Stop accepting work and remove every container of this sandbox, busy or idle."""
@@ -253,16 +224,9 @@ class DockerSandbox:
 
     # ---- one evaluation -----------------------------------------------------
 
-    def _evaluate(self, req: EvalRequest) -> EvalResult:
-        req = replace(
-            req,
-            problem_dir=os.path.abspath(req.problem_dir),
-            data_dir=req.data_dir and os.path.abspath(req.data_dir),
-            includes=tuple(os.path.abspath(p) for p in req.includes),
-            hidden=tuple(os.path.abspath(p) for p in req.hidden),
-        )
-        name = _check_name(req.program_name)
-        scored = req.fmt == "native" and has_score_fn(req.problem_dir)
+    @contextmanager
+    def session(self, req: EvalRequest) -> Iterator[Session]:
+        """A warm container of the pool, replaced by a fresh one when in doubt."""
         boxes = [self._checkout(req)]  # the one in use, replaced when in doubt
         try:
             inside = replace(
@@ -271,29 +235,11 @@ class DockerSandbox:
                 data_dir=DATA if req.data_dir else None,
                 includes=tuple(_inside(p) for p in req.includes),
             )
-            files = {name: req.program_code, **req.seed_files()}
-            run = self._launch(boxes, req, "run", inside.to_json(), files)
-            result, outputs = to_result(run, req.limits, "evaluate()", check_score=not scored)
-            if not scored or result.status != Status.OK:
-                return result
-            if outputs is MISSING:
-                result.status = Status.INVALID
-                result.artifacts["error"] = (
-                    "evaluate() returned no 'outputs' for the trusted score()"
-                )
-                return result
-            payload = {
-                "problem_dir": PROBLEM,
-                "split": req.split,
-                "outputs": outputs,
-                "limits": req.to_json()["limits"],
-                "env": req.env,
-                "data_seed": req.data_seed,
-            }
-            run = self._launch(boxes, req, "score", payload, {})
-            final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")
-            final.artifacts = {**result.artifacts, **final.artifacts}  # the trusted side wins
-            return final
+
+            def launch(mode: str, payload: dict, files: dict[str, str]) -> ProcRun:
+                return self._launch(boxes, req, mode, payload, files)
+
+            yield inside, launch
         finally:
             for box in boxes:
                 self._checkin(box)

@@ -2,7 +2,8 @@
 
 One evaluation = the harness in `run` mode next to the candidate and, for a
 native problem with a trusted score(), the harness in `score` mode in a second
-clean process that never imports the candidate. Each process gets a fresh
+clean process that never imports the candidate (evaluators/two_phase.py, shared
+with Docker); this module only launches one harness process. Each process gets a fresh
 scratch dir, an allowlisted environment, rlimits, its own session and (as root)
 its own uid; at the deadline, and always afterwards, everything it started is
 killed. If the controller dies, the evaluation dies with it: bubblewrap's
@@ -23,22 +24,21 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-import traceback
-from contextlib import ExitStack
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
+from evaluators import toolchain
 from evaluators.harness_result import (
-    MISSING,
     PREAMBLE_MAX_BYTES,
     ProcRun,
-    has_score_fn,
     read_preamble,
     read_result_file,
     tail,
-    to_result,
 )
+from evaluators.inside.openevolve_run import TOOL_DIRS_ENV
 from evaluators.local import bubblewrap, cgroups, exec_chain, reachable
 from evaluators.local.bubblewrap import SCRATCH, Isolation
 from evaluators.local.leftovers import make_dir, remove_tree
@@ -61,7 +61,8 @@ from evaluators.local.uids import (
     tasks_of_uid,
     uid_slot,
 )
-from evaluators.sandbox import STATUS_FD_ENV, EvalRequest, EvalResult, Status
+from evaluators.sandbox import STATUS_FD_ENV, EvalRequest, Limits
+from evaluators.two_phase import Session, TwoPhaseSandbox
 
 INSIDE = str(Path(__file__).resolve().parent.parent / "inside")  # what the sandbox binds to run
 HARNESS = os.path.join(INSIDE, "harness.py")
@@ -71,8 +72,10 @@ _THREADS_1 = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 def sandbox_env(req: EvalRequest, scratch: str, token: str) -> dict[str, str]:
     """Built from an allowlist: nothing else (API keys above all) leaks from os.environ."""
+    tools = toolchain.resolve(req.tools)
     env = {
-        "PATH": os.environ.get("PATH", os.defpath),
+        **tools.env,
+        "PATH": tools.sandbox_path(os.environ.get("PATH", os.defpath)),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
         "HOME": scratch,
         "TMPDIR": scratch,
@@ -83,6 +86,8 @@ def sandbox_env(req: EvalRequest, scratch: str, token: str) -> dict[str, str]:
         TOKEN_VAR: token,
         **dict.fromkeys(_THREADS_1, "1"),
     }
+    if tools.roots:  # the Landlock of an OpenEvolve evaluation lets it run them
+        env[TOOL_DIRS_ENV] = os.pathsep.join(tools.roots)
     if "LC_ALL" in os.environ:
         env["LC_ALL"] = os.environ["LC_ALL"]
     if req.data_dir:
@@ -97,17 +102,26 @@ def _memfd(name: str, text: str) -> int:
     return fd
 
 
-def _check_name(name: str) -> str:
-    if not name or name in (".", "..") or "/" in name or "\0" in name or name.endswith(".json"):
-        raise ValueError(f"program_name must be a plain file name, got {name!r}")
-    return name
-
-
 class IsolationMissing(RuntimeError):
     """`require_isolation` was asked for and a guarantee does not hold on this machine."""
 
 
-class LocalSandbox:
+@dataclass
+class _Confined:
+    """How one harness process starts under one of the two confinement strategies."""
+
+    argv: list[str]  # before the harness's own command line (bubblewrap's, or nothing)
+    python: str
+    harness: str
+    cwd: str
+    home: str  # where the inputs lie, as the harness sees it
+    confine: list[str]  # the exec chain's last tools (exec_chain.py)
+    groups: tuple = ()  # the cgroups it joins
+    keep: list[int] = field(default_factory=list)  # descriptors it inherits, beyond the files
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class LocalSandbox(TwoPhaseSandbox):
     """Runs candidates on this machine; `max_parallel` evaluations at once."""
 
     name = "local"
@@ -126,8 +140,7 @@ class LocalSandbox:
             raise IsolationMissing(
                 "the local sandbox cannot isolate here: " + self.isolation.summary()
             )
-        self.max_parallel = max(1, max_parallel)
-        self._slots = threading.BoundedSemaphore(self.max_parallel)
+        super().__init__(max_parallel)
         self._tmp_root = tmp_root
         self._lock = threading.Lock()
         self._live: dict[int, tuple[int | None, str]] = {}  # harness pid -> (uid, token)
@@ -138,28 +151,9 @@ class LocalSandbox:
             # bubblewrap the only orphan is each namespace's init (bwrap exits on its status).
             set_subreaper()
 
-    def evaluate(self, request: EvalRequest) -> EvalResult:
-        with self._slots:
-            t0 = time.monotonic()  # the evaluation itself, not the wait for a slot
-            try:
-                if self._closed:
-                    raise RuntimeError("the sandbox is closed")
-                with uid_slot() as uid:
-                    result = self._evaluate(request, uid)
-            except Exception as e:
-                result = EvalResult(
-                    Status.SANDBOX_ERROR,
-                    artifacts={
-                        "error": f"local sandbox failed: {e!r}",
-                        "traceback": traceback.format_exc()[-8000:],
-                    },
-                )
-            result.eval_s = time.monotonic() - t0
-        return result
-
     def close(self) -> None:
         """Stop accepting work and kill whatever is still running."""
-        with self._lock:  # paired with _launch: a harness is either listed here or sees _closed
+        with self._lock:  # paired with _spawn: a harness is either listed here or sees _closed
             self._closed = True
             live = list(self._live.items())
         for pid, (uid, token) in live:
@@ -172,39 +166,20 @@ class LocalSandbox:
             except TimeoutError:
                 pass
 
-    def _evaluate(self, req: EvalRequest, uid: int | None) -> EvalResult:
-        req = replace(
-            req,
-            problem_dir=os.path.abspath(req.problem_dir),  # cwd is scratch
-            data_dir=req.data_dir and os.path.abspath(req.data_dir),
-            includes=tuple(os.path.abspath(p) for p in req.includes),
-            hidden=tuple(os.path.abspath(p) for p in req.hidden),
-        )
-        if uid is not None and not self.isolation.bwrap:  # no capability: views it can reach
-            req = reachable.request(req)
-        scored = req.fmt == "native" and has_score_fn(req.problem_dir)
-        files = {_check_name(req.program_name): req.program_code, **req.seed_files()}
-        run = self._launch(req, uid, "run", req.to_json(), files)
-        result, outputs = to_result(run, req.limits, "evaluate()", check_score=not scored)
-        if not scored or result.status != Status.OK:
-            return result
-        if outputs is MISSING:
-            result.status = Status.INVALID
-            result.artifacts["error"] = "evaluate() returned no 'outputs' for the trusted score()"
-            return result
-        payload = {
-            "problem_dir": req.problem_dir,
-            "split": req.split,
-            "outputs": outputs,
-            "limits": req.to_json()["limits"],
-            "env": req.env,
-            "data_seed": req.data_seed,
-        }
-        trusted = None if uid is None else score_uid(uid)  # not the candidate's uid
-        run = self._launch(req, trusted, "score", payload, {})
-        final, _ = to_result(run, req.limits, "score()", check_score=True, prefix="score_")
-        final.artifacts = {**result.artifacts, **final.artifacts}  # the trusted side wins
-        return final
+    @contextmanager
+    def session(self, req: EvalRequest) -> Iterator[Session]:
+        """A slot uid (as root) for the candidate, and its twin for the trusted score()."""
+        if self._closed:
+            raise RuntimeError("the sandbox is closed")
+        with uid_slot() as uid:
+            if uid is not None and not self.isolation.bwrap:  # no capability: views it can reach
+                req = reachable.request(req)
+            trusted = None if uid is None else score_uid(uid)  # not the candidate's uid
+
+            def launch(mode: str, payload: dict, files: dict[str, str]) -> ProcRun:
+                return self._launch(req, uid if mode == "run" else trusted, mode, payload, files)
+
+            yield req, launch
 
     def _launch(
         self, req: EvalRequest, uid: int | None, mode: str, payload: dict, files: dict[str, str]
@@ -215,170 +190,208 @@ class LocalSandbox:
         opened and passed down as descriptors: the candidate never gets a host
         path to write to, nor a folder to plant links in.
         """
-        limits, token = req.limits, secrets.token_hex(16)
         inputs = {**files, ("REQ.json" if mode == "run" else "OUTPUTS.json"): json.dumps(payload)}
-        scratch = None
         with ExitStack() as stack:
-            temp = [
-                stack.enter_context(tempfile.TemporaryFile(dir=self._tmp_root)) for _ in range(5)
-            ]
-            result_f, status_f, out_f, err_f, info_f = temp
-            keep = [result_f.fileno()]
-            env_extra = {}
+            outs = _Outputs(
+                *(stack.enter_context(tempfile.TemporaryFile(dir=self._tmp_root)) for _ in range(5))
+            )
             if self.isolation.bwrap:
-                env_extra["EVOLVE_PIDNS"] = "1"
-            if mode == "run":
-                keep.append(status_f.fileno())
-                env_extra[STATUS_FD_ENV] = str(status_f.fileno())
-            src = next(reversed(inputs))
-            python, harness = sys.executable, HARNESS
-            if self.isolation.bwrap:
-                fds = {name: _memfd(name, text) for name, text in inputs.items()}
-                masks = {path: _memfd("hidden", "") for path in req.hidden if os.path.isfile(path)}
-                for fd in [*fds.values(), *masks.values()]:
-                    stack.callback(os.close, fd)
-                seccomp = filter_fd() if self.isolation.seccomp else None
-                if seccomp is not None:
-                    stack.callback(os.close, seccomp)
-                readable = [
-                    INSIDE,
-                    req.problem_dir,
-                    *req.includes,
-                    *([req.data_dir] if req.data_dir else []),
-                ]
-                if uid is not None and (why := bubblewrap.unreadable(readable)):
-                    raise PermissionError(why)
-                argv = bubblewrap.command(
-                    self.isolation,
-                    readable=readable,
-                    hidden=masks,
-                    inputs=fds,
-                    limits_file_mb=limits.max_file_mb,
-                    uid=uid,
-                    seccomp_fd=seccomp,
-                    info_fd=info_f.fileno(),
-                )
-                keep += [
-                    *fds.values(),
-                    *masks.values(),
-                    info_f.fileno(),
-                    *([seccomp] if seccomp is not None else []),
-                ]
-                cwd, home = "/", SCRATCH
-                groups = cgroups.slot_groups(uid, limits.memory_mb, limits.max_procs) if uid else ()
-                confine = exec_chain.no_new_privs()  # bubblewrap drops to the uid itself
+                how = self._in_namespaces(stack, req, uid, inputs, outs.info)
             else:
-                parent = self._tmp_root if uid is None else reachable.scratch_parent(self._tmp_root)
-                scratch = make_dir("scratch", parent)  # named after us: see leftovers.py
-                stack.callback(remove_tree, scratch)
-                for name, text in inputs.items():
-                    Path(scratch, name).write_text(text, encoding="utf-8")
-                if uid is not None:
-                    if why := bubblewrap.unreadable([req.problem_dir, *req.includes]):
-                        raise PermissionError(why)
-                    os.chown(scratch, uid, uid)
-                    python, harness, more = reachable.launcher(HARNESS)
-                    env_extra.update(more)
-                    # what the slot uid leaves in the shared temp folders goes too
-                    tmp_dirs = (
-                        *OWNED_TMP_DIRS,
-                        self._tmp_root or tempfile.gettempdir(),
-                        os.path.dirname(scratch),
-                    )
-                    stack.callback(remove_owned, uid, tmp_dirs)
-                argv, cwd, home, groups = [], scratch, scratch, ()
-                # nothing else kills the evaluation if we die: the watchdog does (exec_chain.py)
-                confine = [*exec_chain.watchdog(limits.timeout_s), *exec_chain.drop_to(uid)]
-            argv += [
-                python,
-                "-s",
-                harness,
-                mode,
-                f"{home}/{src}",
-                f"fd:{result_f.fileno()}",
-            ]
-            nproc = limits.max_procs  # the slot uid's own tasks (root)
-            if uid is None:  # ours, with what already runs, and the fallback's watchdog
-                nproc += tasks_of_uid(os.getuid()) + (0 if self.isolation.bwrap else 1)
-            # No preexec_fn (not safe while other threads run): the exec chain confines it.
-            # Its parent-death signals (bwrap's --die-with-parent, setpriv's --pdeathsig) fire
-            # when this *thread* exits: it stays here until the process is reaped.
-            chain = [*exec_chain.join_cgroups(groups), *exec_chain.rlimits(limits, nproc), *confine]
-            proc = subprocess.Popen(
-                [*chain, *argv],
-                cwd=cwd,
-                env={**sandbox_env(req, home, token), **env_extra},
-                stdin=subprocess.DEVNULL,
-                stdout=out_f,
-                stderr=err_f,
-                pass_fds=keep,
-                start_new_session=True,
+                how = self._without_namespaces(stack, req, uid, inputs)
+            return self._spawn(req, uid, mode, next(reversed(inputs)), how, outs)
+        raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
+
+    def _in_namespaces(
+        self, stack: ExitStack, req: EvalRequest, uid: int | None, inputs: dict, info_f
+    ) -> _Confined:
+        """Bubblewrap: the inputs as memfds, hidden files masked, seccomp, cgroups."""
+        fds = {name: _memfd(name, text) for name, text in inputs.items()}
+        masks = {path: _memfd("hidden", "") for path in req.hidden if os.path.isfile(path)}
+        for fd in [*fds.values(), *masks.values()]:
+            stack.callback(os.close, fd)
+        seccomp = filter_fd() if self.isolation.seccomp else None
+        if seccomp is not None:
+            stack.callback(os.close, seccomp)
+        tools = toolchain.resolve(req.tools).roots  # cargo, g++ outside /usr: read-only too
+        readable = [INSIDE, *tools, req.problem_dir, *req.includes]
+        readable += [req.data_dir] if req.data_dir else []
+        if uid is not None and (why := bubblewrap.unreadable(readable)):
+            raise PermissionError(why)
+        argv = bubblewrap.command(
+            self.isolation,
+            readable=readable,
+            hidden=masks,
+            inputs=fds,
+            limits_file_mb=req.limits.max_file_mb,
+            uid=uid,
+            seccomp_fd=seccomp,
+            info_fd=info_f.fileno(),
+        )
+        return _Confined(
+            argv,
+            sys.executable,
+            HARNESS,
+            cwd="/",
+            home=SCRATCH,
+            confine=exec_chain.no_new_privs(),  # bubblewrap drops to the uid itself
+            groups=cgroups.slot_groups(uid, req.limits.memory_mb, req.limits.max_procs)
+            if uid
+            else (),
+            keep=[
+                *fds.values(),
+                *masks.values(),
+                info_f.fileno(),
+                *([seccomp] if seccomp is not None else []),
+            ],
+            env={"EVOLVE_PIDNS": "1"},
+        )
+
+    def _without_namespaces(
+        self, stack: ExitStack, req: EvalRequest, uid: int | None, inputs: dict
+    ) -> _Confined:
+        """The fallback: a scratch folder, rlimits, a slot uid with no capability, a watchdog."""
+        parent = self._tmp_root if uid is None else reachable.scratch_parent(self._tmp_root)
+        scratch = make_dir("scratch", parent)  # named after us: see leftovers.py
+        stack.callback(remove_tree, scratch)
+        for name, text in inputs.items():
+            Path(scratch, name).write_text(text, encoding="utf-8")
+        python, harness = sys.executable, HARNESS
+        env: dict[str, str] = {}
+        if uid is not None:
+            if why := bubblewrap.unreadable([req.problem_dir, *req.includes]):
+                raise PermissionError(why)
+            os.chown(scratch, uid, uid)
+            python, harness, env = reachable.launcher(HARNESS)
+            # what the slot uid leaves in the shared temp folders goes too
+            tmp_dirs = (
+                *OWNED_TMP_DIRS,
+                self._tmp_root or tempfile.gettempdir(),
+                os.path.dirname(scratch),
             )
-            with self._lock:
-                self._live[proc.pid] = (uid, token)
-                closed = self._closed
-            if closed:  # close() ran while this evaluation was starting: stop it at once
-                os.killpg(proc.pid, signal.SIGKILL)
-            init, init_pid = (namespace_init(info_f, proc) if self.isolation.bwrap else None) or (
-                None,
-                None,
-            )
-            if init is not None:
-                stack.callback(os.close, init)
-            try:
-                finished = wait_exit(proc, limits.timeout_s)
-                if not finished and init is not None:
-                    try:  # the kernel kills everything in the namespace with its init
+            stack.callback(remove_owned, uid, tmp_dirs)
+        # nothing else kills the evaluation if we die: the watchdog does (exec_chain.py)
+        confine = [*exec_chain.watchdog(req.limits.timeout_s), *exec_chain.drop_to(uid)]
+        return _Confined([], python, harness, scratch, scratch, confine, env=dict(env))
+
+    def _spawn(
+        self, req: EvalRequest, uid: int | None, mode: str, src: str, how: _Confined, outs: _Outputs
+    ) -> ProcRun:
+        """Start the harness as `how` says, wait for it within the deadline, kill whatever
+        it left, and read back what it wrote."""
+        limits, token = req.limits, secrets.token_hex(16)
+        bwrap = self.isolation.bwrap is not None
+        keep = [outs.result.fileno(), *how.keep]
+        env = {**sandbox_env(req, how.home, token), **how.env}
+        if mode == "run":
+            keep.append(outs.status.fileno())
+            env[STATUS_FD_ENV] = str(outs.status.fileno())
+        argv = [
+            *how.argv,
+            how.python,
+            "-s",
+            how.harness,
+            mode,
+            f"{how.home}/{src}",
+            f"fd:{outs.result.fileno()}",
+        ]
+        nproc = limits.max_procs  # the slot uid's own tasks (root)
+        if uid is None:  # ours, with what already runs, and the fallback's watchdog
+            nproc += tasks_of_uid(os.getuid()) + (0 if bwrap else 1)
+        # No preexec_fn (not safe while other threads run): the exec chain confines it.
+        # Its parent-death signals (bwrap's --die-with-parent, setpriv's --pdeathsig) fire
+        # when this *thread* exits: it stays here until the process is reaped.
+        chain = [
+            *exec_chain.join_cgroups(how.groups),
+            *exec_chain.rlimits(limits, nproc),
+            *how.confine,
+        ]
+        proc = subprocess.Popen(
+            [*chain, *argv],
+            cwd=how.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=outs.out,
+            stderr=outs.err,
+            pass_fds=keep,
+            start_new_session=True,
+        )
+        with self._lock:
+            self._live[proc.pid] = (uid, token)
+            closed = self._closed
+        if closed:  # close() ran while this evaluation was starting: stop it at once
+            os.killpg(proc.pid, signal.SIGKILL)
+        init, init_pid = (namespace_init(outs.info, proc) if bwrap else None) or (None, None)
+        try:
+            finished = wait_exit(proc, limits.timeout_s)
+            if not finished and init is not None:
+                try:  # the kernel kills everything in the namespace with its init
+                    signal.pidfd_send_signal(init, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                wait_exit(proc, KILL_WAIT_S)
+        finally:
+            try:  # at the deadline, and always after; the harness is not reaped yet: its
+                # pgid is safe. The namespace's init, and the harness under the
+                # watchdog, are ours to end, not strays.
+                skip = {proc.pid, init_pid, *children(proc.pid)}
+                strays = kill_all(proc.pid, uid, token, skip=skip)
+            finally:
+                proc.wait()
+                if init is not None:
+                    try:
                         signal.pidfd_send_signal(init, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                    wait_exit(proc, KILL_WAIT_S)
-            finally:
-                try:  # at the deadline, and always after; the harness is not reaped yet: its
-                    # pgid is safe. The namespace's init, and the harness under the
-                    # watchdog, are ours to end, not strays.
-                    skip = {proc.pid, init_pid, *children(proc.pid)}
-                    strays = kill_all(proc.pid, uid, token, skip=skip)
-                finally:
-                    proc.wait()
-                    if init is not None:
-                        try:
-                            signal.pidfd_send_signal(init, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
-                        reap(init)
-                    with self._lock:
-                        self._live.pop(proc.pid, None)
-                    if groups:
-                        cgroups.wait_empty(groups)
-            data, note = read_result_file(result_f)
-            if self.isolation.bwrap and data is not None:  # counted by the harness before exit
-                n = data.pop(
-                    "strays", 0
-                )  # (the namespace killed them; the scan may still see some)
-                strays = max(strays, n if type(n) is int and 0 < n < 1 << 20 else 0)
-            status_f.seek(0)
-            preamble = read_preamble(status_f.read(PREAMBLE_MAX_BYTES)) if mode == "run" else None
-            why = _chain_error(err_f) if data is None and proc.returncode > 0 else None
-            if why and not why.startswith("bwrap:") and (mode == "score" or preamble is None):
-                # a tool of the exec chain failed: nothing of the candidate ever ran
-                raise RuntimeError(f"the sandbox could not start the harness: {why}")
-            if self.isolation.bwrap and proc.returncode == 1 and data is None:
-                note = (note + "; " if note else "") + (why or "the sandbox could not start")
-            rc = proc.returncode
-            if self.isolation.bwrap and data is None and 128 < rc < 128 + signal.NSIG:
-                rc = 128 - rc  # bubblewrap exits 128 + N for a child killed by signal N
-            return ProcRun(
-                data,
-                rc,
-                not finished,
-                tail(out_f, limits.max_output_kb),
-                tail(err_f, limits.max_output_kb),
-                strays,
-                note,
-                preamble,
-            )
-        raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
+                    reap(init)
+                    os.close(init)
+                with self._lock:
+                    self._live.pop(proc.pid, None)
+                if how.groups:
+                    cgroups.wait_empty(how.groups)
+        return _collect(proc.returncode, not finished, strays, mode, bwrap, limits, outs)
+
+
+@dataclass
+class _Outputs:
+    """The files the host opened for one harness process and passes down as descriptors."""
+
+    result: BinaryIO
+    status: BinaryIO
+    out: BinaryIO
+    err: BinaryIO
+    info: BinaryIO
+
+
+def _collect(
+    rc: int, timed_out: bool, strays: int, mode: str, bwrap: bool, limits: Limits, outs: _Outputs
+) -> ProcRun:
+    """What the harness left in its files, and how it ended."""
+    data, note = read_result_file(outs.result)
+    if bwrap and data is not None:  # counted by the harness before exit
+        # (the namespace killed them; the scan may still see some)
+        n = data.pop("strays", 0)
+        strays = max(strays, n if type(n) is int and 0 < n < 1 << 20 else 0)
+    outs.status.seek(0)
+    preamble = read_preamble(outs.status.read(PREAMBLE_MAX_BYTES)) if mode == "run" else None
+    why = _chain_error(outs.err) if data is None and rc > 0 else None
+    if why and not why.startswith("bwrap:") and (mode == "score" or preamble is None):
+        # a tool of the exec chain failed: nothing of the candidate ever ran
+        raise RuntimeError(f"the sandbox could not start the harness: {why}")
+    if bwrap and rc == 1 and data is None:
+        note = (note + "; " if note else "") + (why or "the sandbox could not start")
+    if bwrap and data is None and 128 < rc < 128 + signal.NSIG:
+        rc = 128 - rc  # bubblewrap exits 128 + N for a child killed by signal N
+    return ProcRun(
+        data,
+        rc,
+        timed_out,
+        tail(outs.out, limits.max_output_kb),
+        tail(outs.err, limits.max_output_kb),
+        strays,
+        note,
+        preamble,
+    )
 
 
 def _chain_error(err_f) -> str | None:

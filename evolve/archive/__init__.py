@@ -5,7 +5,9 @@ schema: the tables and their migrations; rows: ProgramRow, LlmCall and the statu
 lease: the per-run lock that says who owns a run; ids: how a person names a run or a
 program; store: the Archive, the loop's, whose every state change is one committed
 transaction; reader: the ArchiveReader, read-only, for everything else (the command line's
-`archive`, the web view, exports and reports), and summaries, what it answers besides rows.
+`archive`, the web view, exports and reports), built on readonly (the read-only connection,
+the columns an older schema lacks) and call_queries (its queries over LLM calls); and
+summaries, what it answers besides rows.
 """
 
 from evolve.archive.faults import AmbiguousId, ArchiveError, RunBusy, describe_fault

@@ -1,0 +1,35 @@
+"""The program size cap: the one check of a candidate's size, wherever a program enters.
+
+A huge candidate costs a sandbox run and an archive row, and as a parent a prompt that no
+model's window holds; the problem's cap (`[evaluation] max_code_kb`, or OpenEvolve's
+`max_code_length`) keeps every candidate bounded. Three places ask, each for its own
+boundary, all through `too_large`: a run's launch (the seed, refused before anything is
+written), a reply made into a row (recorded `invalid` with no code kept: evolve/candidates.py)
+and the evaluator (no sandbox ever runs an oversized program, whoever sends it: a resumed
+candidate, `evolve eval`, a baseline, the API: evolve/evaluation.py).
+"""
+
+from __future__ import annotations
+
+from evaluators.sandbox import EvalResult, Status
+from evolve.problem import Problem
+
+
+def too_large(problem: Problem, code: str) -> str | None:
+    """Why `code` is over the problem's size cap, or None when it is not."""
+    size = len(code.encode("utf-8", "surrogatepass"))
+    if size <= problem.max_code_bytes:
+        return None
+    setting = (
+        "max_code_length in config.yaml"
+        if problem.fmt == "openevolve"
+        else "[evaluation] max_code_kb"
+    )
+    return f"code is {size:,} bytes; this problem allows at most {problem.max_code_bytes:,} ({setting})"
+
+
+def oversized(problem: Problem, code: str) -> EvalResult | None:
+    """The size check as a candidate's outcome: None when `code` is within the cap, else the
+    `invalid` result recorded in place of a score."""
+    reason = too_large(problem, code)
+    return None if reason is None else EvalResult(Status.INVALID, artifacts={"error": reason})

@@ -1,0 +1,11 @@
+"""The Jinja2 prompt templates (system, diff, block, full rewrite, crossover, repair,
+FunSearch, meta-notes, and their short variants) that evolve/prompts.py renders.
+
+A package, not a bare folder, so an installed wheel carries the templates as package data
+and evolve finds them by import wherever it runs; a problem folder's own prompts/ overrides
+any of them by name.
+"""
+
+from pathlib import Path
+
+TEMPLATES_DIR = Path(__file__).resolve().parent  # the .j2 files lie beside this one

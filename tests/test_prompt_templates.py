@@ -1,0 +1,44 @@
+"""Where a prompt's text comes from: the packaged templates (the top-level prompts/ package,
+which the wheel carries) and a problem folder's own prompts/, which overrides any of them
+by name, in every prompt style."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import prompts
+from evolve.problem import load_problem
+from evolve.prompts import TEMPLATES_DIR, PromptBuilder, PromptContext, ShownProgram
+from tests.cli_helpers import BINPACK, ROOT
+
+PROBLEM = load_problem(BINPACK)
+
+
+def _ctx(fmt: str = "diff") -> PromptContext:
+    return PromptContext(parent=ShownProgram(PROBLEM.seed_code, -4.2), edit_format=fmt)
+
+
+def test_the_packaged_templates_are_the_top_level_prompts_package():
+    assert TEMPLATES_DIR == Path(prompts.__file__).resolve().parent == ROOT / "prompts"
+    names = {p.name for p in TEMPLATES_DIR.glob("*.j2")}
+    for fmt in ("system", "diff", "block", "full", "crossover", "funsearch", "repair", "meta"):
+        assert f"{fmt}.j2" in names, fmt
+    assert {"system_short.j2", "block_short.j2", "crossover_short.j2"} <= names
+    assert not (ROOT / "evolve" / "templates").exists()  # one home for them
+
+
+def test_a_problems_own_template_overrides_the_packaged_one(tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "system.j2").write_text("OWN system prompt for {{ problem.name }}\n")
+    own = replace(PROBLEM, root=tmp_path)
+    packaged = PromptBuilder(PROBLEM).render(_ctx())
+    system, user = PromptBuilder(own).render(_ctx())
+    assert system["content"] == f"OWN system prompt for {PROBLEM.name}"
+    assert user == packaged[1]  # what the problem does not override comes from the package
+    assert "priority" in user["content"]
+
+    # short prompts: the problem's own system.j2 wins over the packaged system_short.j2
+    short = PromptBuilder(PROBLEM, style="short").render(_ctx("block"))
+    assert short[0]["content"] not in (packaged[0]["content"], system["content"])
+    assert PromptBuilder(own, style="short").render(_ctx("block"))[0] == system
