@@ -6,13 +6,15 @@ or a notebook. The command line is a thin layer over these functions.
 
 Keyword arguments are the flags' names (`--max-calls` is `max_calls`; evolve/settings/
 flags.py holds them with their defaults). Bad input raises UsageError in one line, before
-anything is written. Nothing here prints: a front end passes an observer (the controller's
-RunStats as they change) and RunHooks (the lines a user is told, Ctrl-C handling).
+anything is written. Nothing here prints but warnings (eval's and check's `warn`, stderr
+by default): a front end passes an observer (the controller's RunStats as they change) and
+RunHooks (the lines a user is told, Ctrl-C handling).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from evaluators.sandbox import Sandbox
 from evolve.evaluation import CandidateEvaluator, problem_sandbox
 from evolve.problem import Overrides, Problem, ProblemError, load_problem, require_blocks
-from evolve.problem_check import CheckReport, check_seed, describe
+from evolve.problem_check import WHOLE_FILE, CheckReport, check_seed, describe
 from evolve.run_state import RunHooks, RunObserver
 from evolve.settings.errors import UsageError
 from evolve.settings.flags import (
@@ -77,8 +79,12 @@ def run(
     prepare_local(cfg)
     archive = Archive(runs_dir(s.runs_dir))  # a broken runs dir: one line, before anything else
     try:
-        for line in ignored_lines(problem.root):  # once, at the start; not again at resume
+        for line in _config_lines(problem):  # the file read, its unknown keys
             hooks.notice(line)
+        for line in ignored_lines(problem.root, problem.config_file):  # once: not at resume
+            hooks.notice(line)
+        if problem.whole_file:
+            hooks.notice(f"{problem.seed_file}: no EVOLVE-BLOCK markers: {WHOLE_FILE}")
         hooks.notice(f"evolve: {model_line(s, problem, cfg)}")
         ensure(
             list(problem.data), Path(cfg.data_dir) if cfg.data_dir else data_dir_for(problem.root)
@@ -168,15 +174,19 @@ def evaluate(
     *,
     split: str | None = None,
     stage: str | None = None,
+    warn: Callable[[str], None] | None = None,
     **settings: Any,
 ) -> Evaluation:
     """Score one program file as a run would: the whole cascade on the train split, unless
     `split` names another split (held-out data) or `stage` one stage alone. A program written
-    as its EVOLVE-BLOCKs only (a baseline) gets the seed's fixed code around them."""
+    as its EVOLVE-BLOCKs only (a baseline) gets the seed's fixed code around them. `warn`
+    hears the config file read and its unknown keys (default: stderr)."""
     from evolve.edits.blocks import complete_from_seed
 
     s = settings_for("evolve.evaluate", EVALUATE, settings)
     problem = _load(problem_dir, s, blocks=False)
+    for line in _config_lines(problem):
+        (warn or _stderr)(line)
     path = Path(program)
     if not path.is_file():
         raise UsageError(f"{program}: no such program file")
@@ -215,12 +225,19 @@ def evaluate(
 
 
 def check(
-    problem_dir: str | os.PathLike, *, say: Callable[[str], None] | None = None, **settings: Any
+    problem_dir: str | os.PathLike,
+    *,
+    say: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+    **settings: Any,
 ) -> CheckReport:
     """Validate a problem folder and score its seed program (`report.ok`); `say` is told each
-    of the report's lines as soon as it is known (the seed's take a while)."""
+    of the report's lines as soon as it is known (the seed's take a while), `warn` the config
+    file's unknown keys (default: stderr)."""
     s = settings_for("evolve.check", CHECK, settings)
     problem = _load(problem_dir, s)
+    for line in problem.notices:  # the report says which config it read
+        (warn or _stderr)(line)
     say = say or (lambda line: None)
     report = CheckReport(problem)
     for line in describe(problem):
@@ -234,11 +251,23 @@ def check(
     return report
 
 
+def _config_lines(problem: Problem) -> list[str]:
+    """Which config file an OpenEvolve folder was read with, then its unknown keys."""
+    from evolve.problem_config import config_line
+
+    line = config_line(problem)
+    return ([f"evolve: {line}"] if line else []) + list(problem.notices)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _load(problem_dir: str | os.PathLike, s: Settings, blocks: bool = True) -> Problem:
     """The folder's Problem with the evaluation settings over its own (UsageError)."""
     try:
         problem = load_problem(os.fspath(problem_dir), Overrides.from_args(s))
-        if blocks:  # a seed without EVOLVE-BLOCK markers fails every candidate
+        if blocks:  # a native seed without EVOLVE-BLOCK markers: refused (OpenEvolve: whole file)
             require_blocks(problem)
     except ProblemError as e:
         raise UsageError(str(e)) from None

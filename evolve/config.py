@@ -64,6 +64,8 @@ class RunConfig:
     initial_program: str | None = None  # absolute path
     eval_timeout_s: float | None = None
     eval_memory_mb: int | None = None
+    config_file: str | None = None  # --config, as the absolute path it named
+    strict_config: bool = False  # --strict-config
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -128,7 +130,12 @@ class RunConfig:
     def overrides(self) -> Overrides:
         """What load_problem applies over the folder's settings for this run."""
         return Overrides(
-            self.eval_env, self.initial_program, self.eval_timeout_s, self.eval_memory_mb
+            self.eval_env,
+            self.initial_program,
+            self.eval_timeout_s,
+            self.eval_memory_mb,
+            self.config_file,
+            self.strict_config,
         )
 
     def to_json(self) -> dict:

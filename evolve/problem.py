@@ -12,11 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
 from pydantic import BaseModel
 
+from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.data import DataFile
 from evolve.edits.blocks import END, START, find_blocks
+from evolve.problem_config import read_config
 from evolve.problem_model import (
     LLMDefaults,
     ModelDefault,
@@ -25,7 +26,8 @@ from evolve.problem_model import (
     Resources,
     Stage,
 )
-from evolve.settings import OpenEvolveConfig, ProblemToml, SettingsError, validate
+from evolve.problem_shinka import is_shinka, load_shinka
+from evolve.settings import ProblemToml, SettingsError, validate
 from evolve.settings.environ import resolve_env
 from evolve.settings.errors import Style
 from evolve.settings.native import DataEntry
@@ -47,10 +49,13 @@ def load_problem(path: str | Path, overrides: Overrides | None = None) -> Proble
         problem = _load_native(root, shown, ov)
     elif (root / "evaluator.py").is_file():
         problem = _load_openevolve(root, shown, ov)
+    elif is_shinka(root):
+        problem = load_shinka(root, shown, ov, _seed)
     else:
         raise ProblemError(
             f"{path}: not a problem folder (expected problem.toml, or evaluator.py and "
-            "initial_program.py in OpenEvolve format)"
+            "initial_program.py in OpenEvolve format, or evaluate.py and initial.py in "
+            "ShinkaEvolve format)"
         )
     try:
         env = {**problem.env, **resolve_env(ov.env, "--env")}
@@ -82,6 +87,8 @@ def _seed(ov: Overrides, root: Path, entry: str, where: str, shown: Path) -> tup
 
 def _load_native(root: Path, shown: Path, ov: Overrides) -> Problem:
     toml_path = shown / "problem.toml"
+    if ov.config is not None:  # problem.toml is the one settings file of a native folder
+        raise ProblemError(f"--config {ov.config}: {toml_path} is this folder's settings file")
     try:
         data = tomllib.loads((root / "problem.toml").read_text())
     except tomllib.TOMLDecodeError as e:
@@ -134,6 +141,8 @@ def _load_native(root: Path, shown: Path, ov: Overrides) -> Problem:
         env=_env(ev.env, f"{toml_path}: [evaluation] env"),
         seed_path=seed_path,
         resources=Resources(**ev.resources.model_dump()),
+        language=_language(seed_path),
+        tools=tuple(ev.tools),
     )
     _check_evaluator(root, shown)
     return problem
@@ -183,9 +192,12 @@ def _includes(root: Path, entries: list, where: str) -> tuple[Path, ...]:
 
 
 def require_blocks(problem: Problem) -> None:
-    """ProblemError unless the seed marks what may change. Without markers every edit
-    format but a whole-file rewrite fails on every candidate, and a rewrite may change
-    the API the evaluator calls: `evolve check` and `evolve run` refuse such a seed."""
+    """ProblemError unless the seed marks what may change: a native problem's seed must (a
+    rewrite of its whole file may change the API the evaluator calls), so `evolve check`
+    and `evolve run` refuse it without markers. An OpenEvolve folder's unmarked seed
+    evolves as a whole file (`problem.whole_file`), as OpenEvolve itself runs it."""
+    if problem.whole_file:
+        return
     if not find_blocks(problem.seed_code):
         raise ProblemError(
             f"{problem.seed_file}: no {START} ... {END} markers; mark the code the model may change"
@@ -198,6 +210,8 @@ def _read_seed(seed: Path, seed_shown: Path) -> str:
         find_blocks(code)
     except ValueError as e:
         raise ProblemError(f"{seed_shown}: {e}") from None
+    if not by_suffix(seed.suffix).is_python:  # its evaluator compiles it: no check of ours
+        return code
     try:
         ast.parse(code)
     except SyntaxError as e:
@@ -205,6 +219,12 @@ def _read_seed(seed: Path, seed_shown: Path) -> str:
             f"{seed_shown}:{e.lineno}: the seed program does not parse: {e.msg}"
         ) from None
     return code
+
+
+def _language(seed: Path, named: str | None = None) -> Language:
+    """The seed's language: OpenEvolve's `language` where it names one we know, else the
+    seed's suffix."""
+    return (by_name(named) if named else None) or by_suffix(seed.suffix)
 
 
 def _env(entries: list[str], where: str) -> dict[str, str]:
@@ -236,14 +256,6 @@ def _check_evaluator(root: Path, shown: Path) -> None:
         raise ProblemError(f"{path}: no top-level function 'evaluate'")
 
 
-def _yaml_problem(e: yaml.YAMLError) -> str:
-    """PyYAML's error in one line: where, and what it found."""
-    mark = getattr(e, "problem_mark", None)
-    problem = getattr(e, "problem", None) or str(e)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    return where + " ".join(str(problem).split())
-
-
 def openevolve_stage_functions(root: Path) -> list[str]:
     tree = ast.parse((root / "evaluator.py").read_text())
     funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -253,24 +265,20 @@ def openevolve_stage_functions(root: Path) -> list[str]:
 def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
     """OpenEvolve's defaults where config.yaml is silent (timeout 300 s, 3 evaluation
     retries); a memory limit, which OpenEvolve does not set, of 4096 MB."""
-    cfg_path = shown / "config.yaml"
-    raw: object = {}
-    if (root / "config.yaml").is_file():
-        try:
-            raw = yaml.safe_load((root / "config.yaml").read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ProblemError(f"{cfg_path}: invalid YAML: {_yaml_problem(e)}") from None
-    cfg: OpenEvolveConfig = _validated(OpenEvolveConfig, raw, cfg_path, "yaml")
+    read = read_config(root, shown, ov)  # config.yaml, or --config's file
+    cfg, cfg_path = read.config, read.shown
     ev, db, llm = cfg.evaluator, cfg.database, cfg.llm
     entry, where = cfg.evolve.initial_program, f"{cfg_path}: evolve.initial_program"
     if entry is None and ov.initial_program is None:
-        entry, where = "initial_program.py", str(shown)
+        # OpenEvolve's file_suffix names the seed's suffix (".rs": initial_program.rs)
+        entry, where = "initial_program" + (cfg.file_suffix or ".py"), str(shown)
         if not (root / entry).is_file():
             raise ProblemError(
-                f"{shown}: no initial_program.py; name the seed program with "
+                f"{shown}: no {entry}; name the seed program with "
                 "--initial-program PATH (or evolve.initial_program in config.yaml)"
             )
     seed_path, seed_code = _seed(ov, root, entry or "", where, shown)
+    language = _language(seed_path, cfg.language)
     _check_evaluator(root, shown)
     stages: list[Stage] = []
     thresholds = ev.cascade_thresholds if ev.cascade_thresholds is not None else [0.5, 0.75, 0.9]
@@ -312,10 +320,12 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         max_code_bytes=cfg.max_code_length or 10000,
         llm=LLMDefaults(
             models=tuple(
-                ModelDefault(m.name, m.weight, m.api_base, m.api_key) for m in llm.model_list()
+                ModelDefault(m.name, m.weight, m.api_base, m.api_key, m.provider)
+                for m in llm.model_list()
             ),
             api_base=llm.api_base,
             api_key=llm.api_key,
+            provider=llm.provider,
             temperature=llm.temperature,
             max_tokens=llm.max_tokens,
             timeout_s=llm.timeout,
@@ -330,4 +340,12 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         migration_interval=db.migration_interval,
         search=cfg.evolve.search.settings(),
         seed_path=seed_path,
+        config_file=read.path,
+        notices=read.notices,
+        evaluator_args=dict(ev.evaluator_args or {}),
+        language=language,
+        tools=tuple(language.tools if cfg.evolve.tools is None else cfg.evolve.tools),
+        # OpenEvolve evolves an unmarked seed whole, enforce_evolve_blocks or not (0.4.1's
+        # enforce_evolve_blocks() returns the new code as is when the parent has no blocks)
+        whole_file=not find_blocks(seed_code),
     )

@@ -16,8 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.sandbox import EvalResult, Sandbox, Status
+from evaluators.toolchain import missing_line
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import Problem
+from evolve.problem_imports import missing_lines
+
+WHOLE_FILE = "the whole file evolves (as OpenEvolve)"
 
 
 @dataclass
@@ -52,6 +56,12 @@ def check_seed(
     if sandbox.name == "local":
         for text in _missing(problem):
             line(text)
+        lacking = missing_line(problem.tools, _tools_where(problem)) if problem.tools else None
+        if lacking:
+            line(f"  error: {lacking}")  # every candidate would fail the same way: no evaluation
+            return
+    for text in missing_lines(problem, sandbox):  # imports no requirements.txt declares
+        line(text)
     ev = CandidateEvaluator(problem, sandbox)
     o = report.seed = ev.evaluate(problem.seed_code)
     stages = ", ".join(f"{k} {v:.6g}" for k, v in o.scores.items())
@@ -77,6 +87,7 @@ def describe(problem: Problem) -> list[str]:
     lines = [
         f"{problem.name} ({problem.fmt}): {problem.description}",
         f"  initial program: {problem.seed_file}",
+        *([f"  seed has no EVOLVE-BLOCK markers: {WHOLE_FILE}"] if problem.whole_file else []),
         f"  splits {', '.join(problem.splits)}, held-out {problem.test_split or '-'}",
         f"  cascade: {_cascade(problem)}",
         f"  limits: timeout {problem.timeout_s:g} s"
@@ -85,14 +96,31 @@ def describe(problem: Problem) -> list[str]:
     ]
     if problem.env:
         lines.append(f"  environment for the evaluator: {', '.join(sorted(problem.env))}")
+    if not problem.language.is_python:
+        lines.append(
+            f"  language: {problem.language.name} (EVOLVE-BLOCK markers in "
+            f"{problem.language.comment} comments; its evaluator compiles it)"
+        )
+    if problem.tools:
+        lines.append(f"  tools for the evaluator: {', '.join(problem.tools)}")
     if problem.fmt == "openevolve":
+        from evolve.problem_config import unread_configs
         from evolve.settings.report import config_report
 
-        report = config_report(problem.root)
+        report = config_report(problem.root, problem.config_file)
+        name = problem.config_file.name if problem.config_file else "config.yaml"
+        lines.append(f"  config: {problem.config_file or 'none: OpenEvolve defaults'}")
+        if unread_configs(problem):
+            others = ", ".join(unread_configs(problem))
+            lines.append(f"  config files not read: {others} (pick one with --config FILE)")
         for key, how in report.honoured:
-            lines.append(f"  config.yaml: {key}: {how}")
+            lines.append(f"  {name}: {key}: {how}")
         for key, why in report.ignored:
-            lines.append(f"  config.yaml: ignored {key}: {why}")
+            lines.append(f"  {name}: ignored {key}: {why}")
+    if problem.fmt == "shinka":
+        from evolve.problem_shinka import describe_lines
+
+        lines += describe_lines(problem)
     files = relative_files(problem.root)
     if files:
         lines.append(f"  data its code reads from its folder: {', '.join(files)}")
@@ -116,6 +144,13 @@ def _cascade(problem: Problem) -> str:
         if len(stages) > 1
         else ""
     )
+
+
+def _tools_where(problem: Problem) -> str:
+    """Where the problem's tools come from, as a user would look for them."""
+    if problem.fmt == "native":
+        return f"{problem.root / 'problem.toml'}: [evaluation] tools"
+    return f"{problem.root}: tools (evolve.tools, or those of `language: {problem.language.name}`)"
 
 
 def _missing(problem: Problem) -> list[str]:

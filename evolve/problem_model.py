@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluators.inside.languages import PYTHON, Language
 from evolve.data import DataFile
 
 
@@ -34,6 +35,7 @@ class ModelDefault:
     weight: float = 1.0
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)  # as written: a key, "${VAR}" or None
+    provider: str | None = None  # OpenEvolve's llm.models[*].provider; run speaks "openai"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class LLMDefaults:
     models: tuple[ModelDefault, ...] = ()
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
+    provider: str | None = None  # OpenEvolve's llm.provider; run speaks "openai" (or None)
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_s: float | None = None
@@ -101,6 +104,19 @@ class Problem:
     search: dict = field(default_factory=dict)  # [search] / evolve.search: RunConfig fields
     seed_path: Path | None = None  # where the seed was read, when not root / entry
     resources: Resources = field(default_factory=Resources)
+    # OpenEvolve format: the config file read (None: none, OpenEvolve's defaults), what the
+    # user is told once about it (unknown keys ignored), and evaluator.evaluator_args,
+    # the keyword arguments of every evaluate() call
+    config_file: Path | None = None
+    notices: tuple[str, ...] = ()
+    evaluator_args: dict = field(default_factory=dict)
+    # the seed has no EVOLVE-BLOCK markers (an OpenEvolve folder may say so): the whole file
+    # is the one evolving block, as OpenEvolve's default enforce_evolve_blocks: false has it
+    whole_file: bool = False
+    # the seed's language (its suffix, or OpenEvolve's `language`): only Python gets
+    # Python's checks; `tools`: programs the evaluator runs, which the sandbox must offer
+    language: Language = PYTHON
+    tools: tuple[str, ...] = ()
 
     @property
     def prompt_dir(self) -> Path:

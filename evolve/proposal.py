@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from evaluators.sandbox import PRIVATE_PREFIX
 from evolve.archive import Archive, ProgramRow
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import PromptTooLong
@@ -158,9 +159,10 @@ def shown(p: ProgramRow, full: bool = False) -> ShownProgram:
     arts = {
         k: (v if len(v) <= ARTIFACT_CHARS else "..." + v[-ARTIFACT_CHARS:])
         for k, v in p.artifacts.items()
-        if isinstance(v, str) and v.strip()
+        if isinstance(v, str) and v.strip() and not k.startswith(PRIVATE_PREFIX)
     }
     if p.code is None:
         raise ValueError(f"program {p.program_id} has no code")
     code = p.code if full else evolvable_text(p.code)
-    return ShownProgram(code=code, score=p.score, metrics=p.metrics, artifacts=arts if full else {})
+    metrics = {k: v for k, v in p.metrics.items() if not k.startswith(PRIVATE_PREFIX)}
+    return ShownProgram(code=code, score=p.score, metrics=metrics, artifacts=arts if full else {})

@@ -74,7 +74,6 @@ BAD = [
      "[evaluation] env: expected a list"),
     ("yaml", "evolve:\n  evn: [A]\n", "config.yaml: evolve: unknown key 'evn' (did you mean 'env'?)"),
     ("yaml", "evolve:\n  env: ['A B=1']\n", "evolve.env[0]: expected NAME or NAME=VALUE"),
-    ("yaml", "llm:\n  provider: claude_code\n", "llm.provider: expected one of 'openai'"),
     ("yaml", "llm:\n  models:\n    - {name: a, api_base: 'localhost:1'}\n", "llm.models[0].api_base: expected an http(s) URL"),
     ("yaml", "evaluator:\n  parallel_evaluations: 0\n", "evaluator.parallel_evaluations: expected an integer > 0"),
     ("yaml", "llm:\n  retries: -1\n", "llm.retries: expected an integer >= 0"),

@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 DOCKER_DIR = Path(__file__).resolve().parent
@@ -113,28 +114,53 @@ def wanted_image() -> str:
     return os.environ.get(IMAGE_ENV) or debian_tag()
 
 
+@dataclass(frozen=True)
+class BuildPlan:
+    """What `build` does: the image's tag, the Debian base it stands on (None with the
+    registry recipe), and which of the two it builds."""
+
+    tag: str
+    base: str | None
+    build_base: bool  # debootstrap the base (minutes, root)
+    build_image: bool  # the harness layer on the base, or the registry image
+
+
+def build_plan(
+    client, dockerfile: bool = False, force: bool = False, force_base: bool = False
+) -> BuildPlan:
+    """`force` rebuilds the image on the base it has (seconds); `force_base` debootstraps
+    the base again too. Without either, only what is missing is built."""
+    tag = registry_tag() if dockerfile else debian_tag()
+    base = None if dockerfile else base_tag()
+    image = force or force_base or not exists(client, tag)
+    debootstrap = image and base is not None and (force_base or not exists(client, base))
+    return BuildPlan(tag, base, debootstrap, image)
+
+
 def build(
     client,
     dockerfile: bool = False,
     force: bool = False,
     mirror: str | None = None,
     log: Callable[[str], None] = print,
+    force_base: bool = False,
 ) -> tuple[str, bool]:
     """Build the image unless one of its tag exists; (tag, whether it was built)."""
-    tag = registry_tag() if dockerfile else debian_tag()
-    if not force and exists(client, tag):
-        return tag, False
+    plan = build_plan(client, dockerfile, force, force_base)
+    if not plan.build_image:
+        return plan.tag, False
     t0 = time.monotonic()
-    if dockerfile:
-        _docker_build(client, "docker/Dockerfile", tag, {}, pull=True, log=log)
+    if plan.base is None:
+        _docker_build(client, "docker/Dockerfile", plan.tag, {}, pull=True, log=log)
     else:
-        base = base_tag()
-        if force or not exists(client, base):
-            _debootstrap(client, base, mirror or os.environ.get(MIRROR_ENV) or DEFAULT_MIRROR, log)
-        _docker_build(client, "docker/Dockerfile.layer", tag, {"BASE": base}, pull=False, log=log)
-    smoke_test(client, tag)
-    log(f"built {tag} in {time.monotonic() - t0:.0f} s")
-    return tag, True
+        if plan.build_base:
+            mirror = mirror or os.environ.get(MIRROR_ENV) or DEFAULT_MIRROR
+            _debootstrap(client, plan.base, mirror, log)
+        buildargs = {"BASE": plan.base}
+        _docker_build(client, "docker/Dockerfile.layer", plan.tag, buildargs, pull=False, log=log)
+    smoke_test(client, plan.tag)
+    log(f"built {plan.tag} in {time.monotonic() - t0:.0f} s")
+    return plan.tag, True
 
 
 def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> None:

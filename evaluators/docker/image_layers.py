@@ -14,18 +14,28 @@ fails the build with pip's explanation instead of breaking scipy at import time.
 only: an sdist-only package cannot be built for the image here. Files that
 requirements.txt includes (`-r other.txt`) are not part of the tag: `--force` after
 changing them.
+
+pip reads the file as pip does (relative paths from its folder), its option lines
+included. The one worth knowing: PyPI's Linux torch wheels pull several GB of NVIDIA
+CUDA libraries that the sandbox cannot use; a line
+
+    --extra-index-url https://download.pytorch.org/whl/cpu
+
+above `torch` makes the layer take PyTorch's CPU-only build (a few hundred MB) instead.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.docker.image import (
@@ -40,6 +50,10 @@ from evaluators.docker.image import (
 
 REPO = "evolve-sandbox-problem"
 REQUIREMENTS = "requirements.txt"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH = ("torch", "torchvision", "torchaudio")
+_INDEX_OPTIONS = ("--index-url", "-i", "--extra-index-url")
+_PIP = (sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input")
 RECIPE = "pip --target, image packages as constraints, v1"  # in the tag: a change rebuilds
 DOCKERFILE = """\
 # A problem's requirements.txt on the sandbox image (evaluators/docker/image_layers.py).
@@ -68,6 +82,63 @@ def requirements_file(problem_dir: str | Path) -> Path | None:
     except (OSError, UnicodeDecodeError) as e:
         raise ImageError(f"{path}: cannot read it: {e}") from None
     return path if any(ln.strip() and not ln.lstrip().startswith("#") for ln in lines) else None
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """How the host's pip resolves a requirements.txt for the image: the dry run's command
+    (run in the file's folder) and what the file asks of the package index."""
+
+    requirements: Path  # absolute, whatever the caller's working directory
+    dry_run: tuple[str, ...]
+    wheels: tuple[str, ...]  # the image's Python and platforms, for the install that follows
+    indexes: tuple[str, ...]  # the index URLs its option lines name, in order
+    notes: tuple[str, ...]  # for the build's log: where torch comes from, and its size
+
+
+def requirement_lines(requirements: Path) -> tuple[list[str], list[str]]:
+    """(the canonical names of the file's requirements, the index URLs its option lines
+    name), as pip reads the file; `-r` includes are not followed."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    names: list[str] = []
+    indexes: list[str] = []
+    text = requirements.read_text(encoding="utf-8", errors="replace").replace("\\\n", "")
+    for raw in text.splitlines():
+        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
+        if line.startswith("-"):
+            option, _, value = line.replace("=", " ", 1).partition(" ")
+            if option in _INDEX_OPTIONS and value.strip():
+                indexes.append(value.strip())
+        elif line:
+            try:  # `pkg==1 --hash=...`: per-requirement options end the spec
+                names.append(canonicalize_name(Requirement(re.split(r"\s--?\w", line)[0]).name))
+            except InvalidRequirement:
+                continue  # a path or a URL: pip learns its name only by building it
+    return names, indexes
+
+
+def layer_plan(requirements: Path, target: dict, constraints: str, report: str) -> LayerPlan:
+    """The dry run that decides what the layer adds to the image (`target`: _probe's)."""
+    requirements = Path(requirements).resolve()  # pip runs in its folder: never a relative path
+    names, indexes = requirement_lines(requirements)
+    wheels = ["--only-binary=:all:", "--python-version", target["python"], "--implementation", "cp"]
+    for platform in _platforms(target):
+        wheels += ["--platform", platform]
+    cmd = [*_PIP, "--dry-run", "--target", os.path.dirname(report), "--report", report, *wheels]
+    cmd += ["-c", constraints, "-r", str(requirements)]  # --target: ignores the host's packages
+    notes = []
+    torch = [n for n in names if n in TORCH]
+    if torch and any(i.rstrip("/") == TORCH_CPU_INDEX for i in indexes):
+        notes.append(f"{', '.join(torch)}: PyTorch's CPU-only wheels from {TORCH_CPU_INDEX}")
+    elif torch:
+        notes.append(
+            f"{', '.join(torch)}: PyPI's wheels pull several GB of NVIDIA CUDA libraries the "
+            f"sandbox cannot use; a line `--extra-index-url {TORCH_CPU_INDEX}` in "
+            f"{requirements} takes the CPU-only build instead"
+        )
+    return LayerPlan(requirements, tuple(cmd), tuple(wheels), tuple(indexes), tuple(notes))
 
 
 def layer_tag(client, base: str, requirements: Path) -> str:
@@ -116,7 +187,7 @@ def problem_image(
         f"{target['machine']} wheels) on {base}"
     )
     with tempfile.TemporaryDirectory(prefix="evolve-layer-") as ctx:
-        added = _pip_install(requirements, target, os.path.join(ctx, "site"))
+        added = _pip_install(requirements, target, os.path.join(ctx, "site"), log)
         Path(ctx, "Dockerfile").write_text(DOCKERFILE.format(site=target["site"]))
         build_context(client, ctx, "Dockerfile", tag, {"BASE": base})
     # every added distribution is visible, at its version, and the image's numpy still loads
@@ -173,32 +244,28 @@ def _constraints(dists: dict[str, str]) -> tuple[str, set[str]]:
     return "".join(sorted(pins)), {canonicalize_name(name) for name in dists}
 
 
-def _pip_install(requirements: Path, target: dict, site: str) -> dict[str, str]:
+def _pip_install(
+    requirements: Path, target: dict, site: str, log: Callable[[str], None] = print
+) -> dict[str, str]:
     """Install into `site` what the requirements need beyond the image; {name: version}."""
     from packaging.utils import canonicalize_name
 
     text, present = _constraints(target["dists"])
-    wheels = ["--only-binary=:all:", "--python-version", target["python"], "--implementation", "cp"]
-    for platform in _platforms(target):
-        wheels += ["--platform", platform]
-    pip = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
     with tempfile.TemporaryDirectory(prefix="evolve-pip-") as tmp:
         constraints, report = os.path.join(tmp, "constraints.txt"), os.path.join(tmp, "report.json")
         Path(constraints).write_text(text)
-        _pip(
-            requirements,
-            target,
-            [*pip, "--dry-run", "--target", tmp, "--report", report, *wheels]
-            + ["-c", constraints, "-r", str(requirements)],  # --target: ignores the host's
-        )
-        plan = json.loads(Path(report).read_text())["install"]
-    new = [item for item in plan if canonicalize_name(item["metadata"]["name"]) not in present]
+        plan = layer_plan(requirements, target, constraints, report)
+        for note in plan.notes:
+            log(note)
+        _pip(plan.requirements, target, list(plan.dry_run))
+        install = json.loads(Path(report).read_text())["install"]
+    new = [item for item in install if canonicalize_name(item["metadata"]["name"]) not in present]
     os.makedirs(site)
     if new:
         _pip(
-            requirements,
+            plan.requirements,
             target,
-            [*pip, "--quiet", "--no-deps", "--target", site, *wheels, *map(_url, new)],
+            [*_PIP, "--quiet", "--no-deps", "--target", site, *plan.wheels, *map(_url, new)],
         )
     shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)  # scripts with the host's shebang
     for root, dirs, files in os.walk(site):  # readable by the sandbox's uids, whatever our umask

@@ -270,6 +270,14 @@ def run(req: dict) -> dict:
         _report_loaded(None)
         return bad
     _apply_env(req.get("env"))
+    if os.path.isfile(os.path.join(req["problem_dir"], ".cargo", "config.toml")):
+        _provide_kit()  # the `evaluators` package: the problem vendored its crates
+        from evaluators.inside.caches import prepare_cargo
+
+        prepare_cargo(req["problem_dir"])
+    if req.get("fmt") == "shinka":
+        _release_worker()
+        return _run_shinka(req, program)
     if req.get("fmt", "native") != "native":
         _release_worker()
         return _run_openevolve(req, program)
@@ -403,6 +411,11 @@ def _run_openevolve(req: dict, program: str) -> dict:
             failure = _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
     except BaseException as e:
         failure = _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
+    if failure is None:
+        try:  # OpenEvolve refuses at start evaluator_args that evaluate() cannot take
+            oe.forward_args(module, req.get("evaluator_args") or {})
+        except oe.EvaluatorArgsError as e:
+            failure = _failure(SANDBOX_ERROR, f"evaluator.py: {e}")
     _report_loaded(failure)
     if failure is not None:
         return failure
@@ -425,6 +438,34 @@ def _run_openevolve(req: dict, program: str) -> dict:
     except BaseException as e:
         return _from_exception(e, program, limits)
     return _openevolve(out, fitness_of)
+
+
+def _run_shinka(req: dict, program: str) -> dict:
+    """A ShinkaEvolve-format evaluate.py in a private copy of its folder, started as
+    ShinkaEvolve starts it (shinka_run.py), after this process confined itself."""
+    failure, limits = None, req.get("limits", {})
+    try:
+        _provide_kit()  # the `evaluators` package, wherever this harness lies
+        from evaluators.inside import openevolve_run as oe
+        from evaluators.inside import shinka_run as sh
+
+        workdir = oe.private_copy(req["problem_dir"], os.path.dirname(program))
+        if not os.path.isfile(os.path.join(workdir, sh.EVALUATE)):
+            failure = _failure(SANDBOX_ERROR, f"no {sh.EVALUATE} in {req['problem_dir']}")
+        else:
+            oe.confine(req["problem_dir"], os.path.dirname(program), program)
+    except BaseException as e:
+        failure = _failure(SANDBOX_ERROR, f"cannot prepare the ShinkaEvolve evaluator: {e!r}", e)
+    _report_loaded(failure)
+    if failure is not None:
+        return failure
+    try:
+        out = sh.evaluate(workdir, program, float(limits.get("timeout_s") or 300))
+    except sh.EvaluatorTimeout as e:
+        return _failure(TIMEOUT, f"{e}; all its processes were killed")
+    except BaseException as e:
+        return _from_exception(e, program, limits)
+    return sh.to_result(out, OK, INVALID, RUNTIME_ERROR)
 
 
 def score(payload: dict) -> dict:

@@ -2,7 +2,10 @@
 baseline written as its blocks alone completed from the problem's seed.
 
 Evolvable regions sit between comment lines containing EVOLVE-BLOCK-START and
-EVOLVE-BLOCK-END. Everything else, marker lines included, is fixed API. The grammar
+EVOLVE-BLOCK-END, in the program's language's comment syntax (`# ...` in Python and
+shell, `// ...` in Rust, C++, Go, JavaScript, `-- ...` in SQL and Lua: any leader of
+languages.ALL_COMMENTS is read, so a seed of any suffix works). Everything else, marker
+lines included, is fixed API. The grammar
 of the problem contract, shared by the loop (evolve/edits/blocks.py builds its edit
 checks on it) and the problem kit (`kit.main` completes a baseline before it runs it).
 
@@ -15,10 +18,14 @@ import ast
 import re
 from dataclasses import dataclass
 
+from evaluators.inside.languages import ALL_COMMENTS
+
 START = "EVOLVE-BLOCK-START"
 END = "EVOLVE-BLOCK-END"
-_START_RE = re.compile(r"^\s*#.*EVOLVE-BLOCK-START")
-_END_RE = re.compile(r"^\s*#.*EVOLVE-BLOCK-END")
+_LEADER = "(?:" + "|".join(re.escape(c) for c in ALL_COMMENTS) + ")"
+_START_RE = re.compile(rf"^\s*{_LEADER}.*EVOLVE-BLOCK-START")
+_END_RE = re.compile(rf"^\s*{_LEADER}.*EVOLVE-BLOCK-END")
+_COMMENT_RE = re.compile(rf"^\s*{_LEADER}")
 
 
 @dataclass(frozen=True)
@@ -146,8 +153,8 @@ def complete_from_seed(code: str, seed: str) -> str:
 def _only_docs(text: str) -> bool:
     try:
         body = ast.parse(text).body
-    except SyntaxError:
-        return False
+    except SyntaxError:  # another language: comment lines alone
+        return all(_COMMENT_RE.match(ln) for ln in split_lines(text) if ln.strip())
     return not body or (
         len(body) == 1
         and isinstance(body[0], ast.Expr)

@@ -17,7 +17,9 @@ Stdlib only: this runs where only the harness's folder is importable.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import inspect
 import os
 import shutil
 import sys
@@ -80,6 +82,7 @@ _SYSTEM_FILES = (
 # /dev/shm for multiprocessing's semaphores; /proc for the harness's count of what is left
 # (Landlock judges a file by where it really lies: /proc/self/root/... leads nowhere new)
 _SHARED = ("/dev/shm", "/sys/devices/system/cpu", "/proc")
+TOOL_DIRS_ENV = "EVOLVE_TOOL_DIRS"  # evaluators/toolchain.py: Toolchain.roots, os.pathsep-joined
 
 
 def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]]:
@@ -95,6 +98,8 @@ def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]
     libs |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
     readable = {here, problem_dir, *(p for p in sys.path if p and os.path.isabs(p))}
     readable |= {os.environ.get(v, "") for v in ("EVOLVE_DATA_DIR", "EVOLVE_INCLUDE_DIR")}
+    # the toolchains the problem declared (`tools`: cargo, g++) where the sandbox bound them
+    libs |= set(os.environ.get(TOOL_DIRS_ENV, "").split(os.pathsep))
     rules = [(p, ll.EXEC_DIR) for p in sorted({*libs, *_SYSTEM_DIRS}) if p]
     for p in sorted(readable):
         real = os.path.realpath(p) if p else ""
@@ -139,6 +144,34 @@ def fitness_rule(stand_in: str, feature_dims: list) -> Callable[[dict], float]:
     rules = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rules)
     return lambda metrics: rules.get_fitness_score(metrics, feature_dims)
+
+
+class EvaluatorArgsError(ValueError):
+    """evaluator.evaluator_args that evaluate()'s signature cannot take."""
+
+
+def forward_args(module: object, args: dict) -> None:
+    """OpenEvolve 0.4.1's evaluator.evaluator_args: `module.evaluate` becomes
+    evaluate(program, **args), after the check OpenEvolve makes when it loads the evaluator
+    (EvaluatorArgsError: the signature cannot take them). The evaluate_stageN functions get
+    none, as in OpenEvolve."""
+    fn = getattr(module, "evaluate", None)
+    if not args or not callable(fn):
+        return
+    name = getattr(fn, "__name__", "evaluate")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None  # no signature to check: the call says what is wrong
+    if signature is not None:
+        try:
+            signature.bind(object(), **args)
+        except TypeError as e:
+            raise EvaluatorArgsError(
+                f"evaluator.evaluator_args {sorted(args)} cannot be passed to "
+                f"{name}{signature}: {e}"
+            ) from None
+    module.evaluate = functools.partial(fn, **args)  # type: ignore[attr-defined]
 
 
 @dataclass

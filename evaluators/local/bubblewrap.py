@@ -181,6 +181,8 @@ def command(
     argv += ["--perms", "1777", "--size", tmp_bytes, "--tmpfs", "/dev/shm"]
     for path in _SYSTEM:
         argv += _ro(path)
+    # searchable by the slot uid, as below: /etc/alternatives/cc is how Debian finds `cc`
+    argv += ["--perms", "0755", "--dir", "/etc"]
     for name in _ETC:
         argv += _ro(f"/etc/{name}")
     made: set[str] = set()

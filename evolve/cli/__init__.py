@@ -105,9 +105,10 @@ def _sweep() -> None:
 
 
 def _fail(args, message: str) -> int:
-    """Bad input or an unusable runs dir: one line on stderr, exit code 2."""
-    line = " ".join(message.splitlines()) or "failed"
-    print(safe_text(f"evolve {args.command}: error: {line}"), file=sys.stderr)
+    """Bad input or an unusable runs dir: one line on stderr per error (several only
+    where the message lists several, as --strict-config's unknown keys), exit code 2."""
+    for line in [line for line in message.splitlines() if line.strip()] or ["failed"]:
+        print(safe_text(f"evolve {args.command}: error: {line}"), file=sys.stderr)
     return 2
 
 
@@ -127,7 +128,9 @@ def cmd_data_fetch(args) -> int:
 
 def cmd_sandbox(args) -> int:
     """`evolve sandbox build [--problem DIR]`: the Docker sandbox's image, and the layer with
-    DIR/requirements.txt on it, each built only when its inputs changed."""
+    DIR/requirements.txt on it, each built only when its inputs changed. --force rebuilds
+    the top of what is asked for (the problem's layer with --problem, else the image on
+    its base); only --force-base debootstraps the Debian base again."""
     from evaluators.docker.image import ImageError, build, exists
     from evaluators.docker.image_layers import layer_tag, problem_image, requirements_file
     from evaluators.machine import engine
@@ -143,7 +146,12 @@ def cmd_sandbox(args) -> int:
         raise UsageError(why)
     try:
         tag, built = build(
-            client, dockerfile=args.dockerfile, force=args.force, mirror=args.mirror, log=log
+            client,
+            dockerfile=args.dockerfile,
+            force=args.force and problem is None,  # with --problem: its layer alone
+            mirror=args.mirror,
+            log=log,
+            force_base=args.force_base,
         )
         requirements = requirements_file(problem) if problem is not None else None
         if problem is not None and requirements is None:

@@ -167,6 +167,8 @@ def _problem_flags(p: argparse.ArgumentParser) -> None:
     _flag(p, "initial_program")
     _flag(p, "timeout")
     _flag(p, "memory_mb")
+    _flag(p, "config")
+    _flag(p, "strict_config")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,7 +238,16 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of the Debian base made with debootstrap",
     )
     sbb.add_argument(
-        "--force", action="store_true", help="rebuild even if an image of the tag exists"
+        "--force",
+        action="store_true",
+        help="rebuild even if an image of the tag exists: with --problem only the problem's "
+        "layer, else the image on its existing Debian base",
+    )
+    sbb.add_argument(
+        "--force-base",
+        action="store_true",
+        help="also rebuild the Debian base with debootstrap (minutes, needs root), and what "
+        "stands on it",
     )
     sbb.add_argument(
         "--mirror",

@@ -14,6 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from evaluators.inside.languages import PYTHON, Language
 from evolve.edits.blocks import (
     extract_bodies,
     find_blocks,
@@ -276,15 +277,29 @@ def _drop_docstrings(tree: ast.AST) -> None:
             node.body = body[1:] or [ast.Pass()]
 
 
-def normalized_hash(code: str) -> str:
+def normalized_hash(code: str, language: Language = PYTHON) -> str:
     """sha256 of code with comments, docstrings, blank lines and formatting removed,
-    so candidates that differ only in those count as duplicates."""
-    try:
-        tree = ast.parse(code)
-        _drop_docstrings(tree)
-        text = "ast:" + ast.unparse(tree)
-    except Exception:  # unparsable (or pathological) code: a textual normal form
-        no_comments = re.sub(r"(?m)(^|\s)#.*$", r"\1", code)
-        kept = (" ".join(ln.split()) for ln in no_comments.split("\n"))
-        text = "txt:" + "\n".join(ln for ln in kept if ln)
+    so candidates that differ only in those count as duplicates. Python is compared by
+    its syntax tree; another language by its text, its own comments and whitespace out."""
+    if not language.is_python:
+        text = "txt:" + _textual_form(code, language.comments)
+    else:
+        try:
+            tree = ast.parse(code)
+            _drop_docstrings(tree)
+            text = "ast:" + ast.unparse(tree)
+        except Exception:  # unparsable (or pathological) code: a textual normal form
+            text = "txt:" + _textual_form(code, ("#",))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _textual_form(code: str, comments: tuple[str, ...]) -> str:
+    """code without its line comments (and C-style block comments where `//` is one),
+    each line's whitespace collapsed, blank lines dropped."""
+    if "//" in comments or "/*" in comments:
+        code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
+    for leader in comments:
+        if leader not in ("/*", "(*", "<!--"):
+            code = re.sub(rf"(?m)(^|\s){re.escape(leader)}.*$", r"\1", code)
+    kept = (" ".join(ln.split()) for ln in code.split("\n"))
+    return "\n".join(ln for ln in kept if ln)

@@ -97,6 +97,17 @@ class Settings(Section):
     memory_mb: Annotated[int, Field(ge=1)] | None = _flag(
         None, "memory limit per evaluation (default: the problem's)", "MB"
     )
+    config: PathText = _flag(
+        None,
+        "an OpenEvolve folder's config file to read instead of config.yaml (a file of the "
+        "folder, such as config_phase_1.yaml, or any path)",
+        "FILE",
+    )
+    strict_config: bool = _flag(
+        False,
+        "refuse an OpenEvolve config.yaml with keys OpenEvolve does not know (default: warn "
+        "once per key and ignore it, as OpenEvolve does)",
+    )
     # Where candidates run (run, eval, check)
     sandbox: Sandbox = _flag(
         "auto",
@@ -234,7 +245,7 @@ class Settings(Section):
         }
 
 
-EVALUATION = ("env", "initial_program", "timeout", "memory_mb")
+EVALUATION = ("env", "initial_program", "timeout", "memory_mb", "config", "strict_config")
 SANDBOX = ("sandbox", "ray_address", "ray_node_sandbox", "allow_unisolated_ray_nodes")
 CHECK = (*EVALUATION, *SANDBOX, "require_isolation")
 EVALUATE = (*CHECK, "data_seed")

@@ -13,6 +13,7 @@ from pydantic import Field
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section
 from evolve.settings.search import SearchTable
+from evolve.settings.tools import Tool
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -53,6 +54,7 @@ class EvaluationTable(Section):
     max_code_kb: PositiveInt = 64  # larger candidates are recorded invalid, never evaluated
     env: list[EnvEntry] = []  # NAME=VALUE, or NAME: the value the controller has at load time
     resources: ResourcesTable = ResourcesTable()
+    tools: list[Tool] = []  # programs the evaluator runs (cargo, g++): the sandbox offers them
 
 
 class FeaturesTable(Section):

@@ -1,18 +1,22 @@
 """The schema of an OpenEvolve-format folder's config.yaml.
 
-Every key OpenEvolve 0.4's Config knows (openevolve/config.py) is accepted, so a real
+Every key OpenEvolve 0.4.1's Config knows (openevolve/config.py) is accepted, so a real
 config runs unchanged: the ones evolve honours are typed and range-checked here (how
 each is used: `uses`), the others are listed in `ignored` with the reason (both from
-evolve/settings/openevolve_keys.py). Anything else is a typo and fails with a
-suggestion (OpenEvolve itself silently drops unknown top-level keys, which is how
-`max_iteration: 500` runs for 10000 iterations). The top-level `evolve:` section is
-evolve's own, which OpenEvolve drops: extra environment variables and the seed's path.
+evolve/settings/openevolve_keys.py). The schema itself rejects anything else; the loader
+(evolve/settings/unknown.py) first takes out the keys no OpenEvolve version knows and
+warns about each, with a did-you-mean, as OpenEvolve's non-strict dacite drops them
+silently (which is how `max_iteration: 500` runs for 10000 iterations); --strict-config
+makes them errors. The top-level `evolve:` section is evolve's own, which OpenEvolve
+drops: extra environment variables, the seed's path and the tools its evaluator runs; it
+stays strict.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field, field_validator
 
@@ -20,11 +24,13 @@ from evolve.settings import openevolve_keys as keys
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section
 from evolve.settings.search import SearchTable
+from evolve.settings.tools import Tool
 from evolve.settings.urls import check_url
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0)]
+Suffix = Annotated[str, Field(pattern=r"^\.[A-Za-z0-9_+-]+$")]  # ".rs"
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -51,7 +57,7 @@ class ModelEntry(OESection):
     weight: PositiveFloat = 1.0
     api_base: Url | None = None
     api_key: str | None = None  # null: $OPENAI_API_KEY; "${VAR}": that variable
-    provider: Literal["openai"] | None = None
+    provider: str | None = None  # `run` speaks openai only (evolve.launch.check_provider)
 
 
 class LLMSection(OESection):
@@ -60,7 +66,7 @@ class LLMSection(OESection):
     models: list[ModelEntry] | None = None
     api_base: Url | None = None
     api_key: str | None = None
-    provider: Literal["openai"] | None = None
+    provider: str | None = None
     temperature: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] | None = None
     max_tokens: PositiveInt | None = None
     timeout: PositiveFloat | None = None
@@ -135,6 +141,16 @@ class EvaluatorSection(OESection):
     cascade_evaluation: bool = True
     cascade_thresholds: list[Annotated[float, Field(allow_inf_nan=False)]] | None = None
     parallel_evaluations: PositiveInt | None = None
+    evaluator_args: dict[str, Any] | None = None
+
+    @field_validator("evaluator_args")
+    @classmethod
+    def _json_args(cls, value: Any) -> Any:
+        try:  # they reach evaluate() in the sandbox as JSON
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise ValueError("expected plain values (strings, numbers, lists, mappings)") from None
+        return value
 
 
 class EvolutionTraceSection(OESection):
@@ -148,6 +164,7 @@ class EvolveSection(OESection):
     env: list[EnvEntry] = []
     initial_program: str | None = None
     search: SearchTable = SearchTable()
+    tools: list[Tool] | None = None
 
 
 class OpenEvolveConfig(OESection):
@@ -157,6 +174,9 @@ class OpenEvolveConfig(OESection):
     random_seed: int | None = None
     diff_based_evolution: bool | None = None
     max_code_length: PositiveInt | None = None
+    enforce_evolve_blocks: bool | None = None
+    language: str | None = None
+    file_suffix: Suffix | None = None
     llm: LLMSection = LLMSection()
     prompt: PromptSection = PromptSection()
     database: DatabaseSection = DatabaseSection()

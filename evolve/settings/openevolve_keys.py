@@ -1,10 +1,10 @@
-"""What evolve does with each key of OpenEvolve 0.4's config.yaml: how an honoured key
+"""What evolve does with each key of OpenEvolve 0.4.1's config.yaml: how an honoured key
 is used, or why an ignored one is not.
 
 The schema (evolve/settings/openevolve.py) takes these tables as its `uses` and
 `ignored`; `evolve check` and `evolve run` show them for the keys a file sets, so a
 user of OpenEvolve learns what changes here instead of finding out from the results.
-tests/fixtures/openevolve_0_4_keys.txt lists OpenEvolve 0.4's keys; a test holds every
+tests/fixtures/openevolve_0_4_keys.txt lists OpenEvolve 0.4.1's keys; a test holds every
 one of them to a line here.
 """
 
@@ -23,18 +23,25 @@ NO_EMBEDDINGS = "evolve has no embedding-based novelty filter"
 TRACE = "evolve's archive (--runs-dir) holds every program, prompt and reply; see `evolve archive`"
 
 TOP_USES = {
+    "language": "the seed's language: its comment syntax for EVOLVE-BLOCK markers, the tools "
+    "the sandbox must offer (rust: cargo, rustc; cpp: g++); Python checks only for Python",
+    "file_suffix": "the seed's default name (initial_program + file_suffix) and its language",
     "max_iterations": "total iterations (--iterations)",
     "random_seed": "seed for parent selection and sampling (--seed); wins over database.random_seed",
     "diff_based_evolution": "edit format: true asks for diffs, false for whole programs (--edit-format)",
     "max_code_length": "largest candidate in bytes (UTF-8); a larger one is recorded invalid",
+    "enforce_evolve_blocks": "true is what evolve always does: the code outside a seed's "
+    "EVOLVE-BLOCKs stays fixed (false, OpenEvolve's default, is not followed there); a seed "
+    "without markers evolves as a whole file either way, as in OpenEvolve 0.4.1",
 }
 TOP_IGNORED = {
     "checkpoint_interval": "every candidate is archived as it finishes; `evolve resume` continues a run",
+    "checkpoint_on_improvement": "every candidate, a new best too, is archived as it finishes",
+    "logger_prefix": "evolve prints one line per iteration (--no-progress) or a live display",
+    "full_rewrite_probability": "one edit format per run (--edit-format; diff_based_evolution "
+    "sets it): no random mix of diffs and full rewrites",
     "log_level": "evolve prints one line per iteration (--no-progress) or a live display",
     "log_dir": "a run's record lives in its archive (--runs-dir)",
-    "language": "evolve evolves Python: the seed program must parse as Python",
-    "file_suffix": "a candidate gets the seed program's file name",
-    "enforce_evolve_blocks": "always on: an edit that changes code outside the EVOLVE-BLOCKs is rejected",
     "diff_pattern": "evolve reads its own SEARCH/REPLACE diff format",
     "early_stopping_patience": NO_EARLY_STOP,
     "convergence_threshold": NO_EARLY_STOP,
@@ -49,7 +56,10 @@ API_KEY = (
     "API key; null: $OPENAI_API_KEY, '${VAR}': that variable; "
     "sent only to the endpoint it is configured with, never stored in the archive"
 )
-PROVIDER = "must be 'openai' or null: evolve calls OpenAI-compatible endpoints"
+PROVIDER = (
+    "'openai' or null for `evolve run`, which calls OpenAI-compatible endpoints; another "
+    "(claude_code, ...) is refused by run (give --api-base) and unused by eval and check"
+)
 
 LLM_USES = {
     "api_base": "endpoint of every model without its own api_base (--api-base)",
@@ -104,6 +114,7 @@ MODEL_IGNORED = {
 
 PROMPT_USES = {"system_message": "the problem's domain notes in every prompt"}
 PROMPT_IGNORED = {
+    "island_system_messages": "every island's prompts share prompt.system_message",
     "template_dir": "OpenEvolve's templates do not fit evolve's; put evolve templates in prompts/",
     "evaluator_system_message": NO_LLM_FEEDBACK,
     "programs_as_changes_description": CHANGES,
@@ -136,6 +147,7 @@ DATABASE_USES = {
 }
 DATABASE_IGNORED = {
     "db_path": ARCHIVE,
+    "island_initial_programs": "every island starts from the one seed program (--initial-program)",
     "in_memory": ARCHIVE,
     "log_prompts": "evolve always archives every prompt and reply",
     "population_size": "each island keeps one elite per MAP-Elites cell; there is no other cap",
@@ -165,6 +177,8 @@ EVALUATOR_USES = {
     "cascade_evaluation": "run evaluate_stage1/2/3 as a cascade when the evaluator defines them",
     "cascade_thresholds": "the score each stage must reach to go on",
     "parallel_evaluations": "evaluations in flight (--parallel)",
+    "evaluator_args": "keyword arguments of every evaluate() call, as OpenEvolve 0.4.1 passes "
+    "them (not the evaluate_stageN functions)",
 }
 EVALUATOR_IGNORED = {
     "cpu_limit": "not limited on its own: an evaluation's CPU time is bounded by its timeout",
@@ -184,12 +198,15 @@ TRACE_IGNORED = dict.fromkeys(
         "output_path",
         "buffer_size",
         "compress",
+        "include_failures",
     ),
     TRACE,
 )
 
 # `evolve:` is evolve's own section (OpenEvolve drops unknown top-level keys)
 EVOLVE_USES = {
+    "tools": "programs the evaluator runs (cargo, g++), which the sandbox must offer; "
+    "default: those of `language`",
     "env": "environment variables for the evaluator: NAME (from this environment) or NAME=VALUE (--env)",
     "initial_program": "the seed program, relative to the folder (--initial-program)",
     "search": "how the search spends its calls: max_calls, max_resamples, repair_attempts, "

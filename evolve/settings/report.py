@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from evolve.settings.errors import _inner_model, validate
 from evolve.settings.openevolve import OESection, OpenEvolveConfig
+from evolve.settings.unknown import unknown_keys, without
 
 
 @dataclass(frozen=True)
@@ -25,14 +26,17 @@ class KeyReport:
     ignored: tuple[tuple[str, str], ...] = ()  # (dotted key, why evolve does without it)
 
 
-def config_report(problem_dir: str | Path) -> KeyReport:
-    """The report for the keys the folder's config.yaml sets; empty for a native folder
-    or one without config.yaml. A bad file raises SettingsError (load_problem first)."""
+def config_report(problem_dir: str | Path, config_file: str | Path | None = None) -> KeyReport:
+    """The report for the keys the folder's config file sets (`config_file`, else its
+    config.yaml), unknown keys aside (evolve.problem_config warns about those); empty for a
+    native folder or one without a config. A bad file raises SettingsError (load_problem
+    first)."""
     root = Path(problem_dir)
-    path = root / "config.yaml"
+    path = Path(config_file) if config_file is not None else root / "config.yaml"
     if (root / "problem.toml").is_file() or not path.is_file():
         return KeyReport()
     raw = yaml.safe_load(path.read_text()) or {}
+    raw = without(raw, unknown_keys(OpenEvolveConfig, raw))
     validate(OpenEvolveConfig, raw, str(path), "yaml")
     return key_report(raw)
 
@@ -45,11 +49,11 @@ def key_report(raw: dict) -> KeyReport:
     return KeyReport(tuple(honoured.items()), tuple(ignored.items()))
 
 
-def ignored_lines(problem_dir: str | Path) -> list[str]:
+def ignored_lines(problem_dir: str | Path, config_file: str | Path | None = None) -> list[str]:
     """One line per ignored key, as `evolve run` prints them."""
-    return [
-        f"config.yaml: ignored key {key}: {why}" for key, why in config_report(problem_dir).ignored
-    ]
+    name = Path(config_file).name if config_file is not None else "config.yaml"
+    report = config_report(problem_dir, config_file)
+    return [f"{name}: ignored key {key}: {why}" for key, why in report.ignored]
 
 
 def _walk(model: type[BaseModel], data: Any, prefix: str, honoured: dict, ignored: dict) -> None:
