@@ -148,7 +148,10 @@ def test_import_evolve_loads_neither_the_api_nor_pydantic():
 
 def test_ctrl_c_stops_a_script_s_run_cleanly_and_resume_continues_it(tmp_path):
     """With no hooks asyncio's own SIGINT handling stops the run: evolve.run returns a summary
-    saying so, the run is left `stopped`, and evolve.resume continues it."""
+    saying so, the run is left `stopped`, and evolve.resume continues it. The script starts as
+    an interactive Python does, with SIGINT's default handler: started from a background job
+    of a script it would inherit SIGINT ignored, and the library leaves a process's signal
+    dispositions as it finds them (the `evolve` command takes them itself: test_resume.py)."""
     toy, runs = toy_problem(tmp_path / "toy"), tmp_path / "runs"
     lock, n = threading.Lock(), [0]
 
@@ -161,6 +164,8 @@ def test_ctrl_c_stops_a_script_s_run_cleanly_and_resume_continues_it(tmp_path):
 
     with ScriptedLLM(slow) as srv:
         script = (
+            "import signal\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "import evolve\n"
             f"s = evolve.run({str(toy)!r}, model='scripted', api_base={srv.base_url!r}, "
             f"iterations=50, sandbox='local', runs_dir={str(runs)!r}, run_id='lib')\n"
