@@ -70,9 +70,10 @@ OFF = "turned off (no namespaces, seccomp or cgroups: rlimits and uids only)"
 _THREADS_1 = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def sandbox_env(req: EvalRequest, scratch: str, token: str) -> dict[str, str]:
+def sandbox_env(
+    req: EvalRequest, scratch: str, token: str, tools: toolchain.Toolchain
+) -> dict[str, str]:
     """Built from an allowlist: nothing else (API keys above all) leaks from os.environ."""
-    tools = toolchain.resolve(req.tools)
     env = {
         **tools.env,
         "PATH": tools.sandbox_path(os.environ.get("PATH", os.defpath)),
@@ -191,19 +192,26 @@ class LocalSandbox(TwoPhaseSandbox):
         path to write to, nor a folder to plant links in.
         """
         inputs = {**files, ("REQ.json" if mode == "run" else "OUTPUTS.json"): json.dumps(payload)}
+        tools = toolchain.resolve(req.tools)  # once: its binds and its PATH agree
         with ExitStack() as stack:
             outs = _Outputs(
                 *(stack.enter_context(tempfile.TemporaryFile(dir=self._tmp_root)) for _ in range(5))
             )
             if self.isolation.bwrap:
-                how = self._in_namespaces(stack, req, uid, inputs, outs.info)
+                how = self._in_namespaces(stack, req, uid, inputs, outs.info, tools.roots)
             else:
                 how = self._without_namespaces(stack, req, uid, inputs)
-            return self._spawn(req, uid, mode, next(reversed(inputs)), how, outs)
+            return self._spawn(req, uid, mode, next(reversed(inputs)), how, outs, tools)
         raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
 
     def _in_namespaces(
-        self, stack: ExitStack, req: EvalRequest, uid: int | None, inputs: dict, info_f
+        self,
+        stack: ExitStack,
+        req: EvalRequest,
+        uid: int | None,
+        inputs: dict,
+        info_f,
+        tool_roots: tuple[str, ...],
     ) -> _Confined:
         """Bubblewrap: the inputs as memfds, hidden files masked, seccomp, cgroups."""
         fds = {name: _memfd(name, text) for name, text in inputs.items()}
@@ -213,8 +221,8 @@ class LocalSandbox(TwoPhaseSandbox):
         seccomp = filter_fd() if self.isolation.seccomp else None
         if seccomp is not None:
             stack.callback(os.close, seccomp)
-        tools = toolchain.resolve(req.tools).roots  # cargo, g++ outside /usr: read-only too
-        readable = [INSIDE, *tools, req.problem_dir, *req.includes]
+        # cargo, g++ outside /usr: read-only too
+        readable = [INSIDE, *tool_roots, req.problem_dir, *req.includes]
         readable += [req.data_dir] if req.data_dir else []
         if uid is not None and (why := bubblewrap.unreadable(readable)):
             raise PermissionError(why)
@@ -275,14 +283,21 @@ class LocalSandbox(TwoPhaseSandbox):
         return _Confined([], python, harness, scratch, scratch, confine, env=dict(env))
 
     def _spawn(
-        self, req: EvalRequest, uid: int | None, mode: str, src: str, how: _Confined, outs: _Outputs
+        self,
+        req: EvalRequest,
+        uid: int | None,
+        mode: str,
+        src: str,
+        how: _Confined,
+        outs: _Outputs,
+        tools: toolchain.Toolchain,
     ) -> ProcRun:
         """Start the harness as `how` says, wait for it within the deadline, kill whatever
         it left, and read back what it wrote."""
         limits, token = req.limits, secrets.token_hex(16)
         bwrap = self.isolation.bwrap is not None
         keep = [outs.result.fileno(), *how.keep]
-        env = {**sandbox_env(req, how.home, token), **how.env}
+        env = {**sandbox_env(req, how.home, token, tools), **how.env}
         if mode == "run":
             keep.append(outs.status.fileno())
             env[STATUS_FD_ENV] = str(outs.status.fileno())
