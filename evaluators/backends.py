@@ -51,10 +51,12 @@ def make_sandbox(
     problem_dir: str | None = None,
     isolate: bool | None = None,
     ray: RayOptions | None = None,
+    tools: tuple[str, ...] = (),
 ) -> Sandbox:
     """The backend `name` ("auto" picks one); `require_isolation` refuses a local sandbox
     that lost any of its isolation guarantees on this machine instead of warning;
-    `problem_dir`: the problem whose requirements.txt a Docker sandbox's image must carry;
+    `problem_dir`, `tools`: the problem whose requirements.txt and tools (cargo, g++) a
+    Docker sandbox's image must carry;
     `isolate`: the local sandbox's namespaces (None: on unless $EVOLVE_LOCAL_ISOLATION=off);
     `ray`: where a ray sandbox sends its tasks (None: a private instance, one CPU a task)."""
     if isolate is None:
@@ -63,7 +65,7 @@ def make_sandbox(
         raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")
     if name == "ray":
         return _ray(ray, run_id, require_isolation, isolate)
-    return machine_sandbox(name, parallel, run_id, require_isolation, problem_dir, isolate)
+    return machine_sandbox(name, parallel, run_id, require_isolation, problem_dir, isolate, tools)
 
 
 def ray_options(

@@ -73,6 +73,7 @@ def machine_sandbox(
     require_isolation: bool = False,
     problem_dir: str | None = None,
     isolate: bool = True,
+    tools: tuple[str, ...] = (),
 ) -> Sandbox:
     """The backend `name` of this machine ("auto" picks one); the arguments are
     backends.make_sandbox's."""
@@ -96,7 +97,7 @@ def machine_sandbox(
             )
         return local
     if name == "docker":
-        return _docker(parallel, run_id, problem_dir)
+        return _docker(parallel, run_id, problem_dir, tools)
     choices = ", ".join(("auto", *MACHINE_BACKENDS))
     raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {choices})")
 
@@ -119,7 +120,9 @@ def sweep() -> list[str]:
     return leftovers.remove(found)
 
 
-def _docker(parallel: int, run_id: str | None, problem_dir: str | None) -> Sandbox:
+def _docker(
+    parallel: int, run_id: str | None, problem_dir: str | None, tools: tuple[str, ...]
+) -> Sandbox:
     from evaluators.docker.image import IMAGE_ENV, ImageError, build, find_image
     from evaluators.docker.sandbox import DockerSandbox
 
@@ -137,29 +140,29 @@ def _docker(parallel: int, run_id: str | None, problem_dir: str | None) -> Sandb
             build(client, log=_say)
         except ImageError as e:
             raise SandboxUnavailable(f"--sandbox docker: {e}") from None
-    image = _problem_image(client, problem_dir) if problem_dir else None
+    image = _problem_image(client, problem_dir, tools) if problem_dir else None
     # held-out re-scoring runs beside the --parallel evaluations, as for local
     return DockerSandbox(
         max_parallel=max(1, parallel) + 1, run_id=run_id, image=image, client=client
     )
 
 
-def _problem_image(client, problem_dir: str) -> str | None:
-    """The image with the problem's requirements.txt layered on, built now if it is not yet."""
+def _problem_image(client, problem_dir: str, tools: tuple[str, ...]) -> str | None:
+    """The image with the problem's requirements.txt and tools layered on, built now if it
+    is not yet."""
     from evaluators.docker.image import ImageError
-    from evaluators.docker.image_layers import (
-        find_problem_image,
-        problem_image,
-        requirements_file,
-    )
+    from evaluators.docker.image_layers import find_problem_image, layer_inputs, problem_image
 
     try:
-        if requirements_file(problem_dir) is None:
+        inputs = layer_inputs(problem_dir, tools)
+        if not inputs:
             return None  # the sandbox image as it is
-        if (image := find_problem_image(client, problem_dir)) is not None:
+        if (image := find_problem_image(client, problem_dir, tools)) is not None:
             return image
-        _say(f"sandbox: layering {problem_dir}/requirements.txt on the Docker image (once)")
-        return problem_image(client, problem_dir, log=_say)
+        what = "requirements.txt" if inputs.requirements else ""
+        what += (" and " if what else "") + ("tools " + ", ".join(tools) if inputs.tools else "")
+        _say(f"sandbox: layering {problem_dir}'s {what} on the Docker image (once)")
+        return problem_image(client, problem_dir, log=_say, tools=tools)
     except ImageError as e:
         raise SandboxUnavailable(f"--sandbox docker: {e}") from None
 

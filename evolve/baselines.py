@@ -99,7 +99,7 @@ def score_program(
     try:
         problem = load_problem(root)
         code = complete_from_seed(program.read_text(), problem.seed_code)
-        sandbox = make_sandbox(sandbox_name, 1, problem_dir=str(root))
+        sandbox = make_sandbox(sandbox_name, 1, problem_dir=str(root), tools=problem.tools)
     except Exception as e:  # a broken folder: shown on its row, never raised
         return BaselineScore(program.name, "error", detail=_first_line(e))
     try:

@@ -162,6 +162,7 @@ def problem_sandbox(
         run_id=run_id,
         require_isolation=s.require_isolation,
         problem_dir=str(problem.root),
+        tools=problem.tools,
         ray=ray_options(
             problem,
             s.ray_address,

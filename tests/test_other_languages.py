@@ -25,6 +25,7 @@ from evaluators.toolchain import resolve
 from evolve.edits import apply_reply, normalized_hash
 from evolve.problem import load_problem
 from tests.cli_helpers import ROOT, evolve, run_args
+from tests.docker_support import docker_image  # noqa: F401  (a fixture)
 from tests.scripted_llm import Reply, ScriptedLLM
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -249,3 +250,47 @@ def test_a_scripted_rust_run_of_three_iterations(tmp_path):
     assert json.loads(by_status["ok"]["metrics_json"])["correctness"] == 1.0
     # the fixed code is the evaluator's API: a rewrite changing only it changes nothing
     assert by_status["invalid_edit"]["eval_s"] is None
+
+
+# ---------------------------------------------------------------- the Docker sandbox
+# The problem's layer carries its tools: g++ from Debian's package (with what the image
+# lacks of its dependencies), the rustup toolchain copied in, gcc beside it to link.
+
+
+def _docker_eval(folder: Path, program: Path) -> dict:
+    r = evolve("eval", folder, program, "--json", "--sandbox", "docker", timeout=580)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert r.returncode == 0 and lines, r.stdout + r.stderr
+    return json.loads(lines[-1])
+
+
+def test_the_layer_plans_debian_packages_for_system_tools_and_copies_for_rustup(tmp_path):
+    from evaluators.docker import tool_layer
+
+    if shutil.which("g++") is None or shutil.which("dpkg") is None:
+        pytest.skip("no g++ from a Debian package here")
+    cpp = tool_layer.plan(["g++"], CPP)
+    assert not cpp.copies and any(p.startswith("g++") for p in cpp.packages), cpp
+    assert any("dpkg -i /tmp/evolve-debs/*.deb" in line for line in tool_layer.dockerfile_lines(cpp))
+    if _cargo_version() >= (1, 85):
+        rust = tool_layer.plan(["cargo", "rustc"], RUST)
+        [copy] = rust.copies  # one toolchain, both programs linked from it
+        assert copy.name == "rust" and {"bin/cargo", "bin/rustc"} <= set(copy.links)
+        assert ".cargo" not in copy.source and {"gcc", "libc6-dev"} <= set(rust.packages)
+        assert rust.env == {"CARGO_NET_OFFLINE": "true"}
+    with pytest.raises(tool_layer.ImageError, match="'no-such-cc-42' .* is not installed"):
+        tool_layer.plan(["no-such-cc-42"], tmp_path)
+
+
+@need_gpp
+def test_cpp_eval_on_the_docker_sandbox(docker_image):  # noqa: F811
+    out = _docker_eval(CPP, CPP / "heuristic.cpp")
+    assert out["status"] == "ok" and out["score"] == pytest.approx(CPP_SEED_SCORE)
+
+
+@pytest.mark.slow
+@need_cargo
+def test_rust_adaptive_sort_unchanged_on_the_docker_sandbox(docker_image):  # noqa: F811
+    out = _docker_eval(RUST, RUST / "initial_program.rs")
+    assert out["status"] == "ok" and out["metrics"]["correctness"] == 1.0, out
+    assert out["metrics"]["compile_success"] == 1.0 and out["score"] > 0

@@ -1,11 +1,13 @@
-"""A problem's own requirements.txt, layered on the sandbox image for the Docker sandbox.
+"""A problem's own requirements.txt and tools (evaluators/docker/tool_layer.py), layered on
+the sandbox image for the Docker sandbox.
 
 The container has no network, so the host's pip fetches the wheels (its config, index
 and proxy apply) for the image's Python and platform, and a one-step Dockerfile copies
 them into the image's first site folder (/usr/local/lib/python3.X/dist-packages on the
 Debian image). The tag, `evolve-sandbox-problem:<hash>`, is a hash of the base image's
-id and the requirements file's bytes, so a layer is built once and shared by problems
-with the same file; `force` rebuilds it (pip resolves unpinned lines anew).
+id, the requirements file's bytes and the tools' plan, so a layer is built once and
+shared by problems with the same inputs; `force` rebuilds it (pip resolves unpinned lines
+anew).
 
 The image's own packages are never shadowed: pip resolves with each of them pinned to
 the image's version (a constraints file), and installs only the distributions the image
@@ -38,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.docker import tool_layer
 from evaluators.docker.image import (
     ImageError,
     build_context,
@@ -47,6 +50,7 @@ from evaluators.docker.image import (
     smoke_test,
     wanted_image,
 )
+from evaluators.docker.tool_layer import ToolPlan
 
 REPO = "evolve-sandbox-problem"
 REQUIREMENTS = "requirements.txt"
@@ -55,12 +59,7 @@ TORCH = ("torch", "torchvision", "torchaudio")
 _INDEX_OPTIONS = ("--index-url", "-i", "--extra-index-url")
 _PIP = (sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input")
 RECIPE = "pip --target, image packages as constraints, v1"  # in the tag: a change rebuilds
-DOCKERFILE = """\
-# A problem's requirements.txt on the sandbox image (evaluators/docker/image_layers.py).
-ARG BASE
-FROM ${{BASE}}
-COPY site/ {site}/
-"""
+DOCKERFILE = "# A problem's layer on the sandbox image (evaluators/docker/image_layers.py).\n"
 # Run in the base image: what pip must target, and what the image already has.
 PROBE = """\
 import json, os, platform, site, sys
@@ -141,22 +140,42 @@ def layer_plan(requirements: Path, target: dict, constraints: str, report: str) 
     return LayerPlan(requirements, tuple(cmd), tuple(wheels), tuple(indexes), tuple(notes))
 
 
-def layer_tag(client, base: str, requirements: Path) -> str:
-    """The layered image's tag: the base image's id (not its name, which may move) + the file."""
+@dataclass(frozen=True)
+class LayerInputs:
+    """What a problem's layer adds to the sandbox image: its requirements.txt (None when it
+    has none) and the tools its evaluator runs (evaluators/docker/tool_layer.py)."""
+
+    requirements: Path | None
+    tools: ToolPlan
+
+    def __bool__(self) -> bool:
+        return self.requirements is not None or bool(self.tools)
+
+
+def layer_inputs(problem_dir: str | Path, tools: tuple[str, ...] = ()) -> LayerInputs:
+    """The problem's layer inputs; ImageError, one line, for a file or tool it cannot use."""
+    return LayerInputs(requirements_file(problem_dir), tool_layer.plan(tools, problem_dir))
+
+
+def layer_tag(client, base: str, inputs: LayerInputs) -> str:
+    """The layered image's tag: the base image's id (not its name, which may move) + the file
+    + the tools (only when there are any: a requirements-only layer keeps its tag)."""
     base_id = client.images.get(base).id
-    return f"{REPO}:{digest(RECIPE, DOCKERFILE, base_id, requirements.read_bytes())}"
+    req = inputs.requirements.read_bytes() if inputs.requirements else b""
+    tools = (tool_layer.dockerfile_lines(inputs.tools), inputs.tools.key()) if inputs.tools else ()
+    return f"{REPO}:{digest(RECIPE, DOCKERFILE, base_id, req, *map(str, tools))}"
 
 
-def find_problem_image(client, problem_dir: str | Path) -> str | None:
+def find_problem_image(client, problem_dir: str | Path, tools: tuple[str, ...] = ()) -> str | None:
     """The image this problem's evaluations run in, if built: the sandbox image, or its layer
-    with the problem's requirements.txt; None when that image is not built yet."""
+    with the problem's requirements.txt and tools; None when that image is not built yet."""
     base = find_image(client)
     if base is None:
         return None
-    requirements = requirements_file(problem_dir)
-    if requirements is None:
+    inputs = layer_inputs(problem_dir, tools)
+    if not inputs:
         return base
-    tag = layer_tag(client, base, requirements)
+    tag = layer_tag(client, base, inputs)
     return tag if exists(client, tag) else None
 
 
@@ -166,39 +185,64 @@ def problem_image(
     log: Callable[[str], None] = print,
     base: str | None = None,
     force: bool = False,
+    tools: tuple[str, ...] = (),
 ) -> str:
-    """The image for this problem, layering its requirements.txt on `base` (default: the
-    built sandbox image) unless that layer exists. ImageError, one line, when it cannot."""
+    """The image for this problem, layering its requirements.txt and tools on `base`
+    (default: the built sandbox image) unless that layer exists. ImageError, one line,
+    when it cannot."""
     base = base or find_image(client)
     if base is None:
         raise ImageError(
             f"the sandbox image {wanted_image()} is not built: run `evolve sandbox build`"
         )
-    requirements = requirements_file(problem_dir)
-    if requirements is None:
+    inputs = layer_inputs(problem_dir, tools)
+    if not inputs:
         return base
-    tag = layer_tag(client, base, requirements)
+    tag = layer_tag(client, base, inputs)
     if not force and exists(client, tag):
         return tag
     t0 = time.monotonic()
     target = _probe(client, base)
+    what = [str(inputs.requirements)] if inputs.requirements else []
+    what += [f"tools {', '.join(tools)}"] if inputs.tools else []
     log(
-        f"building {tag}: {requirements} with the host's pip (CPython {target['python']} "
-        f"{target['machine']} wheels) on {base}"
+        f"building {tag}: {' and '.join(what)} (CPython {target['python']} "
+        f"{target['machine']}) on {base}"
     )
+    added: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="evolve-layer-") as ctx:
-        added = _pip_install(requirements, target, os.path.join(ctx, "site"), log)
-        Path(ctx, "Dockerfile").write_text(DOCKERFILE.format(site=target["site"]))
+        steps = ["ARG BASE", "FROM ${BASE}"]
+        if inputs.requirements is not None:
+            added = _pip_install(inputs.requirements, target, os.path.join(ctx, "site"), log)
+            steps.append(f"COPY site/ {target['site']}/")
+        if inputs.tools:
+            status = _read(client, base, "/var/lib/dpkg/status")
+            tool_layer.fill_context(inputs.tools, ctx, status, log)
+            steps += tool_layer.dockerfile_lines(inputs.tools)
+        Path(ctx, "Dockerfile").write_text(DOCKERFILE + "\n".join(steps) + "\n")
         build_context(client, ctx, "Dockerfile", tag, {"BASE": base})
     # every added distribution is visible, at its version, and the image's numpy still loads
-    smoke_test(client, tag, extra=f"from importlib.metadata import version as v; {_check(added)}")
-    what = ", ".join(f"{n} {v}" for n, v in added.items()) or "nothing the image lacks"
-    log(f"built {tag} in {time.monotonic() - t0:.0f} s: {what}")
+    checks = [f"from importlib.metadata import version as v; {_check(added)}"]
+    if inputs.tools:
+        checks.append(tool_layer.smoke_code(inputs.tools))
+    smoke_test(client, tag, extra="; ".join(checks))
+    summary = ", ".join(f"{n} {v}" for n, v in added.items()) or "no Python package"
+    log(
+        f"built {tag} in {time.monotonic() - t0:.0f} s: {summary}; tools: {', '.join(tools) or 'none'}"
+    )
     return tag
 
 
 def _check(added: dict[str, str]) -> str:
     return f"assert {{n: v(n) for n in {list(added)!r}}} == {added!r}"
+
+
+def _read(client, image: str, path: str) -> bytes:
+    """A file of `image`, read by running it offline."""
+    try:
+        return client.containers.run(image, ["cat", path], network_mode="none", remove=True)
+    except Exception as e:
+        raise ImageError(f"cannot read {path} of {image}: {e}") from None
 
 
 def _probe(client, base: str) -> dict:

@@ -334,6 +334,7 @@ class DockerSandbox(TwoPhaseSandbox):
             lim.max_procs,
             lim.max_file_mb,
             req.split,
+            bool(req.tools),
         )
 
     def _checkout(self, req: EvalRequest) -> Box:
@@ -393,7 +394,7 @@ class DockerSandbox(TwoPhaseSandbox):
     def _create(self, key: tuple) -> Box:
         from docker.types import LogConfig, Mount
 
-        problem_dir, data_dir, includes, hidden, memory_mb, max_procs, max_file_mb, _split = key
+        problem_dir, data_dir, includes, hidden, memory_mb, max_procs, max_file_mb, _split, tools = key
         in_dir = tempfile.mkdtemp(prefix="in-", dir=self._host_root)
         os.chmod(in_dir, 0o755)
         env = {
@@ -421,9 +422,9 @@ class DockerSandbox(TwoPhaseSandbox):
                 for inside in _hidden_inside(path, problem_dir, data_dir):
                     mounts.append(Mount(inside, self._empty, type="bind", read_only=True))
 
-        def tmpfs(mb: int, uid: int, mode: str = "0700") -> str:
+        def tmpfs(mb: int, uid: int, mode: str = "0700", run: bool = False) -> str:
             opts = f"size={mb}m,nr_inodes={INODES},uid={uid},gid={uid},mode={mode}"
-            return f"rw,nosuid,nodev,noexec,{opts}"
+            return f"rw,nosuid,nodev,{'exec' if run else 'noexec'},{opts}"
 
         mem = f"{memory_mb + AGENT_MB}m"
         api = self.client.api
@@ -443,7 +444,9 @@ class DockerSandbox(TwoPhaseSandbox):
             mounts=mounts,
             log_config=LogConfig(type="none"),
             tmpfs={
-                "/scratch": tmpfs(SCRATCH_MB, RUN_UID),  # the candidate's HOME and cwd
+                # the candidate's HOME and cwd; where a problem's tools (cargo, g++) build
+                # the program they then run, it may hold programs (nosuid all the same)
+                "/scratch": tmpfs(SCRATCH_MB, RUN_UID, run=tools),
                 "/score": tmpfs(SCORE_MB, SCORE_UID),  # the trusted score()'s
                 "/tmp": tmpfs(TMP_MB, AGENT_UID, "1777"),
                 "/out": tmpfs(3 * max_file_mb + 8, AGENT_UID),  # the agent's: result, output

@@ -63,7 +63,7 @@ def evaluate_on_node(
     key = (opts, req.problem_dir if opts.sandbox != "local" else None)
     sandbox = _sandboxes.get(key)
     if sandbox is None:
-        sandbox = _sandboxes[key] = _make(opts, req.problem_dir)
+        sandbox = _sandboxes[key] = _make(opts, req.problem_dir, req.tools)
     return NodeReply(sandbox.evaluate(req), _node_name())
 
 
@@ -73,7 +73,7 @@ def _node_name() -> str:
     return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
-def _make(opts: NodeOptions, problem_dir: str) -> Sandbox:
+def _make(opts: NodeOptions, problem_dir: str, tools: tuple[str, ...]) -> Sandbox:
     # the same choice of backend as `--sandbox auto|docker|local` makes on the controller
     sandbox = machine_sandbox(
         opts.sandbox,
@@ -82,6 +82,7 @@ def _make(opts: NodeOptions, problem_dir: str) -> Sandbox:
         require_isolation=opts.require_isolation,
         problem_dir=problem_dir,
         isolate=opts.isolate,
+        tools=tools,
     )
     iso = getattr(sandbox, "isolation", None)
     if sandbox.name == "local" and iso is not None and not iso.bwrap and not opts.allow_unisolated:

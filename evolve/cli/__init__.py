@@ -128,12 +128,14 @@ def cmd_data_fetch(args) -> int:
 
 def cmd_sandbox(args) -> int:
     """`evolve sandbox build [--problem DIR]`: the Docker sandbox's image, and the layer with
-    DIR/requirements.txt on it, each built only when its inputs changed. --force rebuilds
-    the top of what is asked for (the problem's layer with --problem, else the image on
-    its base); only --force-base debootstraps the Debian base again."""
+    DIR's requirements.txt and tools (cargo, g++) on it, each built only when its inputs
+    changed. --force rebuilds the top of what is asked for (the problem's layer with
+    --problem, else the image on its base); only --force-base debootstraps the Debian base
+    again."""
     from evaluators.docker.image import ImageError, build, exists
-    from evaluators.docker.image_layers import layer_tag, problem_image, requirements_file
+    from evaluators.docker.image_layers import layer_inputs, layer_tag, problem_image
     from evaluators.machine import engine
+    from evolve.problem import load_problem
 
     def log(line: str) -> None:
         print(safe_text(line), file=sys.stderr, flush=True)
@@ -141,6 +143,12 @@ def cmd_sandbox(args) -> int:
     problem = args.problem
     if problem is not None and not os.path.isdir(problem):
         raise UsageError(f"--problem {problem}: not a folder")
+    tools: tuple[str, ...] = ()
+    if problem is not None and any(
+        os.path.isfile(os.path.join(problem, f))
+        for f in ("problem.toml", "evaluator.py", "evaluate.py")
+    ):  # a problem folder declares its tools (a broken one: one line); a bare folder has none
+        tools = load_problem(problem).tools
     client, why = engine()
     if client is None:
         raise UsageError(why)
@@ -153,14 +161,14 @@ def cmd_sandbox(args) -> int:
             log=log,
             force_base=args.force_base,
         )
-        requirements = requirements_file(problem) if problem is not None else None
-        if problem is not None and requirements is None:
-            log(f"{problem} has no requirements.txt: its evaluations use {tag} as it is")
-        elif requirements is not None:
-            layer = layer_tag(client, tag, requirements)
+        inputs = layer_inputs(problem, tools) if problem is not None else None
+        if problem is not None and not inputs:
+            log(f"{problem} has no requirements.txt nor tools: its evaluations use {tag} as it is")
+        elif inputs:
+            layer = layer_tag(client, tag, inputs)
             built = args.force or not exists(client, layer)
             if built:
-                problem_image(client, problem, log, base=tag, force=True)
+                problem_image(client, problem, log, base=tag, force=True, tools=tools)
             tag = layer
     except ImageError as e:
         raise UsageError(str(e)) from None
