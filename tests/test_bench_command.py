@@ -352,3 +352,32 @@ def test_a_bench_id_in_use_is_refused(bench):
     )  # fmt: skip
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert f"--bench-id {BENCH_ID}: a benchmark with this id exists" in r.stderr
+
+
+# ---- suites -----------------------------------------------------------------------------------
+
+
+def test_the_adrs_suite_names_the_seven_leaderboard_problems(tmp_path, monkeypatch):
+    from evolve.benchmark.suites import expand
+
+    folders = expand(["adrs"])
+    assert [Path(f).name for f in folders] == [
+        "spot_scheduling",
+        "spot_multi_region",
+        "llm_sql",
+        "cloudcast",
+        "prism",
+        "eplb",
+        "txn_scheduling",
+    ]
+    assert all((Path(f) / "problem.toml").is_file() for f in folders)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adrs").mkdir()  # a folder of that name stays a problem folder
+    assert expand(["adrs", "x"]) == ["adrs", "x"]
+
+
+def test_the_suite_loads_every_problem_before_anything_runs(tmp_path):
+    # the bad --bench-id is only reported once all seven folders loaded as problems
+    r = evolve("bench", "adrs", "--calls", "1", "--seeds", "1", "--model", "scripted",
+               "--bench-id", "a/b", "--runs-dir", tmp_path / "runs")
+    assert r.returncode == 2 and "--bench-id a/b" in r.stderr, r.stderr

@@ -44,7 +44,13 @@ def add_parser(sub, integer, data_seed) -> None:
         "duplicates, yields, tokens and wall time; draw its curve over calls as a PNG and keep "
         "the results in the archive (`evolve ui`: /bench).",
     )
-    b.add_argument("problem_dirs", nargs="+", metavar="PROBLEM_DIR")
+    b.add_argument(
+        "problem_dirs",
+        nargs="+",
+        metavar="PROBLEM_DIR",
+        help="problem folders, or a suite's name: adrs (the seven problems of the ADRS "
+        "leaderboard)",
+    )
     b.add_argument("--model", required=True, metavar="NAME", help="the one model every run uses")
     b.add_argument(
         "--calls", required=True, type=integer(1), metavar="N", help="answered LLM calls per run"
@@ -107,12 +113,17 @@ def spec_from_args(args) -> BenchSpec:
     """The benchmark the flags ask for, or UsageError naming the flag or folder."""
     from evolve import data_seed
     from evolve.benchmark.runner import BenchProblem, BenchSpec
+    from evolve.benchmark.suites import SuiteError, expand
     from evolve.endpoints import check_endpoint
     from evolve.llm.profiles import is_local
     from evolve.problem import ProblemError, load_problem
 
+    try:
+        folders = expand(args.problem_dirs)
+    except SuiteError as e:
+        raise UsageError(f"PROBLEM_DIR {e}") from None
     problems: list[BenchProblem] = []
-    for folder in args.problem_dirs:
+    for folder in folders:
         try:
             problem = load_problem(folder)
         except ProblemError as e:
