@@ -38,6 +38,10 @@ class References:
             return "no baseline has a held-out score"
         if self.best_baseline_test == self.seed_test:
             return f"the best baseline, {self.best_baseline_name}, scores as the seed"
+        if self.best_baseline_test < self.seed_test:
+            return (
+                f"no baseline beats the seed (the best, {self.best_baseline_name}, scores below it)"
+            )
         return None
 
 
@@ -45,15 +49,16 @@ def normalised(
     score: float | None, seed_score: float | None, best_baseline_score: float | None
 ) -> float | None:
     """100 * (score - seed) / (best_baseline - seed); None when any of them is missing or
-    not finite, or when the best baseline scores exactly as the seed (there is no scale:
-    binpack's seed is its best_fit baseline). A best baseline below the seed still gives a
-    scale, whose sign follows the formula: there, improving on the seed is negative."""
+    not finite, or when no baseline beats the seed: it scores as the seed (binpack's seed is
+    its best_fit baseline), or below it, where a scale would turn an improvement negative
+    and, with the two a hair apart (eplb's seed is DeepSeek's own EPLB, timed), blow timing
+    noise up into hundreds of points."""
     values = (score, seed_score, best_baseline_score)
     if any(v is None or not math.isfinite(v) for v in values):
         return None
     assert score is not None and seed_score is not None and best_baseline_score is not None
     span = best_baseline_score - seed_score
-    if span == 0:
+    if span <= 0:
         return None
     return 100.0 * (score - seed_score) / span
 
