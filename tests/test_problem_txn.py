@@ -16,7 +16,7 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
-from evolve.edits.blocks import fixed_parts
+from evolve.edits.blocks import complete_from_seed, fixed_parts
 from tests.cli_helpers import evolve
 from tests.problem_hostile import complete_baseline, load_module
 
@@ -206,3 +206,17 @@ def test_train_evaluation_of_the_seed():
     # its CPU budget (10 s of one core) is measured by bench/eval_budget.py, not asserted here
     out = ev.evaluate(str(PROBLEM / "seed.py"), "train")
     assert ev.score(out["outputs"], "train")["score"] == -416.0
+
+
+# ---------------------------------------------------------------- the reference program
+
+
+def test_reference_program_beats_the_seed_on_test(tmp_path):
+    """reference/smf_restarts_swaps.py (ours, README "Reference programs"): deterministic, and
+    well below the seed's (SMF's) 761 on test."""
+    code = (PROBLEM / "reference" / "smf_restarts_swaps.py").read_text()
+    program = tmp_path / "smf_restarts_swaps.py"
+    program.write_text(complete_from_seed(code, (PROBLEM / "seed.py").read_text()))
+    out = ev.evaluate(str(program), "test")
+    r = ev.score(out["outputs"], "test")
+    assert r["score"] == -510.0 and r["metrics"]["makespan_total"] < 761
