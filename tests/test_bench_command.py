@@ -44,7 +44,8 @@ class Bench:
 
 
 def first_fit_copy(dst: Path) -> Path:
-    """problems/binpack with first fit as its seed and best fit as its only baseline."""
+    """problems/binpack with first fit as its seed and best fit as its only baseline (and
+    no reference/ programs): best fit sets the 100."""
     shutil.copytree(BINPACK, dst, ignore=shutil.ignore_patterns("__pycache__"))
     toml = (dst / "problem.toml").read_text()
     toml = toml.replace('name = "binpack"', 'name = "binpack_ff"', 1)
@@ -54,6 +55,7 @@ def first_fit_copy(dst: Path) -> Path:
     first_fit = (dst / "baselines" / "first_fit.py").read_text()
     (dst / "seed.py").write_text(complete_from_seed(first_fit, seed))
     (dst / "baselines" / "first_fit.py").unlink()
+    shutil.rmtree(dst / "reference")  # FunSearch's programs would set the 100 instead
     return dst
 
 
