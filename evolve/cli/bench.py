@@ -40,9 +40,9 @@ def add_parser(sub, integer, data_seed) -> None:
         help="run problems K times with the same budget of LLM calls; normalised held-out table",
         description="Run each PROBLEM_DIR once per seed (0..K-1) as `evolve run` with the same "
         "budget of LLM calls, then print per problem the normalised held-out score (0: the "
-        "seed's, 100: the best baseline's) as median and min..max over seeds, with valid share, "
-        "duplicates, yields, tokens and wall time; draw its curve over calls as a PNG and keep "
-        "the results in the archive (`evolve ui`: /bench).",
+        "seed's, 100: the best of its baselines and reference programs) as median and min..max "
+        "over seeds, with valid share, duplicates, yields, tokens and wall time; draw its "
+        "curve over calls as a PNG and keep the results in the archive (`evolve ui`: /bench).",
     )
     b.add_argument(
         "problem_dirs",
@@ -235,7 +235,7 @@ def _references_line(r: References) -> str:
     )
     why = r.no_scale()
     tail = f" (no normalised scores: {why})" if why else ""
-    return f"held-out seed {_num(r.seed_test)}, best baseline {base}{tail}"
+    return f"held-out seed {_num(r.seed_test)}, best shipped program {base}{tail}"
 
 
 def _run_line(r: RunResult) -> str:
@@ -303,7 +303,8 @@ COLUMNS = (
     "wall",
 )
 LEGEND = (
-    "Medians over seeds. normalised: held-out score, 0 = the seed's, 100 = the best baseline's;"
+    "Medians over seeds. normalised: held-out score, 0 = the seed's, 100 = the best of the "
+    "folder's baselines and reference programs;"
     " valid: calls giving a valid program; dup: calls repeating a program of the run; new: calls"
     " giving a program not evaluated before in the run; beh-new: calls giving a valid program"
     " whose train score no earlier program of the run has.",

@@ -354,7 +354,7 @@ def _label(text: str) -> str:
 
 def bench_figure(curves: dict[str, list[float | None]]) -> dict:
     """A benchmark's normalised held-out score against LLM calls (median over seeds), one
-    line per problem, with the seed (0) and the best baseline (100) as guides."""
+    line per problem, with the seed (0) and the best program the folder ships (100) as guides."""
     length = max((len(c) for c in curves.values()), default=1)
     guides = [
         {
@@ -368,7 +368,7 @@ def bench_figure(curves: dict[str, list[float | None]]) -> dict:
         }
         for name, y, color in (
             ("0: the seed", 0, "#6c757d"),
-            ("100: best baseline", 100, "#1d3557"),
+            ("100: best shipped program", 100, "#1d3557"),
         )
     ]
     lines = [
