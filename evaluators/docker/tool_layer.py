@@ -36,7 +36,7 @@ TOOLS_DIR = "/usr/local/lib/evolve-tools"
 _SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/")
 _RUST = ("cargo", "rustc", "rustdoc")
 _RUST_LINKER = ("gcc", "libc6-dev")  # rustc links through cc
-_SKIP = shutil.ignore_patterns("share", "src", "doc", "docs", "*.md")
+_RUST_SKIP = shutil.ignore_patterns("share", "src", "doc", "docs", "*.md")  # docs, rust-src
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def plan(tools: tuple[str, ...] | list[str], problem_dir: str | Path) -> ToolPla
                 "the Docker layer copies or installs it from here"
             )
         real = os.path.realpath(found)
-        if os.path.basename(real) == "rustup" or tool in _RUST and not _system(real):
+        if os.path.basename(real) == "rustup" or (tool in _RUST and not _system(real)):
             copies.append(_rust(found, problem_dir))
             packages += _RUST_LINKER
         elif _system(real):
@@ -132,7 +132,8 @@ def fill_context(
         _download(p.packages, image_status, os.path.join(ctx, "debs"), log)
     for c in p.copies:
         log(f"copying {c.source} into the layer as {TOOLS_DIR}/{c.name}")
-        shutil.copytree(c.source, os.path.join(ctx, "tools", c.name), symlinks=True, ignore=_SKIP)
+        skip = _RUST_SKIP if c.name == "rust" else None  # Go needs its src/, say: keep others whole
+        shutil.copytree(c.source, os.path.join(ctx, "tools", c.name), symlinks=True, ignore=skip)
 
 
 def smoke_code(p: ToolPlan) -> str:
