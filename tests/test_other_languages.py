@@ -283,6 +283,7 @@ def test_the_layer_plans_debian_packages_for_system_tools_and_copies_for_rustup(
 
 
 @need_gpp
+@pytest.mark.timeout(900)  # the first call builds the layer: apt downloads g++, dpkg installs it
 def test_cpp_eval_on_the_docker_sandbox(docker_image):  # noqa: F811
     out = _docker_eval(CPP, CPP / "heuristic.cpp")
     assert out["status"] == "ok" and out["score"] == pytest.approx(CPP_SEED_SCORE)
@@ -290,6 +291,7 @@ def test_cpp_eval_on_the_docker_sandbox(docker_image):  # noqa: F811
 
 @pytest.mark.slow
 @need_cargo
+@pytest.mark.timeout(900)  # the first call copies the toolchain into the layer (~600 MB)
 def test_rust_adaptive_sort_unchanged_on_the_docker_sandbox(docker_image):  # noqa: F811
     out = _docker_eval(RUST, RUST / "initial_program.rs")
     assert out["status"] == "ok" and out["metrics"]["correctness"] == 1.0, out
