@@ -394,7 +394,17 @@ class DockerSandbox(TwoPhaseSandbox):
     def _create(self, key: tuple) -> Box:
         from docker.types import LogConfig, Mount
 
-        problem_dir, data_dir, includes, hidden, memory_mb, max_procs, max_file_mb, _split, tools = key
+        (
+            problem_dir,
+            data_dir,
+            includes,
+            hidden,
+            memory_mb,
+            max_procs,
+            max_file_mb,
+            _split,
+            tools,
+        ) = key
         in_dir = tempfile.mkdtemp(prefix="in-", dir=self._host_root)
         os.chmod(in_dir, 0o755)
         env = {
