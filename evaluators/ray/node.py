@@ -73,7 +73,7 @@ def _node_name() -> str:
     return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
-def _make(opts: NodeOptions, problem_dir: str, tools: tuple[str, ...]) -> Sandbox:
+def _make(opts: NodeOptions, problem_dir: str, tools: tuple[str, ...] = ()) -> Sandbox:
     # the same choice of backend as `--sandbox auto|docker|local` makes on the controller
     sandbox = machine_sandbox(
         opts.sandbox,
