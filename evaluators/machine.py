@@ -157,12 +157,12 @@ def _problem_image(client, problem_dir: str, tools: tuple[str, ...]) -> str | No
         inputs = layer_inputs(problem_dir, tools)
         if not inputs:
             return None  # the sandbox image as it is
-        if (image := find_problem_image(client, problem_dir, tools)) is not None:
+        if (image := find_problem_image(client, problem_dir, inputs=inputs)) is not None:
             return image
         what = "requirements.txt" if inputs.requirements else ""
         what += (" and " if what else "") + ("tools " + ", ".join(tools) if inputs.tools else "")
         _say(f"sandbox: layering {problem_dir}'s {what} on the Docker image (once)")
-        return problem_image(client, problem_dir, log=_say, tools=tools)
+        return problem_image(client, problem_dir, log=_say, tools=tools, inputs=inputs)
     except ImageError as e:
         raise SandboxUnavailable(f"--sandbox docker: {e}") from None
 

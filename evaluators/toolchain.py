@@ -35,7 +35,12 @@ class Toolchain:
         return os.pathsep.join([*self.path, base]) if self.path else base
 
 
-def _prefix(bin_dir: str) -> str:
+def is_system(path: str) -> bool:
+    """Under a folder every sandbox already has read-only (/usr, /bin, ...)."""
+    return (path + "/").startswith(_SYSTEM)
+
+
+def install_prefix(bin_dir: str) -> str:
     """The install a bin folder belongs to: its parent when it is named bin."""
     return os.path.dirname(bin_dir) if os.path.basename(bin_dir) == "bin" else bin_dir
 
@@ -64,9 +69,9 @@ def resolve(tools: tuple[str, ...] | list[str], search_path: str | None = None) 
             roots += [env["RUSTUP_HOME"], bin_dir]
         else:
             for folder in (bin_dir, os.path.dirname(real)):
-                if not (folder + "/").startswith(_SYSTEM):
-                    roots.append(_prefix(folder))
-        if bin_dir not in path and not (bin_dir + "/").startswith(_SYSTEM):
+                if not is_system(folder):
+                    roots.append(install_prefix(folder))
+        if bin_dir not in path and not is_system(bin_dir):
             path.append(bin_dir)
     if any(t in ("cargo", "rustc") for t in tools):
         env["CARGO_NET_OFFLINE"] = "true"  # fail at once, naming the crate, not after DNS

@@ -166,13 +166,19 @@ def layer_tag(client, base: str, inputs: LayerInputs) -> str:
     return f"{REPO}:{digest(RECIPE, DOCKERFILE, base_id, req, *map(str, tools))}"
 
 
-def find_problem_image(client, problem_dir: str | Path, tools: tuple[str, ...] = ()) -> str | None:
+def find_problem_image(
+    client,
+    problem_dir: str | Path,
+    tools: tuple[str, ...] = (),
+    inputs: LayerInputs | None = None,
+) -> str | None:
     """The image this problem's evaluations run in, if built: the sandbox image, or its layer
-    with the problem's requirements.txt and tools; None when that image is not built yet."""
+    with the problem's requirements.txt and tools (`inputs`, when the caller has them: the
+    tools' plan runs the toolchain); None when that image is not built yet."""
     base = find_image(client)
     if base is None:
         return None
-    inputs = layer_inputs(problem_dir, tools)
+    inputs = layer_inputs(problem_dir, tools) if inputs is None else inputs
     if not inputs:
         return base
     tag = layer_tag(client, base, inputs)
@@ -186,6 +192,7 @@ def problem_image(
     base: str | None = None,
     force: bool = False,
     tools: tuple[str, ...] = (),
+    inputs: LayerInputs | None = None,
 ) -> str:
     """The image for this problem, layering its requirements.txt and tools on `base`
     (default: the built sandbox image) unless that layer exists. ImageError, one line,
@@ -195,7 +202,7 @@ def problem_image(
         raise ImageError(
             f"the sandbox image {wanted_image()} is not built: run `evolve sandbox build`"
         )
-    inputs = layer_inputs(problem_dir, tools)
+    inputs = layer_inputs(problem_dir, tools) if inputs is None else inputs
     if not inputs:
         return base
     tag = layer_tag(client, base, inputs)

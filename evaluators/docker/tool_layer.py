@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.docker.image import ImageError
+from evaluators.toolchain import install_prefix, is_system
 
 TOOLS_DIR = "/usr/local/lib/evolve-tools"
-_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/")
 _RUST = ("cargo", "rustc", "rustdoc")
 _RUST_LINKER = ("gcc", "libc6-dev")  # rustc links through cc
 _RUST_SKIP = shutil.ignore_patterns("share", "src", "doc", "docs", "*.md")  # docs, rust-src
@@ -85,13 +85,13 @@ def plan(tools: tuple[str, ...] | list[str], problem_dir: str | Path) -> ToolPla
                 "the Docker layer copies or installs it from here"
             )
         real = os.path.realpath(found)
-        if os.path.basename(real) == "rustup" or (tool in _RUST and not _system(real)):
+        if os.path.basename(real) == "rustup" or (tool in _RUST and not is_system(real)):
             copies.append(_rust(found, problem_dir))
             packages += _RUST_LINKER
-        elif _system(real):
+        elif is_system(real):
             packages += _debian_packages(found, real)
         else:
-            prefix = _prefix(os.path.dirname(real))
+            prefix = install_prefix(os.path.dirname(real))
             rel = os.path.relpath(real, prefix)
             copies.append(Copy(prefix, os.path.basename(prefix), (rel,)))
         if tool in _RUST:
@@ -140,14 +140,6 @@ def smoke_code(p: ToolPlan) -> str:
     """Python run in the built image: every linked program is found on PATH."""
     names = [os.path.basename(rel) for c in p.copies for rel in c.links]
     return f"import shutil; assert all(shutil.which(n) for n in {names!r}), {names!r}"
-
-
-def _system(path: str) -> bool:
-    return (path + "/").startswith(_SYSTEM)
-
-
-def _prefix(bin_dir: str) -> str:
-    return os.path.dirname(bin_dir) if os.path.basename(bin_dir) == "bin" else bin_dir
 
 
 def _rust(found: str, problem_dir: str | Path) -> Copy:

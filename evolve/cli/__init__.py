@@ -168,7 +168,7 @@ def cmd_sandbox(args) -> int:
             layer = layer_tag(client, tag, inputs)
             built = args.force or not exists(client, layer)
             if built:
-                problem_image(client, problem, log, base=tag, force=True, tools=tools)
+                problem_image(client, problem, log, tag, True, tools, inputs)
             tag = layer
     except ImageError as e:
         raise UsageError(str(e)) from None
