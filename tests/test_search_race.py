@@ -139,6 +139,9 @@ def test_peer_settings_keep_the_budget_and_the_seed(tmp_path):
     sh = shinka.config(ctx, "http://proxy/v1")
     assert sh["evo_config"]["llm_models"] == ["local/local@http://proxy/v1"]
     assert sh["evo_config"]["embedding_model"] is None
+    # every peer is told the folder's known ideas, as evolve's prompts show them
+    for hint in ctx.problem.hints:
+        assert hint in oe["prompt"]["system_message"] and hint in sh["evo_config"]["task_sys_msg"]
     folder = shinka.prepare(ctx, "http://proxy/v1")
     assert (folder / "initial.py").read_text() == (
         ROOT / "problems" / "binpack" / "seed.py"

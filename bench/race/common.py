@@ -90,10 +90,13 @@ def peer_result(name: str, version: str, ctx: Ctx, proxy, proc: tuple, log: Path
 
 def task_text(problem: Problem) -> str:
     """The task as each peer is told it (its system message or problem description): the
-    problem folder's description and domain notes, which evolve's own prompts show too."""
+    problem folder's description, domain notes and known ideas (`hints`), which evolve's own
+    prompts show too (one idea per call there; all of them here, as a peer's user would)."""
+    ideas = "".join(f"\n- {h.strip()}" for h in problem.hints)
     return (f"You are improving a Python program for: {problem.description}\n\n"
             f"{problem.domain_notes.strip()}\n\n"
-            "The program is a whole Python file. Change only the code between the "
+            + (f"Known ideas you may try:{ideas}\n\n" if ideas else "")
+            + "The program is a whole Python file. Change only the code between the "
             "EVOLVE-BLOCK-START and EVOLVE-BLOCK-END markers; keep the rest as it is.")
 
 
