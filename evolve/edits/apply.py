@@ -28,6 +28,7 @@ from evolve.edits.blocks import (
 )
 from evolve.edits.replies import clean_reply, code_candidates, has_markers, is_search_replace
 from evolve.edits.search_replace import EditError, apply_search_replace
+from evolve.edits.tidy import tidy
 
 FORMATS = ("diff", "block", "full")
 
@@ -237,6 +238,8 @@ def _apply_reply(parent: str, reply: str, asked: str) -> EditOutcome:
             continue
         if not find_blocks(parent):  # markers a model invents would fence off the next edits
             child = _without_markers(child)
+        child, tidied = tidy(parent, child)
+        notes.extend(tidied)
         reason = _check(parent, child)
         if reason:
             failure = failure or (kind, reason)
