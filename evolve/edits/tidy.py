@@ -15,8 +15,9 @@ import re
 
 from evolve.edits.blocks import find_blocks, replace_block, split_lines
 
-_HEADS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_DEFS, ast.ClassDef)  # what a block defines
+_HEADS = (ast.Import, ast.ImportFrom, *_SCOPES)  # never dropped
 
 
 def tidy(parent: str, child: str) -> tuple[str, list[str]]:
@@ -63,7 +64,7 @@ def _tidy_block(parent: str, body: str, notes: list[str]) -> str:
 
 def _bare_return(tree: ast.Module) -> bool:
     """A `return` outside any def (it parses; only compiling refuses it), and no def."""
-    if any(isinstance(n, _HEADS[2:]) for n in tree.body):
+    if any(isinstance(n, _SCOPES) for n in tree.body):
         return False
     return any(isinstance(n, ast.Return) for s in tree.body for n in ast.walk(s))
 
@@ -75,7 +76,8 @@ def _wrap(parent: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, body: str, no
     rest = [ln for ln in lines if ln not in imports]
     first = fn.body[0]
     start = (fn.decorator_list[0].lineno if fn.decorator_list else fn.lineno) - 1
-    head = split_lines(parent)[start : first.lineno - 1]  # the def line(s), not its docstring
+    # the def line(s), then its docstring if it has one
+    head = split_lines(parent)[start : first.lineno - 1]
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
         head = split_lines(parent)[start : (first.end_lineno or first.lineno)]
     indented = ["    " + ln if ln.strip() else ln for ln in rest]
@@ -109,11 +111,11 @@ def _rename(pdefs: dict, body: str, tree: ast.Module, notes: list[str]):
 def _drop_usage(body: str, tree: ast.Module, notes: list[str]) -> str:
     """Statements after the last def that call print or the block's own functions and set
     nothing a function reads: usage examples. Any other module-level code stays."""
-    heads = [k for k, n in enumerate(tree.body) if isinstance(n, _HEADS[2:])]
+    heads = [k for k, n in enumerate(tree.body) if isinstance(n, _SCOPES)]
     if not heads:
         return body
-    own = {"print"} | {n.name for n in tree.body if isinstance(n, _HEADS[2:])}
-    read = set().union(*(_globals_read(d) for d in tree.body if isinstance(d, _HEADS[2:])))
+    own = {"print"} | {n.name for n in tree.body if isinstance(n, _SCOPES)}
+    read = set().union(*(_globals_read(d) for d in tree.body if isinstance(d, _SCOPES)))
     drop = [
         s
         for s in tree.body[heads[-1] + 1 :]
