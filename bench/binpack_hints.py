@@ -28,6 +28,7 @@ RULES = {
     "hint 1 overdone: penalty 60 (opens bins)": "np.where((gap > 0) & (gap < 20), -gap - 60.0, -gap)",
     "hint 2: bonus 20 where 20 < gap < 70": "np.where((gap > 20) & (gap < 70), -gap + 20.0, -gap)",
     "old example: penalty 50 where gap < 8": "np.where(gap < 8, -gap - 50.0, -gap)",
+    "the notes' example: penalty 5 where 0 < gap < 10": "np.where((gap > 0) & (gap < 10), -gap - 5.0, -gap)",
     "threshold too low: penalty 40 where 0 < gap < 10": "np.where((gap > 0) & (gap < 10), -gap - 40.0, -gap)",
 }
 
