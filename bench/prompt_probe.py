@@ -3,7 +3,9 @@
     python bench/prompt_probe.py [--problem problems/binpack] [--model local] [--replies 12]
                                  [--variants block@0.7 funsearch@1.0 ...] [--out FILE]
 
-A variant is STYLE@TEMPERATURE, STYLE one of the prompt styles (short, funsearch, full).
+A variant is STYLE@TEMPERATURE[+feedback], STYLE one of the prompt styles (short, funsearch,
+full); +feedback shows, as a run does, the seed's evaluator feedback and what became of the
+variant's last three replies.
 For each, the seed is the parent (as in a run's first iterations), each reply gets one of
 the problem's hints in turn, and every reply is classified as a run would: the edit does
 not apply, a clone (its normalised code is the seed's or an earlier reply's of the same
@@ -21,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,10 +37,16 @@ from evolve.edits import apply_reply, normalized_hash  # noqa: E402
 from evolve.llm import local_model as lm  # noqa: E402
 from evolve.llm.context_budget import TokenBudget  # noqa: E402
 from evolve.llm.profiles import is_local, profile_for  # noqa: E402
+from evolve.population import Attempt  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
 from evolve.prompts import PromptBuilder, PromptContext, evolving_code  # noqa: E402
 from evolve.proposal import funsearch_context, shown  # noqa: E402
 from evolve.search.versions import block_functions, unversioned  # noqa: E402
+
+SUMMARY = {  # as evolve/population.py words them
+    "clone": "repeated an earlier program: write a different one",
+    "same": "same results as the current code: the change did nothing, try another idea",
+}
 
 
 def score(problem_dir: Path, code: str, work: Path, n: int) -> dict:
@@ -54,8 +63,14 @@ def score(problem_dir: Path, code: str, work: Path, n: int) -> dict:
         res = json.loads(out.stdout)
     except ValueError:
         return {"status": "eval_failed", "score": None, "error": out.stderr.strip()[-300:]}
-    error = (res.get("artifacts") or {}).get("error") or ""
-    return {"status": res.get("status"), "score": res.get("score"), "error": error[-300:]}
+    arts = res.get("artifacts") or {}
+    error = arts.get("error") or arts.get("traceback") or ""
+    return {
+        "status": res.get("status"),
+        "score": res.get("score"),
+        "error": error[-300:],
+        "hint": arts.get("hint", ""),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     seed_eval = score(a.problem, seed_code, a.work, 0)
     seed = new_row("probe", problem, 0, 0, seed_code)
     seed.status, seed.score = Status.OK, seed_eval["score"]
+    with_feedback = replace(
+        seed, artifacts={"hint": seed_eval["hint"]} if seed_eval["hint"] else {}
+    )
     print(f"seed: {seed_eval}", flush=True)
 
     base_url = a.base_url
@@ -87,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     rows, n = [], 0
     for variant in a.variants:
         style, temp = variant.split("@")
+        temp, _, extra = temp.partition("+")
+        # +feedback: as in a run, the seed with its evaluator feedback and what became of the
+        # variant's last three replies (population.py's summaries)
+        parent = with_feedback if extra == "feedback" else seed
+        attempts: list[Attempt] = []
         builder = PromptBuilder(
             problem, TokenBudget.for_model(prof.context_window, prof.max_tokens), style, 1, 3
         )
@@ -96,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         lat, toks, better, replies = [], [], 0, []
         for k in range(a.replies):
             ctx = PromptContext(
-                parent=shown(seed, full=True), edit_format="block", hint=hints[k % len(hints)]
+                parent=shown(parent, full=True),
+                edit_format="block",
+                hint=hints[k % len(hints)],
+                attempts=attempts[-3:] if extra == "feedback" else [],
             )
             if style == "funsearch":
                 ctx = funsearch_context(ctx, seed, [])
@@ -117,16 +143,22 @@ def main(argv: list[str] | None = None) -> int:
             edit = apply_reply(seed_code, reply, "block")
             if not edit.ok or edit.code is None:
                 counts["unapplied"] += 1
+                attempts.append(Attempt(k, Status.INVALID_EDIT, None, edit.error or ""))
                 continue
             h = normalized_hash(edit.code, problem.language)
             if h in seen:
                 counts["clone"] += 1
+                attempts.append(Attempt(k, Status.DUPLICATE, None, SUMMARY["clone"]))
                 continue
             seen.add(h)
             counts["new"] += 1
             n += 1
             res = score(a.problem, edit.code, a.work, n)
             replies.append({"block": evolving_code(edit.code), **res})
+            same = res["score"] == seed.score
+            summary = SUMMARY["same"] if same else (res["error"].strip().splitlines() or [""])[-1]
+            status = res["status"] if res["status"] in set(Status) else Status.SANDBOX_ERROR
+            attempts.append(Attempt(k, Status(status), res["score"], summary[:200]))
             if res["status"] == "ok" and res["score"] is not None:
                 counts["valid"] += 1
                 key = f"{res['score']:.12g}"
