@@ -5,7 +5,7 @@
 
 A variant is STYLE@TEMPERATURE[+feedback], STYLE one of the prompt styles (short, funsearch,
 full); +feedback shows, as a run does, the seed's evaluator feedback and what became of the
-variant's last three replies.
+variant's last three replies; +status the same without the replies' error texts.
 For each, the seed is the parent (as in a run's first iterations), each reply gets one of
 the problem's hints in turn, and every reply is classified as a run would: the edit does
 not apply, a clone (its normalised code is the seed's or an earlier reply's of the same
@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         temp, _, extra = temp.partition("+")
         # +feedback: as in a run, the seed with its evaluator feedback and what became of the
         # variant's last three replies (population.py's summaries)
-        parent = with_feedback if extra == "feedback" else seed
+        # +status: the same without the replies' error texts (their status only)
+        parent = with_feedback if extra in ("feedback", "status") else seed
         attempts: list[Attempt] = []
         builder = PromptBuilder(
             problem, TokenBudget.for_model(prof.context_window, prof.max_tokens), style, 1, 3
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 parent=shown(parent, full=True),
                 edit_format="block",
                 hint=hints[k % len(hints)],
-                attempts=attempts[-3:] if extra == "feedback" else [],
+                attempts=attempts[-3:] if extra in ("feedback", "status") else [],
             )
             if style == "funsearch":
                 ctx = funsearch_context(ctx, seed, [])
@@ -143,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             edit = apply_reply(seed_code, reply, "block")
             if not edit.ok or edit.code is None:
                 counts["unapplied"] += 1
-                attempts.append(Attempt(k, Status.INVALID_EDIT, None, edit.error or ""))
+                error = "" if extra == "status" else edit.error or ""
+                attempts.append(Attempt(k, Status.INVALID_EDIT, None, error))
                 continue
             h = normalized_hash(edit.code, problem.language)
             if h in seen:
@@ -156,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             res = score(a.problem, edit.code, a.work, n)
             replies.append({"block": evolving_code(edit.code), **res})
             same = res["score"] == seed.score
-            summary = SUMMARY["same"] if same else (res["error"].strip().splitlines() or [""])[-1]
+            error = "" if extra == "status" else (res["error"].strip().splitlines() or [""])[-1]
+            summary = SUMMARY["same"] if same else error
             status = res["status"] if res["status"] in set(Status) else Status.SANDBOX_ERROR
             attempts.append(Attempt(k, Status(status), res["score"], summary[:200]))
             if res["status"] == "ok" and res["score"] is not None:

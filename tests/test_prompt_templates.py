@@ -42,3 +42,19 @@ def test_a_problems_own_template_overrides_the_packaged_one(tmp_path):
     short = PromptBuilder(PROBLEM, style="short").render(_ctx("block"))
     assert short[0]["content"] not in (packaged[0]["content"], system["content"])
     assert PromptBuilder(own, style="short").render(_ctx("block"))[0] == system
+
+
+def test_the_short_prompt_names_a_failed_siblings_status_not_its_error():
+    from evaluators.sandbox import Status
+    from evolve.population import Attempt
+
+    attempts = [
+        Attempt(1, Status.RUNTIME_ERROR, None, "NameError: name 'scipy_thing' is not defined"),
+        Attempt(2, Status.DUPLICATE, None, "repeated an earlier program: write a different one"),
+    ]
+    ctx = replace(_ctx("block"), attempts=attempts)
+    short = PromptBuilder(PROBLEM, style="short").render(ctx)[1]["content"]
+    assert "- runtime_error\n" in short and "scipy_thing" not in short
+    assert "(repeated an earlier program: write a different one)" in short
+    full = PromptBuilder(PROBLEM, style="full").render(ctx)[1]["content"]
+    assert "scipy_thing" in full  # larger models keep the error text
