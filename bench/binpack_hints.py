@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from prompt_probe import score  # noqa: E402
+
+from evolve.edits.blocks import replace_block  # noqa: E402
+
 PROBLEM = ROOT / "problems" / "binpack"
 
 # name -> the return expression of priority(item, bins), with gap = bins - item
@@ -34,37 +40,11 @@ RULES = {
 
 
 def program(expr: str) -> str:
-    seed = (PROBLEM / "seed.py").read_text()
-    head, rest = seed.split("# EVOLVE-BLOCK-START\n", 1)
-    tail = rest.split("# EVOLVE-BLOCK-END", 1)[1]
     body = (
         "def priority(item: float, bins: np.ndarray) -> np.ndarray:\n"
         f"    gap = bins - item\n    return {expr}\n\n\n"
     )
-    return f"{head}# EVOLVE-BLOCK-START\n{body}# EVOLVE-BLOCK-END{tail}"
-
-
-def score(path: Path, split: str) -> float | None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evolve.cli",
-            "eval",
-            str(PROBLEM),
-            str(path),
-            "--json",
-            "--split",
-            split,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        return json.loads(out.stdout).get("score")
-    except ValueError:
-        return None
+    return replace_block((PROBLEM / "seed.py").read_text(), 0, body)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         for k, (name, expr) in enumerate(RULES.items()):
             path = Path(tmp) / f"rule{k}.py"
             path.write_text(program(expr))
-            rows.append({"rule": name, "expr": expr, **{s: score(path, s) for s in a.splits}})
+            scores = {s: score(PROBLEM, path, s)["score"] for s in a.splits}
+            rows.append({"rule": name, "expr": expr, **scores})
             print(json.dumps(rows[-1]), flush=True)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(rows, indent=1))

@@ -37,24 +37,19 @@ from evolve.edits import apply_reply, normalized_hash  # noqa: E402
 from evolve.llm import local_model as lm  # noqa: E402
 from evolve.llm.context_budget import TokenBudget  # noqa: E402
 from evolve.llm.profiles import is_local, profile_for  # noqa: E402
-from evolve.population import Attempt  # noqa: E402
+from evolve.population import REPEATED, SAME_AS_PARENT, Attempt  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
 from evolve.prompts import PromptBuilder, PromptContext, evolving_code  # noqa: E402
 from evolve.proposal import funsearch_context, shown  # noqa: E402
 from evolve.search.versions import block_functions, unversioned  # noqa: E402
 
-SUMMARY = {  # as evolve/population.py words them
-    "clone": "repeated an earlier program: write a different one",
-    "same": "same results as the current code: the change did nothing, try another idea",
-}
 
-
-def score(problem_dir: Path, code: str, work: Path, n: int) -> dict:
-    """`evolve eval` of one program on the train split: {"status", "score"}."""
-    path = work / f"p{n}{Path(load_problem(problem_dir).entry).suffix}"
-    path.write_text(code)
+def score(problem_dir: Path, path: Path, split: str | None = None) -> dict:
+    """`evolve eval` of one program file (the problem's train split unless `split`): its
+    status, score, error and feedback hint."""
     out = subprocess.run(
-        [sys.executable, "-m", "evolve.cli", "eval", str(problem_dir), str(path), "--json"],
+        [sys.executable, "-m", "evolve.cli", "eval", str(problem_dir), str(path), "--json"]
+        + (["--split", split] if split else []),
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -87,8 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     problem = load_problem(a.problem)
     prof = profile_for(a.model)
     a.work.mkdir(parents=True, exist_ok=True)
+    suffix = Path(problem.entry).suffix
+
+    def score_code(code: str, n: int) -> dict:
+        path = a.work / f"p{n}{suffix}"
+        path.write_text(code)
+        return score(a.problem, path)
+
     seed_code = (a.problem / problem.entry).read_text()
-    seed_eval = score(a.problem, seed_code, a.work, 0)
+    seed_eval = score_code(seed_code, 0)
     seed = new_row("probe", problem, 0, 0, seed_code)
     seed.status, seed.score = Status.OK, seed_eval["score"]
     with_feedback = replace(
@@ -150,16 +152,16 @@ def main(argv: list[str] | None = None) -> int:
             h = normalized_hash(edit.code, problem.language)
             if h in seen:
                 counts["clone"] += 1
-                attempts.append(Attempt(k, Status.DUPLICATE, None, SUMMARY["clone"]))
+                attempts.append(Attempt(k, Status.DUPLICATE, None, REPEATED))
                 continue
             seen.add(h)
             counts["new"] += 1
             n += 1
-            res = score(a.problem, edit.code, a.work, n)
+            res = score_code(edit.code, n)
             replies.append({"block": evolving_code(edit.code), **res})
             same = res["score"] == seed.score
             error = "" if extra == "status" else (res["error"].strip().splitlines() or [""])[-1]
-            summary = SUMMARY["same"] if same else error
+            summary = SAME_AS_PARENT if same else error
             status = res["status"] if res["status"] in set(Status) else Status.SANDBOX_ERROR
             attempts.append(Attempt(k, Status(status), res["score"], summary[:200]))
             if res["status"] == "ok" and res["score"] is not None:

@@ -55,6 +55,11 @@ class Island:
         return max(self.elites.values(), key=lambda m: (m.score, -m.iteration), default=None)
 
 
+# What a parent's prompt says of a child that repeated a program or changed nothing.
+REPEATED = "repeated an earlier program: write a different one"
+SAME_AS_PARENT = "same results as the current code: the change did nothing, try another idea"
+
+
 @dataclass(frozen=True)
 class Attempt:
     """What became of one child of a parent: fed back into the next prompt."""
@@ -169,9 +174,9 @@ class Population:
         error = p.artifacts.get("error") or p.artifacts.get("traceback", "")
         summary = (error.strip().splitlines() or [""])[-1][:200] if error else ""
         if p.status == Status.DUPLICATE:
-            summary = "repeated an earlier program: write a different one"
+            summary = REPEATED
         elif sig is not None and sig == self.signature_of.get(p.parent_id or ""):
-            summary = "same results as the current code: the change did nothing, try another idea"
+            summary = SAME_AS_PARENT
         elif sig is not None and sig in self.clusters:
             summary = "same results as an earlier program"
         return Attempt(p.iteration, p.status, p.score, summary)
