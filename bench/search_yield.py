@@ -5,7 +5,8 @@
 For every run in each archive: answered calls; the share that gave a program not evaluated
 before in the run (new), a valid program, a valid program with a train score no earlier
 program had (behaviourally new); rejected clones, repairs asked and repairs that scored;
-the median call latency and completion tokens; the best train score against the seed's.
+tuned children (no call; evolve/search/tune.py) and those that behaved unlike every earlier
+program; the median call latency and completion tokens; the best train score against the seed's.
 The per-call counting is evolve.benchmark.measure's, so `evolve bench` reports the same.
 """
 
@@ -59,6 +60,8 @@ def run_rows(runs_dir: Path) -> list[dict]:
                 "behaviour_new_pct": 100.0 * r.behaviourally_new / n,
                 "rejected_clones": sum(1 for c in calls if c[3] == "rejected_duplicate"),
                 "meta_calls": sum(1 for c in calls if c[2] == "meta"),
+                "tuned": r.tuned,
+                "tuned_new": r.tuned_new,
                 "repairs": len(repairs),
                 "repairs_ok": sum(1 for (s,) in repairs if s == "ok"),
                 "median_call_s": statistics.median(c[0] for c in calls) if calls else None,
@@ -89,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         "repairs",
         "repairs_ok",
         "meta_calls",
+        "tuned",
+        "tuned_new",
         "median_call_s",
         "median_completion_tokens",
         "seed",

@@ -58,6 +58,7 @@ class RunConfig:
     stagnation: int = _d("stagnation")  # iterations without a new best that start a burst
     burst_calls: int = _d("burst_calls")  # calls of a stagnation burst
     escalation_model: str | None = _d("escalation_model")  # None: the bandit's other pick
+    tune_evals: int = _d("tune_evals")  # tuned children per model-written program; 0: none
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
     eval_env: tuple[str, ...] = ()  # as given: NAME (read again at resume) or NAME=VALUE
@@ -104,6 +105,7 @@ class RunConfig:
             (self.max_calls is None or self.max_calls >= 1, "--max-calls must be >= 1"),
             (self.max_resamples >= 0, "--max-resamples must be >= 0"),
             (self.repair_attempts >= 0, "--repair-attempts must be >= 0"),
+            (self.tune_evals >= 0, "--tune-evals must be >= 0"),
             (
                 all(0.0 <= t <= 2.0 for t in self.temperatures),
                 "--temperatures must each be within [0, 2]",

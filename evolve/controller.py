@@ -19,6 +19,7 @@ from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus,
 from evolve.asking import Ask, Asker
 from evolve.candidates import new_row, program_id, reply_to_row
 from evolve.config import RunConfig
+from evolve.edits import normalized_hash, unified_diff
 from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
@@ -29,6 +30,8 @@ from evolve.proposal import NoParent, Proposer
 from evolve.run_state import NullObserver, RunObserver, RunStats
 from evolve.search.meta import MAX_LINES, parse_notes, summaries
 from evolve.search.state import SearchSettings, SearchState
+from evolve.search.tune import KIND as TUNED
+from evolve.search.tune import Tuner
 
 # An endpoint that answered this session and then answers nothing for this long ends the run
 # (failed, resumable); shorter outages are ridden out, their iterations asked again.
@@ -94,6 +97,7 @@ class Controller:
                 cfg.seed,
             )
         )
+        self.tuner = Tuner(cfg.tune_evals if problem.language.is_python else 0)
         self.notes = ""  # the latest meta-notes, shown in every prompt
         self.replaying = False  # rebuild: decisions are replayed from the archive, not taken
         self.meta_lock = asyncio.Lock()
@@ -219,9 +223,9 @@ class Controller:
             return None
         return self.cfg.max_calls - self.stats.calls - self.stats.llm_in_flight
 
-    def _stop_reason(self) -> str | None:
+    def _stop_reason(self, calls: bool = True) -> str | None:
         left = self._calls_left()
-        if left is not None and left <= 0:
+        if calls and left is not None and left <= 0:
             return f"{self.cfg.max_calls} LLM calls answered (--max-calls)"
         if self.cfg.budget_usd is not None and self.stats.cost_usd >= self.cfg.budget_usd:
             return f"budget of ${self.cfg.budget_usd:g} spent (${self.stats.cost_usd:.4f})"
@@ -231,6 +235,16 @@ class Controller:
         ):
             return f"time limit of {self.cfg.time_limit_s:g} s reached"
         return None
+
+    def _may_start(self) -> bool:
+        """Another iteration may start: nothing stops the run, or only --max-calls does and a
+        tuned child (which costs no call) waits."""
+        reason = self._stop_reason()
+        if reason is None:
+            return True
+        left = self._calls_left()
+        spent_only = left is not None and left <= 0 and self._stop_reason(calls=False) is None
+        return spent_only and self.tuner.waiting()
 
     def _final_status(self) -> tuple[RunStatus, str | None]:
         reason = self._stop_reason()
@@ -256,7 +270,7 @@ class Controller:
         limit = self.cfg.parallel + self.cfg.llm_parallel
         try:
             while free or retry or tasks:
-                while (free or retry) and len(tasks) < limit and self._stop_reason() is None:
+                while (free or retry) and len(tasks) < limit and self._may_start():
                     it = retry.pop(0) if retry else free.pop(0)
                     t = asyncio.create_task(self._iteration(it))
                     iteration_of[t] = it
@@ -296,7 +310,11 @@ class Controller:
             if stored is not None:
                 call, stored = stored, None
             else:
-                call = await self._ask(it, resample)
+                got = await self._ask(it, resample)
+                if isinstance(got, ProgramRow):  # a tuned child: no call
+                    self.archive.insert_program(got)
+                    return await self._evaluate_candidate(got)
+                call = got
             row = self._candidate(call)
             if (
                 row.status == Status.DUPLICATE
@@ -315,11 +333,41 @@ class Controller:
         self.archive.insert_program(row)
         await self._evaluate_candidate(row)
 
-    async def _ask(self, it: int, resample: int) -> LlmCall:
+    def _tuned_child(self, it: int) -> ProgramRow | None:
+        """Slot `it` filled without a call: the next variant of a program's numbers, if one
+        waits (evolve/search/tune.py)."""
+        lang = self.problem.language
+        v = self.tuner.next(lambda code: bool(self._seen(normalized_hash(code, lang))))
+        if v is None:
+            return None
+        parent = self._program(v.parent_id)
+        return new_row(
+            self.run_id,
+            self.problem,
+            it,
+            parent.island,
+            v.code,
+            parent_id=parent.program_id,
+            kind=TUNED,
+            diff=unified_diff(_code(parent), v.code),
+        )
+
+    def _seen(self, code_hash: str) -> str | None:
+        """The program of the run (evaluated or in flight) with this code hash, if any."""
+        return self.archive.hash_seen(self.run_id, code_hash) or self.in_flight_hashes.get(
+            code_hash
+        )
+
+    async def _ask(self, it: int, resample: int) -> LlmCall | ProgramRow:
         """One LLM call for slot `it`, recorded whether answered or failed. Its prompt is
         built once the call may go out, from the population as it is then: a failure that
-        finished meanwhile is repaired first."""
+        finished meanwhile is repaired first. A tuned child waiting then (or before the wait
+        for the endpoint) takes a fresh slot instead, costing no call."""
+        if not resample and (tuned := self._tuned_child(it)) is not None:
+            return tuned
         async with self.asker.slot():
+            if not resample and (tuned := self._tuned_child(it)) is not None:
+                return tuned
             await self._maybe_meta(it)
             left = self._calls_left()
             if left is not None and left <= 0:
@@ -409,9 +457,7 @@ class Controller:
             )
         elif row.status == Status.PENDING:
             assert row.code_hash is not None  # reply_to_row hashes the code it keeps
-            dup = self.archive.hash_seen(self.run_id, row.code_hash) or self.in_flight_hashes.get(
-                row.code_hash
-            )
+            dup = self._seen(row.code_hash)
             if dup:
                 row.status = Status.DUPLICATE
                 row.artifacts = {
@@ -437,7 +483,9 @@ class Controller:
             and (prev_best is None or row.score > prev_best.score)
         )
         parent = self.pop.members.get(row.parent_id or "")
-        self.search.finished(row, parent.score if parent else None, novel, best, self._depth(row))
+        parent_score = parent.score if parent else None
+        self.search.finished(row, parent_score, novel, best, self._depth(row))
+        self.tuner.finished(row, parent_score)
         self.stats.novel += novel and row.iteration > 0
         if self.search.stagnant() and not self.replaying:
             self._on_stagnation()

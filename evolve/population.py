@@ -25,6 +25,7 @@ from difflib import SequenceMatcher
 from evolve.archive import ProgramRow, Status
 from evolve.edits.blocks import evolvable_text
 from evolve.search.behaviour import signature
+from evolve.search.tune import KIND as TUNED
 
 DIVERSITY_CHARS = 16 * 1024  # seed and program together; longer pairs are compared by line
 
@@ -139,7 +140,7 @@ class Population:
     def add(self, p: ProgramRow, island: int | None = None) -> bool:
         """Offer a finished program to its island; True if it became an elite."""
         sig = signature(p.score, p.metrics) if p.status == Status.OK else None
-        if p.parent_id:
+        if p.parent_id and p.kind != TUNED:  # what the model's changes did (a prompt shows it)
             self.children[p.parent_id].append(self._attempt(p, sig))
         if p.status != Status.OK or p.score is None or p.cell is None or sig is None:
             return False

@@ -68,6 +68,7 @@ class RunResult:
     wall_s: float = 0.0
     refused: int = 0  # requests past the budget, answered empty by the proxy
     failed: int = 0  # requests the model server answered with an error (not calls)
+    evaluations: int | None = None  # candidates evaluated, the seed aside (evolve's tuned ones too)
     exit_code: int | None = 0
     timed_out: bool = False
     error: str = ""
@@ -81,7 +82,7 @@ def peer_result(name: str, version: str, ctx: Ctx, proxy, proc: tuple, log: Path
     rc, wall, timed_out = proc
     items, best_code, best_train = from_eval_log(read_eval_log(eval_log), ctx.seed_code, ctx.seed_train)
     out = RunResult(name, calls=list(proxy.calls), items=items, best_code=best_code,
-                    best_train=best_train, wall_s=wall, refused=proxy.refused, failed=proxy.failed,
+                    best_train=best_train, evaluations=len(items), wall_s=wall, refused=proxy.refused, failed=proxy.failed,
                     exit_code=rc, timed_out=timed_out, settings=settings, version=version)
     if rc != 0:
         out.error = f"{name} exited {rc}: {tail(log, 600)}"

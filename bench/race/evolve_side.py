@@ -42,7 +42,7 @@ def run(ctx: Ctx, max_calls: bool = True) -> RunResult:
         out.error = f"no archive (exit {rc}): {tail(log)}"
         return out
     got = from_archive(db, run_id)
-    out.calls, out.items = got["calls"], got["items"]
+    out.calls, out.items, out.evaluations = got["calls"], got["items"], got["evaluations"]
     out.best_code, out.best_train = got["best_code"], got["best_train"]
     if rc != 0:
         out.error = f"evolve run exited {rc}: {tail(log, 600)}"

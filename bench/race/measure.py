@@ -79,6 +79,9 @@ def from_archive(db_path: Path, run_id: str) -> dict:
                GROUP BY c.call_id ORDER BY c.call_id""", (run_id,)).fetchall()
         seed = db.execute("SELECT code, score FROM programs WHERE run_id = ? AND iteration = 0",
                           (run_id,)).fetchone()
+        evaluations = db.execute(
+            "SELECT COUNT(*) FROM programs WHERE run_id = ? AND iteration > 0 AND eval_s IS NOT NULL",
+            (run_id,)).fetchone()[0]
         best = db.execute(
             """SELECT code, score FROM programs WHERE run_id = ? AND status = 'ok'
                AND score IS NOT NULL ORDER BY score DESC, iteration ASC LIMIT 1""",
@@ -91,7 +94,7 @@ def from_archive(db_path: Path, run_id: str) -> dict:
               "score": r["score"],
               "clone": r["outcome"] == "rejected_duplicate" or r["status"] == "duplicate"}
              for r in rows]
-    return {"calls": calls, "items": items,
+    return {"calls": calls, "items": items, "evaluations": evaluations,
             "seed_train": seed["score"] if seed else None,
             "best_code": best["code"] if best else (seed["code"] if seed else ""),
             "best_train": best["score"] if best else None}

@@ -5,15 +5,21 @@ not evaluated before in the run (by normalised code hash, the controller's own t
 clone), a duplicate, or a valid program whose train score no earlier program of the run has
 (behaviourally new: a rewrite that changed the code but not what it does is not)? A reply
 rejected as a clone (`rejected_duplicate`) or one that gave no program yields nothing new.
+
+A tuned child (evolve/search/tune.py: the numbers of a model-written program scaled, no call)
+belongs to the call that wrote the program it descends from: that call's point of the curve
+counts it, and `tuned`, `tuned_new` say how many there were and how many behaved unlike
+every earlier program. The per-call yields count the call's own program only.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from evolve.archive import ArchiveReader, CallOutcome, Status
+from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Status
 from evolve.benchmark.curve import Candidate, best_so_far
 from evolve.benchmark.normalise import References
+from evolve.search.tune import KIND as TUNED
 
 # Train scores equal to this many significant digits are the same behaviour.
 DIGITS = 12
@@ -32,6 +38,8 @@ class RunResult:
     new_programs: int = 0  # calls whose program was not evaluated before in the run
     behaviourally_new: int = 0  # calls whose valid program has a train score not seen before
     duplicates: int = 0  # calls whose program had already been evaluated (or was rejected so)
+    tuned: int = 0  # tuned children evaluated (no call)
+    tuned_new: int = 0  # of them, valid with a train score not seen before
     tokens: int = 0
     wall_s: float = 0.0
     held_out: float | None = None  # the held-out score of the run's best train program
@@ -54,6 +62,20 @@ class RunResult:
 
 def score_key(score: float) -> float:
     return float(f"{score:.{DIGITS}g}")
+
+
+def _tuned_by_call(programs: list[ProgramRow]) -> dict[int, list[ProgramRow]]:
+    """The tuned children of a run under the call that wrote their model-written ancestor,
+    in the order they were stored."""
+    by_id = {p.program_id: p for p in programs}
+    out: dict[int, list[ProgramRow]] = {}
+    for p in sorted((p for p in programs if p.kind == TUNED), key=lambda p: p.created_at):
+        root = by_id.get(p.parent_id or "")
+        while root is not None and root.kind == TUNED:
+            root = by_id.get(root.parent_id or "")
+        if root is not None and root.llm_call_id is not None:
+            out.setdefault(root.llm_call_id, []).append(p)
+    return out
 
 
 def measure(
@@ -80,6 +102,7 @@ def measure(
             seen_scores.add(score_key(seed_row.score))
             seed_cand = Candidate(seed_row.score, seed_row.test_score, seed_row.created_at)
     per_call: list[Candidate | None] = []
+    tuned = _tuned_by_call(reader.programs(run_id))
     for c in reader.answered_calls(run_id):
         out.calls += 1
         cand = None
@@ -95,6 +118,15 @@ def measure(
             out.behaviourally_new += key not in seen_scores
             seen_scores.add(key)
             cand = Candidate(c.score, c.test_score, c.created_at or 0.0)
+        for t in tuned.get(c.call_id, []):
+            out.tuned += 1
+            if t.status == Status.OK and t.score is not None:
+                key = score_key(t.score)
+                out.tuned_new += key not in seen_scores
+                seen_scores.add(key)
+                tc = Candidate(t.score, t.test_score, t.created_at)
+                if cand is None or (tc.score, -tc.created_at) > (cand.score, -cand.created_at):
+                    cand = tc
         per_call.append(cand)
     out.tokens = reader.tokens(run_id)
     out.held_out = summary.best_test_score

@@ -33,6 +33,7 @@ class ProblemSummary:
     duplicates: float | None
     new_yield: float | None
     behaviour_yield: float | None
+    tuned: float | None  # tuned children a run evaluated (evolve/search/tune.py), no calls
     calls: float | None
     tokens: float | None
     wall_s: float | None
@@ -70,6 +71,7 @@ def summarise(
         duplicates=_median([r.duplicates for r in started]),
         new_yield=_median([r.share(r.new_programs) for r in started]),
         behaviour_yield=_median([r.share(r.behaviourally_new) for r in started]),
+        tuned=_median([r.tuned for r in started]),
         calls=_median([r.calls for r in started]),
         tokens=_median([r.tokens for r in started]),
         wall_s=_median([r.wall_s for r in started]),

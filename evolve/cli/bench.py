@@ -276,6 +276,7 @@ def print_table(spec: BenchSpec, summaries: list[ProblemSummary]) -> None:
             _num(s.duplicates, "{:g}"),
             _pct(s.new_yield),
             _pct(s.behaviour_yield),
+            _num(s.tuned, "{:g}"),
             _num(s.tokens, "{:,.0f}"),
             _num(s.wall_s, "{:.1f}s"),
         )
@@ -299,6 +300,7 @@ COLUMNS = (
     "dup",
     "new",
     "beh-new",
+    "tuned",
     "tokens",
     "wall",
 )
@@ -307,5 +309,6 @@ LEGEND = (
     "folder's baselines and reference programs;"
     " valid: calls giving a valid program; dup: calls repeating a program of the run; new: calls"
     " giving a program not evaluated before in the run; beh-new: calls giving a valid program"
-    " whose train score no earlier program of the run has.",
+    " whose train score no earlier program of the run has; tuned: programs evaluated with"
+    " a number of a model-written program halved or doubled, without a call.",
 )

@@ -344,6 +344,7 @@ def _search_flags(run: argparse.ArgumentParser) -> None:
     _flag(run, "stagnation")
     _flag(run, "burst_calls")
     _flag(run, "escalation_model")
+    _flag(run, "tune_evals")
 
 
 def _ray_flags(p: argparse.ArgumentParser) -> None:

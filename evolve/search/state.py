@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from evolve.archive import ProgramRow, Status
 from evolve.search.bandit import IMPROVED, NOVEL, Choice, ModelBandit
+from evolve.search.tune import KIND as TUNED
 
 # An error the model can read and fix.
 REPAIRABLE = (Status.SYNTAX_ERROR, Status.RUNTIME_ERROR, Status.INVALID)
@@ -80,9 +81,12 @@ class SearchState:
         )
         if row.model:
             self.bandit.record(row.model, IMPROVED if improved else NOVEL if novel else 0.0)
-        if row.status in REPAIRABLE and row.code and repair_depth < self.s.repair_attempts:
-            self.repairs.append(row.program_id)
-        self.since_best = 0 if best else self.since_best + 1
+        tuned = row.kind == TUNED  # no call made it: no model to reward, nothing to repair
+        if row.status in REPAIRABLE and row.code and not tuned:
+            if repair_depth < self.s.repair_attempts:
+                self.repairs.append(row.program_id)
+        # Stagnation counts what the calls bring; a tuned child only ends it.
+        self.since_best = 0 if best else self.since_best + (not tuned)
 
     def rejected(self, model: str) -> None:
         """A call whose reply repeated a program: a call that gave nothing."""

@@ -231,6 +231,13 @@ class Settings(Section):
         " --model)",
         "NAME",
     )
+    tune_evals: Annotated[int, Field(ge=0)] = _flag(
+        12,
+        "evaluate up to N copies of each new-behaving program with one of its numbers halved "
+        "or doubled, without an LLM call; a better copy is tuned in turn (0: off; "
+        "default {default})",
+        "N",
+    )
     prices: PathText = _flag(
         None, "JSON/TOML price table: model -> {input, output} $/1M tokens", "FILE"
     )

@@ -210,5 +210,5 @@ EVOLVE_USES = {
     "env": "environment variables for the evaluator: NAME (from this environment) or NAME=VALUE (--env)",
     "initial_program": "the seed program, relative to the folder (--initial-program)",
     "search": "how the search spends its calls: max_calls, max_resamples, repair_attempts, "
-    "temperatures, prompt_style, meta_interval, stagnation, burst_calls (the flags of those names)",
+    "temperatures, prompt_style, meta_interval, stagnation, burst_calls, tune_evals (the flags of those names)",
 }

@@ -25,6 +25,7 @@ class SearchTable(Section):
     meta_interval: Count | None = None
     stagnation: Count | None = None
     burst_calls: Annotated[int, Field(ge=1)] | None = None
+    tune_evals: Count | None = None
 
     def settings(self) -> dict[str, object]:
         """The keys the folder sets, as RunConfig fields."""

@@ -1,0 +1,176 @@
+"""Constant tuning: the numbers of a program the model wrote, scaled one at a time.
+
+A small model often writes the right shape with the wrong numbers: a penalty for small
+gaps below a threshold of 10 where 20 wins, a bonus of 5 where 20 wins. Its children then
+score below their parent and the idea is lost, or it takes many more calls to stumble on
+the numbers. Tuning spends evaluations instead of calls: each numeric literal of an
+evolvable block, halved and doubled, is a child evaluated without asking the model, and a
+child that beats its base is tuned in turn (a pattern search, greedy and depth first).
+
+Like the repair queue it is derived state: `Controller.rebuild` replays the archive
+through `Tuner.finished`, so a resumed run continues the same tuning.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evolve.archive import ProgramRow, Status
+from evolve.edits.blocks import find_blocks, split_lines
+
+KIND = "tune"  # programs.kind of a tuned child
+FACTORS = (2.0, 0.5)
+MAX_LITERALS = 8  # the first ones in the blocks; a long program's tail is left alone
+# Literals that are not quantities: an index, a slice, an axis, a dtype's width.
+_STRUCTURAL_KEYWORDS = {"axis", "axes", "ndmin", "decimals", "dtype", "k", "n", "ord"}
+
+
+@dataclass(frozen=True)
+class Literal:
+    line: int  # 0-based
+    col: int  # in characters of that line
+    end_col: int
+    value: int | float
+
+
+def literals(code: str) -> list[Literal]:
+    """The numeric literals inside the program's EVOLVE-BLOCKs (the whole file without
+    markers) that look like quantities; [] if the program does not parse."""
+    try:
+        tree = ast.parse(code)
+        blocks = find_blocks(code)
+    except (SyntaxError, ValueError):
+        return []
+    inside = [(b.start_line + 1, b.end_line) for b in blocks] or [(0, len(split_lines(code)))]
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript):
+            skip.update(id(n) for n in ast.walk(node.slice))
+        elif isinstance(node, ast.keyword) and node.arg in _STRUCTURAL_KEYWORDS:
+            skip.update(id(n) for n in ast.walk(node.value))
+        elif isinstance(node, ast.Call) and _name(node.func) in {"range", "round"}:
+            skip.update(id(n) for a in node.args for n in ast.walk(a))
+    lines = split_lines(code)
+    out: list[Literal] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or type(node.value) not in (int, float):
+            continue  # type(), not isinstance: True and False are ints too
+        value: int | float = node.value  # type: ignore[assignment]
+        if (
+            value == 0
+            or not math.isfinite(value)
+            or id(node) in skip
+            or node.end_lineno != node.lineno
+            or node.end_col_offset is None
+        ):
+            continue
+        line = node.lineno - 1
+        if not any(lo <= line < hi for lo, hi in inside):
+            continue
+        text = lines[line].encode()
+        col = len(text[: node.col_offset].decode())
+        end = len(text[: node.end_col_offset].decode())
+        out.append(Literal(line, col, end, value))
+    out.sort(key=lambda lit: (lit.line, lit.col))
+    return out[:MAX_LITERALS]
+
+
+def _name(func: ast.expr) -> str:
+    return (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else ""
+    )
+
+
+def _scaled(value: int | float, factor: float) -> int | float | None:
+    new = value * factor
+    if isinstance(value, int):
+        new = int(round(new))
+    return None if new == value or new == 0 else new
+
+
+def variants(code: str) -> list[str]:
+    """One program per literal and factor, that literal scaled, all else unchanged (the
+    text around it byte for byte): the first literal doubled, then halved, then the next."""
+    lines = split_lines(code)
+    out: list[str] = []
+    for lit in literals(code):
+        for f in FACTORS:
+            new = _scaled(lit.value, f)
+            if new is None:
+                continue
+            line = lines[lit.line]
+            changed = line[: lit.col] + _literal_text(new) + line[lit.end_col :]
+            out.append("".join(lines[: lit.line] + [changed] + lines[lit.line + 1 :]))
+    return out
+
+
+def _literal_text(value: int | float) -> str:
+    """Short, and still a float where it was one (2.5, 40.0, 1e-06)."""
+    if isinstance(value, int):
+        return repr(value)
+    text = f"{value:.6g}"
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
+@dataclass
+class _Pending:
+    parent_id: str
+    root_id: str
+    code: str
+
+
+@dataclass
+class Tuner:
+    """Which tuned child to evaluate next. A base is a valid program with numbers: any child
+    the model wrote (a penalty below a threshold too small to matter behaves as its parent,
+    yet doubled it wins), or a tuned child that beats its own base. `budget` tuned children
+    at most descend from one model-written program."""
+
+    budget: int
+    pending: list[_Pending] = field(default_factory=list)  # a stack: the newest base first
+    root: dict[str, str] = field(default_factory=dict)  # tuned child -> its model-written root
+    spent: dict[str, int] = field(default_factory=dict)  # root -> tuned children so far
+    issued: set[str] = field(default_factory=set)  # codes given out by next(), counted there
+
+    def finished(self, row: ProgramRow, parent_score: float | None) -> None:
+        """A program's outcome: queue its variants if it is a base."""
+        if not self.budget or row.iteration == 0 or row.code is None:
+            return
+        if row.kind == KIND:
+            root = self.root.get(row.parent_id or "", row.parent_id or "")
+            self.root[row.program_id] = root
+            if row.code not in self.issued:  # replayed from the archive: not counted yet
+                self.spent[root] = self.spent.get(root, 0) + 1
+            base = (
+                row.status == Status.OK
+                and row.score is not None
+                and parent_score is not None
+                and row.score > parent_score
+            )
+        else:  # the model's: even one that behaves as its parent may hold the right shape
+            root = row.program_id
+            base = row.status == Status.OK
+        if base:
+            queued = [_Pending(row.program_id, root, c) for c in variants(row.code)]
+            self.pending.extend(reversed(queued))
+
+    def waiting(self) -> bool:
+        return bool(self.pending)
+
+    def next(self, is_seen: Callable[[str], bool]) -> _Pending | None:
+        """The next variant to evaluate, None when none waits. `is_seen(code)`: an equal
+        program was evaluated already (it is dropped, costing nothing)."""
+        while self.pending:
+            p = self.pending.pop()
+            if self.spent.get(p.root_id, 0) < self.budget and not is_seen(p.code):
+                self.spent[p.root_id] = self.spent.get(p.root_id, 0) + 1
+                self.issued.add(p.code)
+                return p
+        return None

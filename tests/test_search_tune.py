@@ -1,0 +1,104 @@
+"""Constant tuning's pure parts: which numbers are quantities, the programs they make, and
+which tuned child comes next (evolve/search/tune.py). The loop's use is in test_search_loop."""
+
+from __future__ import annotations
+
+from evolve.archive import ProgramRow, Status
+from evolve.search.tune import Tuner, literals, variants
+
+PROGRAM = '''import numpy as np
+
+LIMIT = 7  # fixed: outside the block
+
+
+# EVOLVE-BLOCK-START
+def priority(item, bins):
+    gap = bins - item  # gap of 1 item
+    first = bins[0] + bins[1:3].sum(axis=0)
+    return np.where((gap > 0) & (gap < 10), -gap - 5.0, -gap) + 0 * first
+# EVOLVE-BLOCK-END
+'''
+
+
+def test_only_the_blocks_quantities_are_literals():
+    found = [(lit.line, lit.value) for lit in literals(PROGRAM)]
+    # Not LIMIT (fixed code), not the indices, slice or axis, not 0, not the 1 in a comment.
+    assert found == [(9, 10), (9, 5.0)]
+
+
+def test_each_variant_scales_one_number_and_keeps_the_rest_byte_for_byte():
+    vs = variants(PROGRAM)
+    assert [v.splitlines()[9].split("np.where")[1] for v in vs] == [
+        "((gap > 0) & (gap < 20), -gap - 5.0, -gap) + 0 * first",
+        "((gap > 0) & (gap < 5), -gap - 5.0, -gap) + 0 * first",
+        "((gap > 0) & (gap < 10), -gap - 10.0, -gap) + 0 * first",
+        "((gap > 0) & (gap < 10), -gap - 2.5, -gap) + 0 * first",
+    ]
+    for v in vs:
+        assert sum(a != b for a, b in zip(v.splitlines(), PROGRAM.splitlines(), strict=True)) == 1
+
+
+def test_ints_stay_ints_and_a_number_that_would_not_change_is_skipped():
+    code = "def f(x):\n    return x * 1 + 3 + 1e-06 + 2.0\n"
+    lines = [v.splitlines()[1] for v in variants(code)]
+    assert lines == [
+        "    return x * 2 + 3 + 1e-06 + 2.0",  # 1 halved rounds to 0: left out
+        "    return x * 1 + 6 + 1e-06 + 2.0",
+        "    return x * 1 + 2 + 1e-06 + 2.0",  # round(1.5) == 2
+        "    return x * 1 + 3 + 2e-06 + 2.0",
+        "    return x * 1 + 3 + 5e-07 + 2.0",
+        "    return x * 1 + 3 + 1e-06 + 4.0",
+        "    return x * 1 + 3 + 1e-06 + 1.0",
+    ]
+
+
+def test_a_program_that_does_not_parse_has_no_variants():
+    assert variants("def f(:\n    return 3\n") == []
+
+
+def _row(pid: str, kind: str, score: float | None, parent: str | None, code: str) -> ProgramRow:
+    return ProgramRow(
+        program_id=pid, run_id="r", problem="p", iteration=int(pid.split(":")[1]), island=0,
+        status=Status.OK if score is not None else Status.RUNTIME_ERROR, code=code, score=score,
+        parent_id=parent, kind=kind,
+    )
+
+
+def test_a_better_tuned_child_is_tuned_first_and_the_budget_bounds_a_root():
+    base = "def f(x):\n    return x * 3 + 10\n"
+    t = Tuner(budget=5)
+    t.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0)
+    first = t.next(lambda code: False)
+    assert first is not None and first.parent_id == "r:1" and "x * 6 + 10" in first.code
+    # It scored better than its base: its own variants come before the base's others.
+    t.finished(_row("r:2", "tune", -3.0, "r:1", first.code), parent_score=-5.0)
+    nxt = t.next(lambda code: False)
+    assert nxt is not None and nxt.parent_id == "r:2" and "x * 12 + 10" in nxt.code
+    seen = {nxt.code}
+    given = [t.next(lambda code: code in seen) for _ in range(10)]
+    assert sum(g is not None for g in given) == 5 - 2  # two given already; a root gets five
+    assert not t.waiting() or t.next(lambda code: False) is None
+
+
+def test_replay_counts_stored_tuned_children_once():
+    """Resume: the stored children are counted from the archive, not again when given."""
+    base = "def f(x):\n    return x * 3 + 10\n"
+    live = Tuner(budget=3)
+    live.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0)
+    v = live.next(lambda code: False)
+    assert v is not None
+    live.finished(_row("r:2", "tune", -6.0, "r:1", v.code), parent_score=-5.0)
+    replay = Tuner(budget=3)
+    replay.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0)
+    replay.finished(_row("r:2", "tune", -6.0, "r:1", v.code), parent_score=-5.0)
+    assert live.spent == replay.spent == {"r:1": 1}
+
+
+def test_failed_and_seed_programs_are_not_bases():
+    t = Tuner(budget=4)
+    t.finished(_row("r:0", "seed", -4.0, None, "def f(x):\n    return x + 1\n"), None)
+    t.finished(_row("r:1", "mutation", None, "r:0", "def f(x):\n    return x + 2\n"), -4.0)
+    assert not t.waiting()
+    off = Tuner(budget=0)
+    off.finished(_row("r:1", "mutation", -4.0, "r:0", "def f(x):\n    return x + 2\n"), -4.0)
+    assert not off.waiting()
