@@ -160,9 +160,9 @@ def test_resume_counts_the_rejected_calls_of_an_unfinished_iteration(tmp_path):
     assert rows == [(2, "mutation", "rejected_duplicate"), (2, "resample", None)]
 
 
-NEAR_MISS = block(  # the right shape with numbers too small: it scores below best fit
+NEAR_MISS = block(  # the right shape with a threshold too small: it scores below best fit
     "def priority(item, bins):\n    gap = bins - item\n"
-    "    return np.where((gap > 0) & (gap < 10), -gap - 5.0, -gap)\n"
+    "    return np.where((gap > 0) & (gap < 10), -gap - 10.0, -gap)\n"
 )
 
 
@@ -170,16 +170,16 @@ def test_a_new_programs_numbers_are_tuned_without_calls(tmp_path):
     with ScriptedLLM.from_list([NEAR_MISS], then=BEST_FIT) as srv:
         # Two calls (the near miss, then a clone); the tuned children come after, call-free.
         _run(srv, tmp_path, "--iterations", "30", "--max-calls", "2", "--tune-evals", "12",
-             "--max-resamples", "0", "--stagnation", "0")
+             "--max-resamples", "0", "--stagnation", "0", "--data-seed", "2023")
         asked = len(srv.requests)
     rows = _rows(tmp_path, "SELECT program_id, kind, parent_id, llm_call_id, score, diff FROM programs"
                            " ORDER BY iteration")
     seed, near = rows[0], rows[1]
     tuned = [r for r in rows if r[1] == "tune"]
-    assert near[1] == "mutation" and near[4] <= seed[4]  # the model's child: no better than best fit
+    assert near[1] == "mutation" and near[4] < seed[4]  # the model's child: worse than best fit
     assert len(tuned) == 12 and asked == 2  # every tuned child came without a call
     assert all(r[3] is None for r in tuned)
-    assert tuned[0][2] == near[0] and "(gap < 20), -gap - 5.0" in tuned[0][5]  # first number doubled
+    assert tuned[0][2] == near[0] and "(gap < 20), -gap - 10.0" in tuned[0][5]  # first number doubled
     by_id = {r[0]: r for r in rows}
     climbed = [r for r in tuned if r[4] > by_id[r[2]][4]]
     assert climbed and any(r[2] == climbed[0][0] for r in tuned)  # a better child is tuned in turn
@@ -199,7 +199,7 @@ def test_tuning_resumes_where_it_stopped(tmp_path):
     """A run stopped mid-tuning goes on with the variants not yet evaluated: the same
     tuned programs as a run never stopped, none evaluated twice, no call made again."""
     args = ("--max-calls", "1", "--tune-evals", "8", "--max-resamples", "0", "--stagnation", "0",
-            "--run-id", "t")
+            "--run-id", "t", "--data-seed", "2023")
     with ScriptedLLM.from_list([NEAR_MISS]) as srv:
         _run(srv, tmp_path / "whole", *args, "--iterations", "12")
         _run(srv, tmp_path / "cut", *args, "--iterations", "4")

@@ -94,11 +94,12 @@ def test_replay_counts_stored_tuned_children_once():
     assert live.spent == replay.spent == {"r:1": 1}
 
 
-def test_failed_and_seed_programs_are_not_bases():
+def test_failed_seed_and_unchanged_programs_are_not_bases():
     t = Tuner(budget=4)
     t.finished(_row("r:0", "seed", -4.0, None, "def f(x):\n    return x + 1\n"), None)
     t.finished(_row("r:1", "mutation", None, "r:0", "def f(x):\n    return x + 2\n"), -4.0)
-    assert not t.waiting()
+    t.finished(_row("r:2", "mutation", -4.0, "r:0", "def f(x):\n    return x ** 2\n"), -4.0)
+    assert not t.waiting()  # the last scores as its parent: a monotone rewrite
     off = Tuner(budget=0)
     off.finished(_row("r:1", "mutation", -4.0, "r:0", "def f(x):\n    return x + 2\n"), -4.0)
     assert not off.waiting()

@@ -5,7 +5,8 @@ gaps below a threshold of 10 where 20 wins, a bonus of 5 where 20 wins. Its chil
 score below their parent and the idea is lost, or it takes many more calls to stumble on
 the numbers. Tuning spends evaluations instead of calls: each numeric literal of an
 evolvable block, halved and doubled, is a child evaluated without asking the model, and a
-child that beats its base is tuned in turn (a pattern search, greedy and depth first).
+child that beats its base is tuned in turn (a pattern search, best first: the variants of
+the best-scoring base are evaluated first).
 
 Like the repair queue it is derived state: `Controller.rebuild` replays the archive
 through `Tuner.finished`, so a resumed run continues the same tuning.
@@ -14,6 +15,7 @@ through `Tuner.finished`, so a resumed run continues the same tuning.
 from __future__ import annotations
 
 import ast
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,25 +121,27 @@ def _literal_text(value: int | float) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-@dataclass
+@dataclass(order=True)
 class _Pending:
-    parent_id: str
-    root_id: str
-    code: str
+    key: tuple[float, int]  # (-base score, order queued): the best base's variants first
+    parent_id: str = field(compare=False)
+    root_id: str = field(compare=False)
+    code: str = field(compare=False)
 
 
 @dataclass
 class Tuner:
-    """Which tuned child to evaluate next. A base is a valid program with numbers: any child
-    the model wrote (a penalty below a threshold too small to matter behaves as its parent,
-    yet doubled it wins), or a tuned child that beats its own base. `budget` tuned children
-    at most descend from one model-written program."""
+    """Which tuned child to evaluate next. A base is a valid program with numbers: a child the
+    model wrote that scores unlike its parent (better or worse: a penalty with the wrong
+    numbers scores worse, and doubled it wins), or a tuned child that beats its own base.
+    `budget` tuned children at most descend from one model-written program."""
 
     budget: int
-    pending: list[_Pending] = field(default_factory=list)  # a stack: the newest base first
+    pending: list[_Pending] = field(default_factory=list)  # a heap
     root: dict[str, str] = field(default_factory=dict)  # tuned child -> its model-written root
     spent: dict[str, int] = field(default_factory=dict)  # root -> tuned children so far
     issued: set[str] = field(default_factory=set)  # codes given out by next(), counted there
+    queued: int = 0
 
     def finished(self, row: ProgramRow, parent_score: float | None) -> None:
         """A program's outcome: queue its variants if it is a base."""
@@ -154,12 +158,14 @@ class Tuner:
                 and parent_score is not None
                 and row.score > parent_score
             )
-        else:  # the model's: even one that behaves as its parent may hold the right shape
+        else:  # the model's, if it changed what its parent does (a monotone rewrite does not)
             root = row.program_id
-            base = row.status == Status.OK
-        if base:
-            queued = [_Pending(row.program_id, root, c) for c in variants(row.code)]
-            self.pending.extend(reversed(queued))
+            base = row.status == Status.OK and row.score != parent_score
+        if base and row.score is not None:
+            for c in variants(row.code):
+                key = (-row.score, self.queued)
+                heapq.heappush(self.pending, _Pending(key, row.program_id, root, c))
+                self.queued += 1
 
     def waiting(self) -> bool:
         return bool(self.pending)
@@ -168,7 +174,7 @@ class Tuner:
         """The next variant to evaluate, None when none waits. `is_seen(code)`: an equal
         program was evaluated already (it is dropped, costing nothing)."""
         while self.pending:
-            p = self.pending.pop()
+            p = heapq.heappop(self.pending)
             if self.spent.get(p.root_id, 0) < self.budget and not is_seen(p.code):
                 self.spent[p.root_id] = self.spent.get(p.root_id, 0) + 1
                 self.issued.add(p.code)

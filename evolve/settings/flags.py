@@ -233,9 +233,9 @@ class Settings(Section):
     )
     tune_evals: Annotated[int, Field(ge=0)] = _flag(
         12,
-        "evaluate up to N copies of each new-behaving program with one of its numbers halved "
-        "or doubled, without an LLM call; a better copy is tuned in turn (0: off; "
-        "default {default})",
+        "evaluate up to N copies of each valid model-written program that scores unlike its "
+        "parent, one of its numbers halved or doubled, without an LLM call; a better copy is "
+        "tuned in turn (0: off; default {default})",
         "N",
     )
     prices: PathText = _flag(
