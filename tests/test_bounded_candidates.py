@@ -79,9 +79,10 @@ def run_row(runs: Path, run_id: str) -> dict:
 
 def small_model_run(url: str, runs: Path, problem: Path, iterations: int) -> list[str]:
     """`evolve run` with a model whose profile gives a 4096-token window, one island, one
-    request and one evaluation at a time."""
+    request and one evaluation at a time; every iteration asks the model (no tuned children,
+    which need no prompt)."""
     args = run_args(url, runs, "--parallel", "1", "--llm-parallel", "1", "--islands", "1",
-                    problem=problem, iterations=iterations)  # fmt: skip
+                    "--tune-evals", "0", problem=problem, iterations=iterations)  # fmt: skip
     args[args.index("--model") + 1] = SMALL_MODEL
     return args
 

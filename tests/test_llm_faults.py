@@ -61,6 +61,7 @@ class Run:
             parallel=1,
             llm_parallel=1,
             sandbox="local",
+            tune_evals=0,  # every iteration is a call: the calls' faults are what is tested
             **{"llm_backoff_s": 0.01, **cfg},
         )
         self.archive = Archive(tmp_path / "runs")
