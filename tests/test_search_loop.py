@@ -188,11 +188,23 @@ def test_a_new_programs_numbers_are_tuned_without_calls(tmp_path):
     assert _rows(tmp_path, "SELECT COUNT(*) FROM llm_calls")[0][0] == asked
 
 
-def test_tuning_off_asks_the_model_every_iteration(tmp_path):
+def test_tuning_off_in_problem_toml_asks_the_model_every_iteration(tmp_path):
+    import shutil
+
+    folder = tmp_path / "bp"
+    shutil.copytree(BINPACK, folder)
+    toml = folder / "problem.toml"
+    toml.write_text(toml.read_text() + "\n[search]\ntune_evals = 0\n")
     with ScriptedLLM.from_list([NEAR_MISS], then=WORST_FIT) as srv:
-        _run(srv, tmp_path, "--iterations", "3", "--tune-evals", "0", "--max-resamples", "0")
+        r = evolve(*run_args(srv.base_url, tmp_path, "--parallel", "1", "--llm-parallel", "1",
+                             "--max-resamples", "0", "--data-seed", "2023", problem=folder,
+                             iterations=3))
+        assert r.returncode == 0, r.stderr
         assert len(srv.requests) == 3
     assert _rows(tmp_path, "SELECT COUNT(*) FROM programs WHERE kind='tune'") == [(0,)]
+    toml.write_text(toml.read_text().replace("tune_evals = 0", "tune_evals = -2"))
+    r = evolve("check", folder)
+    assert r.returncode == 2 and "[search] tune_evals" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_tuning_resumes_where_it_stopped(tmp_path):
