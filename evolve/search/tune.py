@@ -81,20 +81,16 @@ def literals(code: str) -> list[Literal]:
 
 
 def _name(func: ast.expr) -> str:
-    return (
-        func.id
-        if isinstance(func, ast.Name)
-        else func.attr
-        if isinstance(func, ast.Attribute)
-        else ""
-    )
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def _scaled(value: int | float, factor: float) -> int | float | None:
     new = value * factor
     if isinstance(value, int):
         new = int(round(new))
-    return None if new == value or new == 0 else new
+    return None if new == value or new == 0 or not math.isfinite(new) else new
 
 
 def variants(code: str) -> list[str]:
