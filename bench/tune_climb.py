@@ -46,18 +46,17 @@ def climb(problem: Path, seed_code: str, code: str, budget: int, work: Path) -> 
                       status=Status.OK, code=code, score=train(code, 1), kind="mutation")
     seed_score = train(seed_code, 0)
     tuner.finished(root, seed_score)
-    rows, seen, best = [root], {normalized_hash(code)}, root
+    seen, best = {normalized_hash(code)}, root
     scores = {root.program_id: root.score}
-    steps = []
+    steps: list[dict] = []
     while (v := tuner.next(lambda c: normalized_hash(c) in seen)) is not None:
-        n = len(rows) + 1
+        n = len(steps) + 2  # the root is b:1
         seen.add(normalized_hash(v.code))
         s = train(v.code, n)
         row = ProgramRow(program_id=f"b:{n}", run_id="b", problem="p", iteration=n, island=0,
                          status=Status.OK if s is not None else Status.RUNTIME_ERROR,
                          code=v.code, score=s, parent_id=v.parent_id, kind=KIND)
         tuner.finished(row, scores[v.parent_id])
-        rows.append(row)
         scores[row.program_id] = s
         changed = [ln[1:].strip() for ln in unified_diff(seed_code, v.code).splitlines()
                    if ln.startswith("+") and not ln.startswith("+++")]

@@ -239,12 +239,10 @@ class Controller:
     def _may_start(self) -> bool:
         """Another iteration may start: nothing stops the run, or only --max-calls does and a
         tuned child (which costs no call) waits."""
-        reason = self._stop_reason()
-        if reason is None:
-            return True
+        if self._stop_reason(calls=False) is not None:
+            return False
         left = self._calls_left()
-        spent_only = left is not None and left <= 0 and self._stop_reason(calls=False) is None
-        return spent_only and self.tuner.waiting()
+        return left is None or left > 0 or self.tuner.waiting()
 
     def _final_status(self) -> tuple[RunStatus, str | None]:
         reason = self._stop_reason()
