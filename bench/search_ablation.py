@@ -3,11 +3,12 @@
     python bench/search_ablation.py [--problem problems/binpack] [--calls 20] [--seeds 2]
                                     [--only all-on no-resample ...] [--runs-dir DIR]
 
-Every variant is one `evolve bench` (the bundled local model unless --model) with every part
-on (ALL_ON over the profile's defaults) and one part turned off; the table gives, per
+Every variant is one `evolve bench` (the bundled local model unless --model): the model's
+profile as it ships, then every part on (ALL_ON over the profile's defaults), then every part
+on but one, in turn; the table gives, per
 variant, the median over seeds of the share of calls that gave a new program, a valid one and
-a behaviourally new one, the rejected clones, repairs that scored, and the normalised held-out
-score. Results:
+a behaviourally new one, the rejected clones, repairs that scored, tuned children (and those
+that behaved unlike every earlier program), and the normalised held-out score. Results:
 bench/results/search_ablation.json.
 """
 
@@ -31,12 +32,14 @@ from search_yield import run_rows  # noqa: E402
 ALL_ON = ["--repair-attempts=1", "--meta-interval=5"]
 # item of issue 22 -> the flags that turn it off
 VARIANTS: dict[str, list[str]] = {
+    "bundled profile": [],  # what `evolve run` does with the model's profile, nothing added
     "all-on": ALL_ON,
     "no-resample (1)": [*ALL_ON, "--max-resamples=0"],
     "no-repair (2)": [*ALL_ON, "--repair-attempts=0"],
     "funsearch prompt (3)": [*ALL_ON, "--prompt-style=funsearch"],
     "one temperature, no stagnation (4)": [*ALL_ON, "--temperatures=0.7", "--stagnation=0"],
     "no meta-notes (5)": [*ALL_ON, "--meta-interval=0"],
+    "no constant tuning": [*ALL_ON, "--tune-evals=0"],
 }
 
 
@@ -89,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
                 "behaviour_new_pct": med("behaviour_new_pct"),
                 "rejected_clones": med("rejected_clones"),
                 "repairs_ok": med("repairs_ok"),
+                "tuned": med("tuned"),
+                "tuned_new": med("tuned_new"),
                 "improved": sum(r["improved"] for r in yields),
                 "normalised": problem.get("normalised_median"),
                 "median_call_s": med("median_call_s"),
@@ -105,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         "behaviour_new_pct",
         "rejected_clones",
         "repairs_ok",
+        "tuned",
+        "tuned_new",
         "improved",
         "normalised",
         "median_call_s",
