@@ -45,8 +45,9 @@ def climb(problem: Path, seed_code: str, code: str, budget: int, work: Path) -> 
     root = ProgramRow(program_id="b:1", run_id="b", problem="p", iteration=1, island=0,
                       status=Status.OK, code=code, score=train(code, 1), kind="mutation")
     seed_score = train(seed_code, 0)
-    tuner.finished(root, seed_score)
+    tuner.finished(root, seed_score, novel=root.score != seed_score)
     seen, best = {normalized_hash(code)}, root
+    behaviours = {seed_score, root.score}  # train scores so far: the run's signatures here
     scores = {root.program_id: root.score}
     steps: list[dict] = []
     while (v := tuner.next(lambda c: normalized_hash(c) in seen)) is not None:
@@ -56,7 +57,8 @@ def climb(problem: Path, seed_code: str, code: str, budget: int, work: Path) -> 
         row = ProgramRow(program_id=f"b:{n}", run_id="b", problem="p", iteration=n, island=0,
                          status=Status.OK if s is not None else Status.RUNTIME_ERROR,
                          code=v.code, score=s, parent_id=v.parent_id, kind=KIND)
-        tuner.finished(row, scores[v.parent_id])
+        tuner.finished(row, scores[v.parent_id], novel=s is not None and s not in behaviours)
+        behaviours.add(s)
         scores[row.program_id] = s
         changed = [ln[1:].strip() for ln in unified_diff(seed_code, v.code).splitlines()
                    if ln.startswith("+") and not ln.startswith("+++")]

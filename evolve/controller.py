@@ -483,7 +483,7 @@ class Controller:
         parent = self.pop.members.get(row.parent_id or "")
         parent_score = parent.score if parent else None
         self.search.finished(row, parent_score, novel, best, self._depth(row))
-        self.tuner.finished(row, parent_score)
+        self.tuner.finished(row, parent_score, novel)
         self.stats.novel += novel and row.iteration > 0
         if self.search.stagnant() and not self.replaying:
             self._on_stagnation()

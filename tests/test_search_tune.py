@@ -26,6 +26,24 @@ def test_only_the_blocks_quantities_are_literals():
     assert found == [(9, 10), (9, 5.0)]
 
 
+def test_numbers_in_example_usage_left_in_the_block_are_not_tuned():
+    """A small model's example usage after its function sets names no function reads:
+    scaling its numbers changes nothing. A module-level constant the function reads is a
+    quantity."""
+    code = (
+        "import numpy as np\n"
+        "# EVOLVE-BLOCK-START\n"
+        "PENALTY = 5.0\n"
+        "def priority(item, bins):\n"
+        "    return np.where(bins - item < 10, -PENALTY, 0.5)\n"
+        "item_sizes = [25, 10, 30]\n"
+        "bins = np.array([24, 16, 18])\n"
+        "print(priority(3, bins))\n"
+        "# EVOLVE-BLOCK-END\n"
+    )
+    assert [lit.value for lit in literals(code)] == [5.0, 10, 0.5]
+
+
 def test_each_variant_scales_one_number_and_keeps_the_rest_byte_for_byte():
     vs = variants(PROGRAM)
     assert [v.splitlines()[9].split("np.where")[1] for v in vs] == [
@@ -67,11 +85,11 @@ def _row(pid: str, kind: str, score: float | None, parent: str | None, code: str
 def test_a_better_tuned_child_is_tuned_first_and_the_budget_bounds_a_root():
     base = "def f(x):\n    return x * 3 + 10\n"
     t = Tuner(budget=5)
-    t.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0)
+    t.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0, novel=True)
     first = t.next(lambda code: False)
     assert first is not None and first.parent_id == "r:1" and "x * 6 + 10" in first.code
     # It scored better than its base: its own variants come before the base's others.
-    t.finished(_row("r:2", "tune", -3.0, "r:1", first.code), parent_score=-5.0)
+    t.finished(_row("r:2", "tune", -3.0, "r:1", first.code), parent_score=-5.0, novel=True)
     nxt = t.next(lambda code: False)
     assert nxt is not None and nxt.parent_id == "r:2" and "x * 12 + 10" in nxt.code
     seen = {nxt.code}
@@ -84,22 +102,33 @@ def test_replay_counts_stored_tuned_children_once():
     """Resume: the stored children are counted from the archive, not again when given."""
     base = "def f(x):\n    return x * 3 + 10\n"
     live = Tuner(budget=3)
-    live.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0)
+    live.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0, novel=True)
     v = live.next(lambda code: False)
     assert v is not None
-    live.finished(_row("r:2", "tune", -6.0, "r:1", v.code), parent_score=-5.0)
+    live.finished(_row("r:2", "tune", -6.0, "r:1", v.code), parent_score=-5.0, novel=True)
     replay = Tuner(budget=3)
-    replay.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0)
-    replay.finished(_row("r:2", "tune", -6.0, "r:1", v.code), parent_score=-5.0)
+    replay.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0, novel=True)
+    replay.finished(_row("r:2", "tune", -6.0, "r:1", v.code), parent_score=-5.0, novel=True)
     assert live.spent == replay.spent == {"r:1": 1}
 
 
 def test_failed_seed_and_unchanged_programs_are_not_bases():
     t = Tuner(budget=4)
-    t.finished(_row("r:0", "seed", -4.0, None, "def f(x):\n    return x + 1\n"), None)
-    t.finished(_row("r:1", "mutation", None, "r:0", "def f(x):\n    return x + 2\n"), -4.0)
-    t.finished(_row("r:2", "mutation", -4.0, "r:0", "def f(x):\n    return x ** 2\n"), -4.0)
+    t.finished(_row("r:0", "seed", -4.0, None, "def f(x):\n    return x + 1\n"), None, novel=True)
+    t.finished(_row("r:1", "mutation", None, "r:0", "def f(x):\n    return x + 2\n"), -4.0, novel=False)
+    t.finished(_row("r:2", "mutation", -4.0, "r:0", "def f(x):\n    return x ** 2\n"), -4.0, novel=True)
     assert not t.waiting()  # the last scores as its parent: a monotone rewrite
     off = Tuner(budget=0)
-    off.finished(_row("r:1", "mutation", -4.0, "r:0", "def f(x):\n    return x + 2\n"), -4.0)
+    off.finished(_row("r:1", "mutation", -4.0, "r:0", "def f(x):\n    return x + 2\n"), -4.0, novel=True)
     assert not off.waiting()
+
+
+def test_a_program_that_behaves_as_an_earlier_one_is_not_tuned_again():
+    """A crossover that rebuilt an earlier child's behaviour scores unlike its parent, but
+    its twin was tuned already: tuning it again would evaluate the same behaviours."""
+    t = Tuner(budget=4)
+    twin = "def f(x):\n    return x // 100 + 3\n"
+    t.finished(_row("r:5", "crossover", -4.2, "r:0", twin), -4.0, novel=False)
+    assert not t.waiting()
+    t.finished(_row("r:6", "tune", -3.0, "r:5", twin.replace("3", "6")), -4.2, novel=False)
+    assert not t.waiting()

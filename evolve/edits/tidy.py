@@ -16,8 +16,8 @@ import re
 from evolve.edits.blocks import find_blocks, replace_block, split_lines
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = (*_DEFS, ast.ClassDef)  # what a block defines
-_HEADS = (ast.Import, ast.ImportFrom, *_SCOPES)  # never dropped
+SCOPES = (*_DEFS, ast.ClassDef)  # what a block defines
+_HEADS = (ast.Import, ast.ImportFrom, *SCOPES)  # never dropped
 
 
 def tidy(parent: str, child: str) -> tuple[str, list[str]]:
@@ -64,7 +64,7 @@ def _tidy_block(parent: str, body: str, notes: list[str]) -> str:
 
 def _bare_return(tree: ast.Module) -> bool:
     """A `return` outside any def (it parses; only compiling refuses it), and no def."""
-    if any(isinstance(n, _SCOPES) for n in tree.body):
+    if any(isinstance(n, SCOPES) for n in tree.body):
         return False
     return any(isinstance(n, ast.Return) for s in tree.body for n in ast.walk(s))
 
@@ -111,15 +111,15 @@ def _rename(pdefs: dict, body: str, tree: ast.Module, notes: list[str]):
 def _drop_usage(body: str, tree: ast.Module, notes: list[str]) -> str:
     """Statements after the last def that call print or the block's own functions and set
     nothing a function reads: usage examples. Any other module-level code stays."""
-    heads = [k for k, n in enumerate(tree.body) if isinstance(n, _SCOPES)]
+    heads = [k for k, n in enumerate(tree.body) if isinstance(n, SCOPES)]
     if not heads:
         return body
-    own = {"print"} | {n.name for n in tree.body if isinstance(n, _SCOPES)}
-    read = set().union(*(_globals_read(d) for d in tree.body if isinstance(d, _SCOPES)))
+    own = {"print"} | {n.name for n in tree.body if isinstance(n, SCOPES)}
+    read = set().union(*(globals_read(d) for d in tree.body if isinstance(d, SCOPES)))
     drop = [
         s
         for s in tree.body[heads[-1] + 1 :]
-        if not isinstance(s, _HEADS) and _calls(s) & own and not _assigned(s) & read
+        if not isinstance(s, _HEADS) and _calls(s) & own and not assigned(s) & read
     ]
     if not drop:
         return body
@@ -140,10 +140,10 @@ def _calls(stmt: ast.stmt) -> set[str]:
     }
 
 
-def _globals_read(node: ast.AST) -> set[str]:
+def globals_read(node: ast.AST) -> set[str]:
     """Names a def or class reads that are not its own arguments or locals."""
     own = {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments) for a in _args(n)}
-    own |= _assigned(node)
+    own |= assigned(node)
     return {
         n.id
         for n in ast.walk(node)
@@ -156,7 +156,7 @@ def _args(a: ast.arguments) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *a.kwonlyargs, *extra]
 
 
-def _assigned(stmt: ast.AST) -> set[str]:
+def assigned(stmt: ast.AST) -> set[str]:
     return {
         n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from evolve.archive import ProgramRow, Status
 from evolve.edits.blocks import find_blocks, split_lines
+from evolve.edits.tidy import SCOPES, assigned, globals_read
 
 KIND = "tune"  # programs.kind of a tuned child
 FACTORS = (2.0, 0.5)
@@ -40,14 +41,15 @@ class Literal:
 
 def literals(code: str) -> list[Literal]:
     """The numeric literals inside the program's EVOLVE-BLOCKs (the whole file without
-    markers) that look like quantities; [] if the program does not parse."""
+    markers) that look like quantities and can change what it computes; [] if the program
+    does not parse."""
     try:
         tree = ast.parse(code)
         blocks = find_blocks(code)
     except (SyntaxError, ValueError):
         return []
     inside = [(b.start_line + 1, b.end_line) for b in blocks] or [(0, len(split_lines(code)))]
-    skip: set[int] = set()
+    skip = {id(n) for s in _dead(tree) for n in ast.walk(s)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):
             skip.update(id(n) for n in ast.walk(node.slice))
@@ -78,6 +80,15 @@ def literals(code: str) -> list[Literal]:
         out.append(Literal(line, col, end, value))
     out.sort(key=lambda lit: (lit.line, lit.col))
     return out[:MAX_LITERALS]
+
+
+def _dead(tree: ast.Module) -> list[ast.stmt]:
+    """Module-level statements no function or class reads from: example usage a small model
+    left after its function (`bins = np.array([24, 16])`, `print(priority(3, bins))`).
+    Scaling their numbers changes nothing, and would spend the tuning on them."""
+    read = set().union(*(globals_read(d) for d in tree.body if isinstance(d, SCOPES)))
+    keep = (*SCOPES, ast.Import, ast.ImportFrom)
+    return [s for s in tree.body if not isinstance(s, keep) and not assigned(s) & read]
 
 
 def _name(func: ast.expr) -> str:
@@ -127,10 +138,12 @@ class _Pending:
 
 @dataclass
 class Tuner:
-    """Which tuned child to evaluate next. A base is a valid program with numbers: a child the
-    model wrote that scores unlike its parent (better or worse: a penalty with the wrong
-    numbers scores worse, and doubled it wins), or a tuned child that beats its own base.
-    `budget` tuned children at most descend from one model-written program."""
+    """Which tuned child to evaluate next. A base is a valid program with numbers that
+    behaves unlike every earlier program of the run: a child the model wrote that scores
+    unlike its parent (better or worse: a penalty with the wrong numbers scores worse, and
+    doubled it wins), or a tuned child that beats its own base. A program that behaves as an
+    earlier one is not tuned again: its twin was, or could not be. `budget` tuned children at
+    most descend from one model-written program."""
 
     budget: int
     pending: list[_Pending] = field(default_factory=list)  # a heap
@@ -139,8 +152,9 @@ class Tuner:
     issued: set[str] = field(default_factory=set)  # codes given out by next(), counted there
     queued: int = 0
 
-    def finished(self, row: ProgramRow, parent_score: float | None) -> None:
-        """A program's outcome: queue its variants if it is a base."""
+    def finished(self, row: ProgramRow, parent_score: float | None, novel: bool) -> None:
+        """A program's outcome (`novel`: it behaves unlike every earlier program of the
+        run): queue its variants if it is a base."""
         if not self.budget or row.iteration == 0 or row.code is None:
             return
         if row.kind == KIND:
@@ -157,7 +171,7 @@ class Tuner:
         else:  # the model's, if it changed what its parent does (a monotone rewrite does not)
             root = row.program_id
             base = row.status == Status.OK and row.score != parent_score
-        if base and row.score is not None:
+        if base and novel and row.score is not None:
             for c in variants(row.code):
                 key = (-row.score, self.queued)
                 heapq.heappush(self.pending, _Pending(key, row.program_id, root, c))
