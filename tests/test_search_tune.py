@@ -4,7 +4,7 @@ which tuned child comes next (evolve/search/tune.py). The loop's use is in test_
 from __future__ import annotations
 
 from evolve.archive import ProgramRow, Status
-from evolve.search.tune import Tuner, literals, variants
+from evolve.search.tune import INERT_STOP, Tuner, literals, variants
 
 PROGRAM = '''import numpy as np
 
@@ -132,3 +132,30 @@ def test_a_program_that_behaves_as_an_earlier_one_is_not_tuned_again():
     assert not t.waiting()
     t.finished(_row("r:6", "tune", -3.0, "r:5", twin.replace("3", "6")), -4.2, novel=False)
     assert not t.waiting()
+
+
+def test_a_root_whose_first_tuned_children_all_score_as_their_base_is_given_no_more():
+    """Numbers that decide nothing (a constant priority: every bin ties) stop the tuning of
+    their root after INERT_STOP children; a child still in flight that moved brings it back,
+    and a replay of the same children reaches the same state."""
+    base = "def f(x):\n    return x * 3 + 10 + 7\n"  # six variants
+
+    def run(order: list[int], moved: int | None) -> tuple[Tuner, list]:
+        t = Tuner(budget=12)
+        t.finished(_row("r:1", "mutation", -5.0, "r:0", base), -4.0, novel=True)
+        given = [t.next(lambda code: False) for _ in range(INERT_STOP + 1)]
+        for k in order:  # finished in this order; `moved` scored unlike its base
+            v = given[k]
+            assert v is not None
+            score = -4.5 if k == moved else -5.0
+            t.finished(_row(f"r:{k + 2}", "tune", score, "r:1", v.code), -5.0, novel=k == moved)
+        return t, given
+
+    t, _ = run(list(range(INERT_STOP)), moved=None)
+    assert not t.waiting() and t.next(lambda code: False) is None
+    assert len(t.pending) == 6 - (INERT_STOP + 1)  # held, not dropped
+    live, given = run([*range(INERT_STOP), INERT_STOP], moved=INERT_STOP)
+    assert live.waiting()
+    replay, _ = run([INERT_STOP, *range(INERT_STOP)], moved=INERT_STOP)
+    assert replay.spent == live.spent and replay.moved == live.moved
+    assert sorted(p.code for p in replay.pending) == sorted(p.code for p in live.pending)

@@ -27,6 +27,9 @@ from evolve.edits.tidy import SCOPES, assigned, globals_read
 KIND = "tune"  # programs.kind of a tuned child
 FACTORS = (2.0, 0.5)
 MAX_LITERALS = 8  # the first ones in the blocks; a long program's tail is left alone
+# A root whose first tuned children all scored exactly as their base has numbers that decide
+# nothing (a constant priority: every bin ties); its other variants would too.
+INERT_STOP = 4
 # Literals that are not quantities: an index, a slice, an axis, a dtype's width.
 _STRUCTURAL_KEYWORDS = {"axis", "axes", "ndmin", "decimals", "dtype", "k", "n", "ord"}
 
@@ -143,12 +146,15 @@ class Tuner:
     unlike its parent (better or worse: a penalty with the wrong numbers scores worse, and
     doubled it wins), or a tuned child that beats its own base. A program that behaves as an
     earlier one is not tuned again: its twin was, or could not be. `budget` tuned children at
-    most descend from one model-written program."""
+    most descend from one model-written program, and none more once the first INERT_STOP of
+    them all scored exactly as their base."""
 
     budget: int
     pending: list[_Pending] = field(default_factory=list)  # a heap
     root: dict[str, str] = field(default_factory=dict)  # tuned child -> its model-written root
     spent: dict[str, int] = field(default_factory=dict)  # root -> tuned children so far
+    inert: dict[str, int] = field(default_factory=dict)  # root -> those that scored as their base
+    moved: set[str] = field(default_factory=set)  # roots with a tuned child that did not
     issued: set[str] = field(default_factory=set)  # codes given out by next(), counted there
     queued: int = 0
 
@@ -162,6 +168,10 @@ class Tuner:
             self.root[row.program_id] = root
             if row.code not in self.issued:  # replayed from the archive: not counted yet
                 self.spent[root] = self.spent.get(root, 0) + 1
+            if row.score is not None and row.score == parent_score:
+                self.inert[root] = self.inert.get(root, 0) + 1
+            else:
+                self.moved.add(root)
             base = (
                 row.status == Status.OK
                 and row.score is not None
@@ -178,15 +188,32 @@ class Tuner:
                 self.queued += 1
 
     def waiting(self) -> bool:
-        return bool(self.pending)
+        """A variant may be given out now (one of an inert root's may not)."""
+        return any(
+            self.spent.get(p.root_id, 0) < self.budget and not self._inert(p.root_id)
+            for p in self.pending
+        )
 
     def next(self, is_seen: Callable[[str], bool]) -> _Pending | None:
         """The next variant to evaluate, None when none waits. `is_seen(code)`: an equal
-        program was evaluated already (it is dropped, costing nothing)."""
-        while self.pending:
+        program was evaluated already (it is dropped, costing nothing). An inert root's
+        variants wait: a tuned child still in flight may yet move it (and a resumed run,
+        which replays every stored child, must find them)."""
+        held: list[_Pending] = []
+        found = None
+        while self.pending and found is None:
             p = heapq.heappop(self.pending)
-            if self.spent.get(p.root_id, 0) < self.budget and not is_seen(p.code):
-                self.spent[p.root_id] = self.spent.get(p.root_id, 0) + 1
-                self.issued.add(p.code)
-                return p
-        return None
+            if self.spent.get(p.root_id, 0) >= self.budget or is_seen(p.code):
+                continue
+            if self._inert(p.root_id):
+                held.append(p)
+                continue
+            self.spent[p.root_id] = self.spent.get(p.root_id, 0) + 1
+            self.issued.add(p.code)
+            found = p
+        for p in held:
+            heapq.heappush(self.pending, p)
+        return found
+
+    def _inert(self, root: str) -> bool:
+        return root not in self.moved and self.inert.get(root, 0) >= INERT_STOP
