@@ -16,8 +16,8 @@ import re
 from evolve.edits.blocks import find_blocks, replace_block, split_lines
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-SCOPES = (*_DEFS, ast.ClassDef)  # what a block defines
-_HEADS = (ast.Import, ast.ImportFrom, *SCOPES)  # never dropped
+_SCOPES = (*_DEFS, ast.ClassDef)  # what a block defines
+_HEADS = (ast.Import, ast.ImportFrom, *_SCOPES)  # never dropped
 
 
 def tidy(parent: str, child: str) -> tuple[str, list[str]]:
@@ -64,7 +64,7 @@ def _tidy_block(parent: str, body: str, notes: list[str]) -> str:
 
 def _bare_return(tree: ast.Module) -> bool:
     """A `return` outside any def (it parses; only compiling refuses it), and no def."""
-    if any(isinstance(n, SCOPES) for n in tree.body):
+    if any(isinstance(n, _SCOPES) for n in tree.body):
         return False
     return any(isinstance(n, ast.Return) for s in tree.body for n in ast.walk(s))
 
@@ -111,16 +111,12 @@ def _rename(pdefs: dict, body: str, tree: ast.Module, notes: list[str]):
 def _drop_usage(body: str, tree: ast.Module, notes: list[str]) -> str:
     """Statements after the last def that call print or the block's own functions and set
     nothing a function reads: usage examples. Any other module-level code stays."""
-    heads = [k for k, n in enumerate(tree.body) if isinstance(n, SCOPES)]
+    heads = [k for k, n in enumerate(tree.body) if isinstance(n, _SCOPES)]
     if not heads:
         return body
-    own = {"print"} | {n.name for n in tree.body if isinstance(n, SCOPES)}
-    read = set().union(*(globals_read(d) for d in tree.body if isinstance(d, SCOPES)))
-    drop = [
-        s
-        for s in tree.body[heads[-1] + 1 :]
-        if not isinstance(s, _HEADS) and _calls(s) & own and not assigned(s) & read
-    ]
+    own = {"print"} | {n.name for n in tree.body if isinstance(n, _SCOPES)}
+    tail = {id(s) for s in tree.body[heads[-1] + 1 :]}
+    drop = [s for s in unread(tree) if id(s) in tail and _calls(s) & own]
     if not drop:
         return body
     lines = split_lines(body)
@@ -132,6 +128,13 @@ def _drop_usage(body: str, tree: ast.Module, notes: list[str]) -> str:
     return kept
 
 
+def unread(tree: ast.Module) -> list[ast.stmt]:
+    """Module-level statements (no def, class or import) that bind no name a def or class
+    reads: a small model's example usage, typically, whose numbers no function sees."""
+    read = set().union(*(_globals_read(d) for d in tree.body if isinstance(d, _SCOPES)))
+    return [s for s in tree.body if not isinstance(s, _HEADS) and not _assigned(s) & read]
+
+
 def _calls(stmt: ast.stmt) -> set[str]:
     return {
         n.func.id
@@ -140,10 +143,10 @@ def _calls(stmt: ast.stmt) -> set[str]:
     }
 
 
-def globals_read(node: ast.AST) -> set[str]:
+def _globals_read(node: ast.AST) -> set[str]:
     """Names a def or class reads that are not its own arguments or locals."""
     own = {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments) for a in _args(n)}
-    own |= assigned(node)
+    own |= _assigned(node)
     return {
         n.id
         for n in ast.walk(node)
@@ -156,7 +159,7 @@ def _args(a: ast.arguments) -> list[ast.arg]:
     return [*a.posonlyargs, *a.args, *a.kwonlyargs, *extra]
 
 
-def assigned(stmt: ast.AST) -> set[str]:
+def _assigned(stmt: ast.AST) -> set[str]:
     return {
         n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from evolve.archive import ProgramRow, Status
 from evolve.edits.blocks import find_blocks, split_lines
-from evolve.edits.tidy import SCOPES, assigned, globals_read
+from evolve.edits.tidy import unread
 
 KIND = "tune"  # programs.kind of a tuned child
 FACTORS = (2.0, 0.5)
@@ -52,7 +52,9 @@ def literals(code: str) -> list[Literal]:
     except (SyntaxError, ValueError):
         return []
     inside = [(b.start_line + 1, b.end_line) for b in blocks] or [(0, len(split_lines(code)))]
-    skip = {id(n) for s in _dead(tree) for n in ast.walk(s)}
+    # Example usage a small model left after its function (`bins = np.array([24, 16])`):
+    # scaling its numbers changes nothing and would spend the tuning on them.
+    skip = {id(n) for s in unread(tree) for n in ast.walk(s)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):
             skip.update(id(n) for n in ast.walk(node.slice))
@@ -83,15 +85,6 @@ def literals(code: str) -> list[Literal]:
         out.append(Literal(line, col, end, value))
     out.sort(key=lambda lit: (lit.line, lit.col))
     return out[:MAX_LITERALS]
-
-
-def _dead(tree: ast.Module) -> list[ast.stmt]:
-    """Module-level statements no function or class reads from: example usage a small model
-    left after its function (`bins = np.array([24, 16])`, `print(priority(3, bins))`).
-    Scaling their numbers changes nothing, and would spend the tuning on them."""
-    read = set().union(*(globals_read(d) for d in tree.body if isinstance(d, SCOPES)))
-    keep = (*SCOPES, ast.Import, ast.ImportFrom)
-    return [s for s in tree.body if not isinstance(s, keep) and not assigned(s) & read]
 
 
 def _name(func: ast.expr) -> str:
