@@ -230,28 +230,37 @@ def _docker_build(
         build_context(client, ctx, dockerfile, tag, buildargs, pull)
 
 
+# The classic builder's race when it commits a layer another build or prune just let go
+# (moby/moby#41595, #37965): the same build succeeds when run again.
+_LOST_LAYER = "layer does not exist"
+
+
 def build_context(
     client, ctx: str, dockerfile: str, tag: str, buildargs: dict, pull: bool = False
 ) -> None:
     """`docker build` of the folder `ctx`, offline unless `pull`; ImageError on failure."""
     import docker.errors
 
-    try:
-        client.images.build(
-            path=ctx,
-            dockerfile=dockerfile,
-            tag=tag,
-            buildargs=buildargs,
-            pull=pull,
-            rm=True,
-            forcerm=True,
-            network_mode="default" if pull else "none",
-        )
-    except docker.errors.BuildError as e:
-        lines = "".join(str(x.get("stream") or x.get("error") or "") for x in e.build_log)
-        raise ImageError(f"docker build of {tag} failed: {e.msg}\n{lines[-3000:]}") from None
-    except docker.errors.APIError as e:
-        raise ImageError(f"docker build of {tag} failed: {e.explanation or e}") from None
+    for attempt in range(2):
+        try:
+            client.images.build(
+                path=ctx,
+                dockerfile=dockerfile,
+                tag=tag,
+                buildargs=buildargs,
+                pull=pull,
+                rm=True,
+                forcerm=True,
+                network_mode="default" if pull else "none",
+            )
+            return
+        except docker.errors.BuildError as e:
+            if attempt == 0 and _LOST_LAYER in (e.msg or ""):
+                continue
+            lines = "".join(str(x.get("stream") or x.get("error") or "") for x in e.build_log)
+            raise ImageError(f"docker build of {tag} failed: {e.msg}\n{lines[-3000:]}") from None
+        except docker.errors.APIError as e:
+            raise ImageError(f"docker build of {tag} failed: {e.explanation or e}") from None
 
 
 def smoke_test(client, tag: str, extra: str = "") -> None:

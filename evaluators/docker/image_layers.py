@@ -221,7 +221,8 @@ def problem_image(
         steps = ["ARG BASE", "FROM ${BASE}"]
         if inputs.requirements is not None:
             added = _pip_install(inputs.requirements, target, os.path.join(ctx, "site"), log)
-            steps.append(f"COPY site/ {target['site']}/")
+            if added:  # an empty COPY before another COPY trips moby/moby#41595
+                steps.append(f"COPY site/ {target['site']}/")
         if inputs.tools:
             status = _read(client, base, "/var/lib/dpkg/status")
             tool_layer.fill_context(inputs.tools, ctx, status, log)
