@@ -108,6 +108,7 @@ class Controller:
             archive, run_id, llm, cfg.llm_parallel, self.stats, self.observer, self._refresh
         )
         self.last_migration = -1  # `done` at the last ring migration
+        self.next_slot = 1  # the next iteration number (set by _loop from the archive)
         self.started = time.monotonic()
 
     # ---- setup -------------------------------------------------------------
@@ -145,7 +146,7 @@ class Controller:
             while resets and resets[0]["at_done"] <= added:
                 self._replay_reset(resets.pop(0)["detail"])
             self._add(p)
-            added += p.iteration > 0
+            added += p.iteration > 0 and p.kind != TUNED
         self.replaying = False
         for d in resets:
             self._replay_reset(d["detail"])
@@ -237,12 +238,8 @@ class Controller:
         return None
 
     def _may_start(self) -> bool:
-        """Another iteration may start: nothing stops the run, or only --max-calls does and a
-        tuned child (which costs no call) waits."""
-        if self._stop_reason(calls=False) is not None:
-            return False
-        left = self._calls_left()
-        return left is None or left > 0 or self.tuner.waiting()
+        """Another iteration may ask the model: nothing stops the run."""
+        return self._stop_reason() is None
 
     def _final_status(self) -> tuple[RunStatus, str | None]:
         reason = self._stop_reason()
@@ -262,14 +259,30 @@ class Controller:
             t = asyncio.create_task(self._iteration(call.iteration, stored=call))
             iteration_of[t] = call.iteration
             tasks.add(t)
+        # Slots are numbered as they start; --iterations counts the model's (a tuned child
+        # fills one too, but costs no call and no iteration). Slots a kill left empty
+        # (asked, never stored, or only clones rejected) are filled first.
         taken = self.archive.iterations(self.run_id) | {c.iteration for c in replies}
-        free = [i for i in range(1, self.cfg.iterations + 1) if i not in taken]
+        top = max(taken | {0})
+        to_ask = self.cfg.iterations - (len(taken - {0}) - self.archive.tuned(self.run_id))
+        free = [i for i in range(1, top + 1) if i not in taken][: max(to_ask, 0)]
+        to_ask -= len(free)
+        self.next_slot = top + 1
+        tuning: set[asyncio.Task] = set()
         retry: list[int] = []
         limit = self.cfg.parallel + self.cfg.llm_parallel
         try:
-            while free or retry or tasks:
-                while (free or retry) and len(tasks) < limit and self._may_start():
-                    it = retry.pop(0) if retry else free.pop(0)
+            while True:
+                tuning &= tasks
+                while len(tuning) < self.cfg.parallel and (row := self._tuned_child()) is not None:
+                    t = asyncio.create_task(self._evaluate_candidate(row))
+                    tuning.add(t)
+                    tasks.add(t)
+                while (free or retry or to_ask > 0) and len(tasks) < limit and self._may_start():
+                    if retry or free:
+                        it = retry.pop(0) if retry else free.pop(0)
+                    else:
+                        it, to_ask = self._new_slot(), to_ask - 1
                     t = asyncio.create_task(self._iteration(it))
                     iteration_of[t] = it
                     tasks.add(t)
@@ -308,11 +321,7 @@ class Controller:
             if stored is not None:
                 call, stored = stored, None
             else:
-                got = await self._ask(it, resample)
-                if isinstance(got, ProgramRow):  # a tuned child: no call
-                    self.archive.insert_program(got)
-                    return await self._evaluate_candidate(got)
-                call = got
+                call = await self._ask(it, resample)
             row = self._candidate(call)
             if (
                 row.status == Status.DUPLICATE
@@ -331,24 +340,32 @@ class Controller:
         self.archive.insert_program(row)
         await self._evaluate_candidate(row)
 
-    def _tuned_child(self, it: int) -> ProgramRow | None:
-        """Slot `it` filled without a call: the next variant of a program's numbers, if one
-        waits (evolve/search/tune.py)."""
+    def _tuned_child(self) -> ProgramRow | None:
+        """The next variant of a program's numbers, if one waits and nothing stops the run
+        but spent calls (evolve/search/tune.py): stored in a slot of its own, no call."""
+        if self._stop_reason(calls=False) is not None:
+            return None
         lang = self.problem.language
         v = self.tuner.next(lambda code: bool(self._seen(normalized_hash(code, lang))))
         if v is None:
             return None
         parent = self._program(v.parent_id)
-        return new_row(
+        row = new_row(
             self.run_id,
             self.problem,
-            it,
+            self._new_slot(),
             parent.island,
             v.code,
             parent_id=parent.program_id,
             kind=TUNED,
             diff=unified_diff(_code(parent), v.code),
         )
+        self.archive.insert_program(row)
+        return row
+
+    def _new_slot(self) -> int:
+        self.next_slot += 1
+        return self.next_slot - 1
 
     def _seen(self, code_hash: str) -> str | None:
         """The program of the run (evaluated or in flight) with this code hash, if any."""
@@ -356,16 +373,11 @@ class Controller:
             code_hash
         )
 
-    async def _ask(self, it: int, resample: int) -> LlmCall | ProgramRow:
+    async def _ask(self, it: int, resample: int) -> LlmCall:
         """One LLM call for slot `it`, recorded whether answered or failed. Its prompt is
         built once the call may go out, from the population as it is then: a failure that
-        finished meanwhile is repaired first. A tuned child waiting then (or before the wait
-        for the endpoint) takes a fresh slot instead, costing no call."""
-        if not resample and (tuned := self._tuned_child(it)) is not None:
-            return tuned
+        finished meanwhile is repaired first."""
         async with self.asker.slot():
-            if not resample and (tuned := self._tuned_child(it)) is not None:
-                return tuned
             await self._maybe_meta(it)
             left = self._calls_left()
             if left is not None and left <= 0:
@@ -589,6 +601,8 @@ class Controller:
     def _count(self, p: ProgramRow) -> None:
         if p.iteration == 0:
             self.stats.seed_score = p.score
+        elif p.kind == TUNED:
+            self.stats.tuned += 1
         else:
             self.stats.done += 1
             self.stats.ok += p.status == Status.OK

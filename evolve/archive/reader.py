@@ -38,7 +38,7 @@ SELECT r.*,
   COALESCE(c.cost_usd, 0) AS cost_usd, COALESCE(c.calls, 0) AS llm_calls
 FROM runs r
 LEFT JOIN (SELECT run_id, COUNT(*) AS programs, SUM(status = :ok) AS valid,
-                  SUM(iteration > 0 AND status != :pending) AS done, MAX(score) AS best_score
+                  SUM(iteration > 0 AND status != :pending AND kind != 'tune') AS done, MAX(score) AS best_score
            FROM programs GROUP BY run_id) p ON p.run_id = r.run_id
 LEFT JOIN (SELECT run_id, SUM(prompt_tokens) AS prompt_tokens,
                   SUM(completion_tokens) AS completion_tokens, SUM(cost_usd) AS cost_usd,
@@ -52,7 +52,7 @@ _RUNS_ARGS = {"ok": Status.OK, "pending": Status.PENDING}  # _RUNS_SQL's paramet
 _RUN_LIST_SQL = """SELECT r.run_id, r.problem, r.status, r.stop_reason, r.iterations_target,
        r.created_at, r.updated_at, {run_cols},
        (SELECT COUNT(*) FROM programs p WHERE p.run_id=r.run_id AND p.iteration>0
-          AND p.status!=:pending) AS iterations_done,
+          AND p.status!=:pending AND p.kind!='tune') AS iterations_done,
        (SELECT MAX(score) FROM programs p WHERE p.run_id=r.run_id AND p.status=:ok) AS best_score,
        (SELECT score FROM programs p WHERE p.run_id=r.run_id AND p.iteration=0) AS seed_score,
        (SELECT COALESCE(SUM(cost_usd),0) FROM llm_calls c WHERE c.run_id=r.run_id) AS cost_usd

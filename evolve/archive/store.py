@@ -260,10 +260,19 @@ class Archive:
         return [row_to_program(r) for r in rows]
 
     def finished(self, run_id: str) -> int:
-        """The run's iterations done: candidates (the seed is none) no longer pending."""
+        """The run's iterations done: the model's candidates (not the seed, not a tuned
+        child) no longer pending."""
         r = self.db.execute(
-            "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!=?",
+            "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!=?"
+            " AND kind!='tune'",
             (run_id, Status.PENDING),
+        ).fetchone()
+        return int(r[0])
+
+    def tuned(self, run_id: str) -> int:
+        """The run's tuned children (evolve/search/tune.py), evaluated or not."""
+        r = self.db.execute(
+            "SELECT COUNT(*) FROM programs WHERE run_id=? AND kind='tune'", (run_id,)
         ).fetchone()
         return int(r[0])
 

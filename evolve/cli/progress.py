@@ -33,6 +33,7 @@ def status_line(s: RunStats) -> str:
     test = "" if s.best_test is None else f", held-out {s.best_test:.6g}"
     tokens = s.prompt_tokens + s.completion_tokens
     new = f", {s.novel} new behaviours" if s.novel else ""
+    new += f", {s.tuned} tuned" if s.tuned else ""
     rejected = f", {s.rejected} clones asked again" if s.rejected else ""
     return (
         f"best {best}{test}{seed} | valid {valid}{new} | {s.calls} calls{rejected}"
