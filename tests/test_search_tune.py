@@ -44,6 +44,24 @@ def test_numbers_in_example_usage_left_in_the_block_are_not_tuned():
     assert [lit.value for lit in literals(code)] == [5.0, 10, 0.5]
 
 
+def test_numbers_of_a_helper_the_function_never_calls_are_not_tuned():
+    """From a README run: the model defined two helpers and used neither; their numbers came
+    first, and four tuned children that changed nothing nearly stopped the root."""
+    code = (
+        "import numpy as np\n"
+        "# EVOLVE-BLOCK-START\n"
+        "def priority(item, bins):\n"
+        "    gap = bins - item\n"
+        "    def small_gap_penalty(gap):\n"
+        "        return -(gap * 5.0)\n"
+        "    def used(gap):\n"
+        "        return gap * 3.0\n"
+        "    return np.where((gap > 0) & (gap < 10), -gap - 7.0, -used(gap))\n"
+        "# EVOLVE-BLOCK-END\n"
+    )
+    assert [lit.value for lit in literals(code)] == [3.0, 10, 7.0]
+
+
 def test_each_variant_scales_one_number_and_keeps_the_rest_byte_for_byte():
     vs = variants(PROGRAM)
     assert [v.splitlines()[9].split("np.where")[1] for v in vs] == [

@@ -55,6 +55,9 @@ def literals(code: str) -> list[Literal]:
     # Example usage a small model left after its function (`bins = np.array([24, 16])`):
     # scaling its numbers changes nothing and would spend the tuning on them.
     skip = {id(n) for s in unread(tree) for n in ast.walk(s)}
+    # Helpers a function defines and never uses (`def small_gap_penalty(gap): ...`): a run
+    # spent its first four tuned children on such numbers, and nearly stopped the root there.
+    skip.update(id(n) for d in _unused_helpers(tree) for n in ast.walk(d))
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript):
             skip.update(id(n) for n in ast.walk(node.slice))
@@ -85,6 +88,19 @@ def literals(code: str) -> list[Literal]:
         out.append(Literal(line, col, end, value))
     out.sort(key=lambda lit: (lit.line, lit.col))
     return out[:MAX_LITERALS]
+
+
+def _unused_helpers(tree: ast.Module) -> list[ast.AST]:
+    """Functions defined inside another whose name nothing in the program reads."""
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    funcs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    return [
+        d
+        for outer in ast.walk(tree)
+        if isinstance(outer, funcs)
+        for d in ast.walk(outer)
+        if d is not outer and isinstance(d, funcs[:2]) and d.name not in read
+    ]
 
 
 def _name(func: ast.expr) -> str:
