@@ -43,6 +43,8 @@ def make_problem(root: Path, timeout_s: float = 20) -> Path:
     root.mkdir()
     (root / "problem.toml").write_text(
         f'[problem]\nname = "toy"\nentry = "seed.py"\n[evaluation]\ntimeout_s = {timeout_s}\nsplits = ["train"]\n'
+        # a few tuned children per program (slots of their own): x + k climbs on every one
+        '[search]\ntune_evals = 2\n'
     )
     (root / "seed.py").write_text(SEED)
     (root / "evaluator.py").write_text(EVALUATOR)

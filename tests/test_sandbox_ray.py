@@ -186,7 +186,9 @@ def statuses(runs: Path, run_id: str) -> dict[int, tuple]:
 
 
 def ray_args(cluster: LoopbackCluster, *extra: str) -> tuple[str, ...]:
-    return ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local", *extra)
+    """A run on the cluster, one evaluation per iteration: no tuned children (slots of their own)."""
+    return ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local",
+            "--tune-evals", "0", *extra)
 
 
 # ---------------------------------------------------------------- the bundle
