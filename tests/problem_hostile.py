@@ -133,8 +133,9 @@ def scripted_run(
     problem: Path, replies: list, runs: Path, iterations: int = 20, data_seed: int | None = None
 ) -> dict:
     """A run of `iterations` on the scripted server's replies must finish; the problem's best.
-    `data_seed` fixes the run's private data seed (default: a fresh one, as `evolve run`)."""
-    extra = () if data_seed is None else ("--data-seed", str(data_seed))
+    `data_seed` fixes the run's private data seed (default: a fresh one, as `evolve run`). No
+    constant tuning: the best is a scripted program, to compare with the problem's numbers."""
+    extra = ("--tune-evals", "0") + (() if data_seed is None else ("--data-seed", str(data_seed)))
     with ScriptedLLM.from_list(replies) as srv:
         r = evolve(*run_args(srv.base_url, runs, *extra, problem=problem, iterations=iterations), timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]

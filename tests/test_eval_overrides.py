@@ -153,7 +153,7 @@ def test_resume_evaluates_with_the_runs_settings(tmp_path):
     with ScriptedLLM.from_list(replies) as srv:
         common = ["--runs-dir", runs, "--no-progress"]
         r = evolve(
-            "run", problem, "--api-base", srv.base_url, "--model", "scripted", "--iterations", "1",
+            "run", problem, "--api-base", srv.base_url, "--model", "scripted", "--iterations", "1", "--tune-evals", "0",
             "--sandbox", "local", "--env", "XT_X=7", "--env", "XT_Y", "--timeout", "9",
             "--memory-mb", "700", "--initial-program", os.path.relpath(seed, ROOT),  # from evolve's cwd
             *common, extra_env={"XT_Y": "3"},
