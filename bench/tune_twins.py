@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from prompt_probe import score  # noqa: E402
 
+from evolve.problem import load_problem  # noqa: E402
 from evolve.search.tune import INERT_STOP, variants  # noqa: E402
 
 
@@ -60,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(tmp) / "variant.py"
         # `evolve eval`'s train draw is not a run's (each run has its own data seed): every
         # comparison is between programs scored here, the seed included.
-        seed_score = score(args.problem, args.problem / "seed.py")["score"]
+        path.write_text(load_problem(args.problem).seed_code)  # its folder's entry
+        seed_score = score(args.problem, path)["score"]
         for runs in args.runs:
             for run in skipped(runs / "archive.db"):
                 numbered = moved = better = 0

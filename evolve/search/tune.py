@@ -30,6 +30,7 @@ MAX_LITERALS = 8  # the first ones in the blocks; a long program's tail is left 
 # A root whose first tuned children all scored exactly as their base has numbers that decide
 # nothing (a constant priority: every bin ties); its other variants would too.
 INERT_STOP = 4
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Literals that are not quantities: an index, a slice, an axis, a dtype's width.
 _STRUCTURAL_KEYWORDS = {"axis", "axes", "ndmin", "decimals", "dtype", "k", "n", "ord"}
 
@@ -93,13 +94,12 @@ def literals(code: str) -> list[Literal]:
 def _unused_helpers(tree: ast.Module) -> list[ast.AST]:
     """Functions defined inside another whose name nothing in the program reads."""
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    funcs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     return [
         d
         for outer in ast.walk(tree)
-        if isinstance(outer, funcs)
+        if isinstance(outer, _DEFS)
         for d in ast.walk(outer)
-        if d is not outer and isinstance(d, funcs[:2]) and d.name not in read
+        if d is not outer and isinstance(d, _DEFS) and d.name not in read
     ]
 
 
