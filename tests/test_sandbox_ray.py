@@ -185,10 +185,14 @@ def statuses(runs: Path, run_id: str) -> dict[int, tuple]:
     return {r[0]: r for r in rows}
 
 
+def ray_sandbox(cluster: LoopbackCluster) -> tuple[str, ...]:
+    """The cluster as the sandbox, for any command that evaluates."""
+    return ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local")
+
+
 def ray_args(cluster: LoopbackCluster, *extra: str) -> tuple[str, ...]:
     """A run on the cluster, one evaluation per iteration: no tuned children (slots of their own)."""
-    return ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local",
-            "--tune-evals", "0", *extra)
+    return (*ray_sandbox(cluster), "--tune-evals", "0", *extra)
 
 
 # ---------------------------------------------------------------- the bundle
@@ -511,7 +515,7 @@ def test_a_problem_asking_for_more_than_the_cluster_has_is_one_line(cluster, tmp
     problem = sleepy_problem(tmp_path / "gpu")
     toml = problem / "problem.toml"
     toml.write_text(toml.read_text() + "[evaluation.resources]\ngpus = 1\n")
-    r = evolve("eval", problem, problem / "seed.py", *ray_args(cluster), extra_env=ray_env())
+    r = evolve("eval", problem, problem / "seed.py", *ray_sandbox(cluster), extra_env=ray_env())
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "each evaluation asks for 1 GPU, and the cluster has 0 in all" in r.stderr
 
