@@ -19,7 +19,7 @@ and normalised: 0 = the seed's held-out score, 100 = the folder's best baseline'
     python bench/search_race.py binpack llm_serving txn_scheduling --calls 30 --seeds 3
         [--frameworks evolve openevolve shinka levi] [--model local] [--venvs-dir DIR]
         [--sandbox local] [--work DIR] [--out bench/results/search_race.json]
-    python bench/search_race.py --table bench/results/search_race.json
+    python bench/search_race.py --table bench/results/search_race.json [MORE.json ...]
 
 Results: bench/results/search_race.json (every run: its calls, yields, scores, settings and
 best program) and the table on stdout.
@@ -104,7 +104,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     "(default: a fresh secret one per race)")
     ap.add_argument("--work", help="keep every run's files here (default: a temporary folder, removed)")
     ap.add_argument("--out", default=str(RESULTS))
-    ap.add_argument("--table", metavar="JSON", help="only print the table of a saved result")
+    ap.add_argument("--table", metavar="JSON", nargs="+",
+                    help="only print the table of saved results (several: their rows together)")
     a = ap.parse_args(argv)
     if a.data_seed is None:
         a.data_seed = data_seed.draw()
@@ -154,7 +155,7 @@ def race_problem(root: Path, a: argparse.Namespace, work: Path, port: int, max_c
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     if a.table:
-        print(report.table(json.loads(Path(a.table).read_text())["summary"]))
+        print(report.table([row for f in a.table for row in json.loads(Path(f).read_text())["summary"]]))
         return 0
     dirs = [problem_dir(p) for p in a.problems]
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="search-race-"))

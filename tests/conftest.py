@@ -13,6 +13,27 @@ from pathlib import Path
 
 import pytest
 
+# Modules that share something machine-wide run on one xdist worker, one after the other: a
+# local Ray cluster (ray's fixed default ports for its client server and dashboard agent, and
+# the nodes' bundle cache), and the bundled model's server (one llama.cpp process sized for the
+# whole machine).
+_SHARED = {"test_sandbox_ray": "ray", "test_fallback_ray": "ray", "test_local_model": "llama"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `pytest -n N` (the README's command) each module's tests run on one worker, in
+    order, so a module-scoped fixture is built once. xdist's own `--dist loadgroup` would do
+    this with marks, but pytest 9 ignores the node ids it rewrites."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = Path(nodeid.split("::", 1)[0]).stem
+            return _SHARED.get(module, module)
+
+    return ByModule(config, log)
+
 
 @pytest.fixture
 def cpu_hog() -> Iterator[None]:

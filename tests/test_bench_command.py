@@ -88,6 +88,7 @@ def bench_args(srv: ScriptedLLM, runs: Path, *problems: Path, calls: int = 3, se
         "--sandbox",
         "local",
         "--run-arg=--llm-backoff=0.05",
+        "--run-arg=--tune-evals=0",  # the figures here are the calls'; tuned children would only add evaluations
     ]
 
 

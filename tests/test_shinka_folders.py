@@ -210,7 +210,9 @@ def compute_max_radii(centers):
     replies = [block(grid), block(overlapping), block(grid.replace("(i // 6 + 0.5) / 5", "(i // 6 + 0.5) / 5.0"))]
     runs = tmp_path / "runs"
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, runs, "--sandbox", "local", "--parallel", "1",
+        # No constant tuning: each tuned child is a full circle-packing evaluation, and what
+        # this test checks (private metrics never in a prompt) is about the model's children.
+        r = evolve(*run_args(srv.base_url, runs, "--sandbox", "local", "--parallel", "1", "--tune-evals", "0",
                              problem=folder, iterations=3), timeout=600)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("ignored key evo_config.llm_models") == 1

@@ -85,7 +85,7 @@ def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
     with ScriptedLLM.from_list([binpack_reply("funsearch_weibull")]) as llm:
         r = _evolve(venv, tmp_path, "run", str(BINPACK), "--iterations", "1", "--api-base", llm.base_url,
                     "--model", "scripted", "--runs-dir", str(tmp_path / "runs"), "--no-progress",
-                    "--sandbox", "local")
+                    "--sandbox", "local", "--tune-evals", "0")
         assert r.returncode == 0, r.stdout + r.stderr
         prompt = llm.requests[0]["messages"]
     assert any("priority" in m["content"] for m in prompt)  # the packaged templates rendered
