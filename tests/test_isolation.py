@@ -129,8 +129,11 @@ def test_pid_hopping_survivor_cannot_forge_the_trusted_score(sandbox, hopper_pro
             "def solve(xs):\n    return list(reversed(xs))\n")  # honest score: 0 sorted
     res = run(sandbox, code, hopper_problem)
     # 0.0 from the trusted score(); or invalid where the hopper's fake replaced evaluate()'s
-    # result, which carries no outputs: never its 42
-    assert (res.status, res.score) in ((Status.OK, 0.0), ("invalid", None)), res.artifacts
+    # result, which carries no outputs; or a runtime error where it wrote into the candidate's
+    # own pipes first (subprocess's exec-error pipe of its second Popen, seen on a loaded
+    # machine): never its 42
+    outcomes = ((Status.OK, 0.0), ("invalid", None), (Status.RUNTIME_ERROR, None))
+    assert (res.status, res.score) in outcomes, res.artifacts
     assert _procs_named("evolve-hopper") == []  # died with the namespace, no scan raced it
     honest = run(sandbox, SORT, hopper_problem)
     assert (honest.status, honest.score) == (Status.OK, 1.0)
