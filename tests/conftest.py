@@ -25,12 +25,12 @@ def pytest_xdist_make_scheduler(config, log):
     """Under `pytest -n N` (the README's command) each module's tests run on one worker, in
     order, so a module-scoped fixture is built once. xdist's own `--dist loadgroup` would do
     this with marks, but pytest 9 ignores the node ids it rewrites."""
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadFileScheduling
 
-    class ByModule(LoadScopeScheduling):
+    class ByModule(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = Path(nodeid.split("::", 1)[0]).stem
-            return _SHARED.get(module, module)
+            path = super()._split_scope(nodeid)  # xdist's own file of a node id
+            return _SHARED.get(Path(path).stem, path)
 
     return ByModule(config, log)
 
