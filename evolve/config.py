@@ -42,6 +42,7 @@ class RunConfig:
     llm_timeout_s: float = _d("llm_timeout")
     llm_retries: int = _d("llm_retries")
     llm_backoff_s: float = _d("llm_backoff")
+    llm_max_reply_kb: int = _d("llm_max_reply_kb")  # a longer answer is a failed call
     prices_file: str | None = _d("prices")
     data_dir: str | None = None
     # From the model's profile (evolve/llm/profiles.py): prompts are packed to fit the window.
@@ -87,6 +88,7 @@ class RunConfig:
             (0.0 <= self.temperature <= 2.0, "--temperature must be within [0, 2]"),
             (self.max_tokens >= 1, "--max-tokens must be >= 1"),
             (self.llm_retries >= 0, "--llm-retries must be >= 0"),
+            (self.llm_max_reply_kb >= 1, "--llm-max-reply-kb must be >= 1"),
             (self.eval_timeout_s is None or self.eval_timeout_s > 0, "--timeout must be > 0"),
             (self.eval_memory_mb is None or self.eval_memory_mb >= 1, "--memory-mb must be >= 1"),
             (bool(self.models), "--model: at least one model is needed"),
@@ -126,6 +128,7 @@ class RunConfig:
             max_retries=self.llm_retries,
             backoff_s=self.llm_backoff_s,
             temperature=self.temperature,
+            max_reply_bytes=self.llm_max_reply_kb * 1024,
             max_tokens=self.max_tokens,
         )
 

@@ -27,6 +27,7 @@ except ImportError:
 
 __all__ = [
     "BINPACK_VARIANTS",
+    "FAULTS",
     "Reply",
     "Responder",
     "ScriptedLLM",
@@ -47,6 +48,13 @@ class Reply:
     completion_tokens: int | None = None
     drop_connection: bool = False  # close the socket without any response
     headers: dict[str, str] | None = None  # extra headers on an error reply, e.g. Retry-After
+    # An endpoint's faults (FAULTS below): each replaces part of a well-formed answer.
+    raw: str | None = None  # the whole body as is (UTF-8; surrogateescape'd bytes kept raw)
+    content_type: str = "application/json"  # of a `raw` body
+    body: object = None  # a JSON value sent instead of the completion object
+    choices: object = None  # sent as `choices` instead of the real list
+    usage: object = None  # sent as `usage` instead of the counts
+    trickle_s: float = 0.0  # the body sent a byte at a time, this long apart
 
     @classmethod
     def from_dict(cls, d: dict) -> Reply:
@@ -57,6 +65,28 @@ class Reply:
 
 
 Responder = Callable[[dict], "Reply | str"]
+
+# An endpoint's bad answers, each a status-200 reply that is not a well-formed completion
+# (the reliability round of issue 37): the client must retry each like a transport error.
+FAULTS: dict[str, Reply] = {
+    "not_json": Reply(raw='{"id": "chatcmpl-1", "choices": [{"message": {"content": "unfinish'),
+    "html": Reply(raw="<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>",
+                  content_type="text/html"),
+    "choices_str": Reply(choices="a string, not a list"),
+    "choices_empty": Reply(choices=[]),
+    "message_list": Reply(choices=[{"index": 0, "message": ["hi"], "finish_reason": "stop"}]),
+    "content_number": Reply(choices=[{"index": 0, "message": {"role": "assistant", "content": 42}}]),
+    "body_list": Reply(body=["not", "an", "object"]),
+    "error_200": Reply(body={"error": {"message": "quota exceeded", "type": "insufficient_quota"}}),
+    "usage_str": Reply("hello", usage={"prompt_tokens": "12", "completion_tokens": "many"}),
+    "usage_negative": Reply("hello", prompt_tokens=-1_000_000, completion_tokens=-1_000_000),
+    "usage_absurd": Reply("hello", prompt_tokens=10**15, completion_tokens=10**15),
+    "usage_nan": Reply(raw='{"choices": [{"message": {"content": "hi"}}], '
+                           '"usage": {"prompt_tokens": NaN, "completion_tokens": 1}}'),
+    "lone_surrogate": Reply("print('\ud800')"),
+    "not_utf8": Reply(raw='{"choices": [{"message": {"content": "caf\udce9"}}]}'),
+    "huge": Reply("x" * (20 * 1024 * 1024)),  # 20 MB
+}  # fmt: skip
 
 
 def _echo(request: dict) -> Reply:

@@ -60,16 +60,26 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _send_json(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+    def _send_json(self, status: int, payload: object, headers: dict | None = None) -> None:
+        self._send(status, json.dumps(payload).encode(), headers=headers)
+
+    def _send(self, status: int, data: bytes, content_type: str = "application/json",
+              headers: dict | None = None) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
-            self.wfile.write(data)
+            trickle = getattr(self, "trickle_s", 0.0)
+            if trickle <= 0:
+                self.wfile.write(data)
+            for i in range(len(data) if trickle > 0 else 0):  # a slow endpoint's body
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+                if self.llm._stopping.wait(trickle):
+                    break
         except OSError:
             self.close_connection = True
 
@@ -116,6 +126,7 @@ class Handler(BaseHTTPRequestHandler):
             self.llm._count(error=1)
             return self._error(500, f"responder raised {type(e).__name__}: {e}")
         stopping = reply.delay_s > 0 and self.llm._stopping.wait(reply.delay_s)
+        self.trickle_s = getattr(reply, "trickle_s", 0.0)
         if reply.drop_connection or stopping:
             self.llm._count(dropped=1)
             self.close_connection = True
@@ -124,6 +135,11 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return None
+        raw = getattr(reply, "raw", None)
+        if raw is not None:  # a body as the script wrote it, well-formed or not
+            self.llm._count(ok=1)
+            data = raw.encode("utf-8", "surrogateescape")
+            return self._send(reply.status, data, getattr(reply, "content_type", "text/plain"))
         if reply.status != 200:
             self.llm._count(error=1)
             message = reply.content or f"scripted error {reply.status}"
@@ -144,11 +160,13 @@ class Handler(BaseHTTPRequestHandler):
             for i in range(max(1, int(body.get("n") or 1)))
         ]
         usage = {"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok}
+        if getattr(reply, "body", None) is not None:  # a fault: another JSON value entirely
+            return self._send_json(200, reply.body)
         self._send_json(200, {
             "id": f"chatcmpl-scripted-{self.llm.counters['chat']}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or self.llm.models[0],
-            "choices": choices,
-            "usage": usage,
+            "choices": choices if getattr(reply, "choices", None) is None else reply.choices,
+            "usage": usage if getattr(reply, "usage", None) is None else reply.usage,
         })  # fmt: skip

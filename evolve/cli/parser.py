@@ -312,6 +312,7 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
     _flag(run, "llm_timeout")
     _flag(run, "llm_retries")
     _flag(run, "llm_backoff")
+    _flag(run, "llm_max_reply_kb")
     _search_flags(run)
     _flag(run, "prices")
     _flag(run, "runs_dir")

@@ -1,7 +1,9 @@
 """The LLM layer: any OpenAI-compatible endpoint through the `openai` SDK.
 
-Retries are tenacity's (the SDK's own are off, `max_retries=0`): HTTP 429 and
-5xx, timeouts and connection errors are retried up to `max_retries` times with
+An answer is untrusted input (evolve/llm/answer.py): one that is not a well-formed
+completion, or is over `max_reply_bytes`, is a BadAnswer, retried as a transport error
+is. Retries are tenacity's (the SDK's own are off, `max_retries=0`): HTTP 429 and
+5xx, timeouts, connection errors and bad answers are retried up to `max_retries` times with
 exponential backoff and jitter (`backoff_s`, doubling, capped at 30 s), or
 after the server's `Retry-After` on 429 and 503 (seconds or an HTTP date,
 capped at MAX_RETRY_AFTER_S). Every failed attempt is reported to the caller's
@@ -29,6 +31,14 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionMessageParam
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
+from evolve.llm.answer import (
+    DEFAULT_MAX_REPLY_BYTES,
+    BadAnswer,
+    Completion,
+    SlowAnswer,
+    parse_completion,
+    read_body,
+)
 from evolve.llm.pricing import PriceTable
 
 RETRYABLE = (
@@ -36,6 +46,8 @@ RETRYABLE = (
     openai.InternalServerError,
     openai.APITimeoutError,
     openai.APIConnectionError,
+    SlowAnswer,
+    BadAnswer,
 )
 RETRY_AFTER_STATUSES = (429, 503)  # where a server's Retry-After is honoured
 MAX_RETRY_AFTER_S = 60.0  # the longest Retry-After honoured (a longer one waits this long)
@@ -80,6 +92,7 @@ class LLMConfig:
     backoff_s: float = 1.0
     temperature: float = 0.8
     max_tokens: int = 4096
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # a longer answer is a bad one, never kept
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,7 @@ class FailedAttempt:
     model: str
     attempt: int  # 1-based
     max_attempts: int
-    fault: str  # short: "HTTP 500", "HTTP 429", "timeout", "connection error"
+    fault: str  # short: "HTTP 500", "HTTP 429", "timeout", "connection error", "bad answer"
     error: str  # one line: the fault and the server's or the transport's message
     latency_s: float  # how long the attempt took
     wait_s: float  # the wait before the next attempt
@@ -219,15 +232,7 @@ class LLMClient:
             async for try_ in retrying:
                 with try_:
                     attempt, t0 = attempt + 1, time.monotonic()
-                    resp = await client.chat.completions.create(
-                        model=model,
-                        messages=cast(
-                            list[ChatCompletionMessageParam], messages
-                        ),  # role/content dicts
-                        temperature=self.cfg.temperature if temperature is None else temperature,
-                        max_tokens=self.cfg.max_tokens,
-                        **extra,
-                    )
+                    answer = await self._ask(client, model, messages, temperature, extra)
         except openai.OpenAIError as e:
             if isinstance(e, RETRYABLE):
                 what = (
@@ -240,34 +245,61 @@ class LLMClient:
                 what = f"{model}: {_short(e)}"
             raise LLMError(what, self.fault(e), attempt, time.monotonic() - t0) from None
         latency = time.monotonic() - t0
-        content = ""
-        if resp.choices and resp.choices[0].message and resp.choices[0].message.content:
-            content = resp.choices[0].message.content
-        usage = resp.usage
-        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        ct = int(getattr(usage, "completion_tokens", 0) or 0)
-        return LLMReply(model, content, pt, ct, self.prices.cost(model, pt, ct), latency, attempt)
+        pt, ct = answer.prompt_tokens, answer.completion_tokens
+        cost = self.prices.cost(model, pt, ct)
+        return LLMReply(model, answer.content, pt, ct, cost, latency, attempt)
+
+    async def _ask(
+        self,
+        client: AsyncOpenAI,
+        model: str,
+        messages: list[dict],
+        temperature: float | None,
+        extra: dict[str, Any],
+    ) -> Completion:
+        """One attempt: the request, its body read up to the reply cap, and that body
+        checked (BadAnswer otherwise), all within the request timeout."""
+        try:
+            async with asyncio.timeout(self.cfg.timeout_s):
+                async with client.chat.completions.with_streaming_response.create(
+                    model=model,
+                    messages=cast(list[ChatCompletionMessageParam], messages),  # role/content
+                    temperature=self.cfg.temperature if temperature is None else temperature,
+                    max_tokens=self.cfg.max_tokens,
+                    **extra,
+                ) as resp:
+                    headers = resp.headers
+                    body = await read_body(
+                        resp.iter_bytes(), headers.get("content-length"), self.cfg.max_reply_bytes
+                    )
+        except TimeoutError:  # the whole answer took too long (a trickle of bytes, say)
+            raise SlowAnswer(f"no whole answer within {self.cfg.timeout_s:g} s") from None
+        return parse_completion(body, headers.get("content-type"))
 
     def fault(self, e: BaseException) -> str:
         """What went wrong, in a word or two: HTTP 500, timeout, connection error."""
         if isinstance(e, openai.APIStatusError):
             return f"HTTP {e.status_code}"
-        if isinstance(e, openai.APITimeoutError):
+        if isinstance(e, openai.APITimeoutError | SlowAnswer):
             return "timeout"
         if isinstance(e, openai.APIConnectionError):
             return "connection error"
+        if isinstance(e, BadAnswer):
+            return "bad answer"
         return type(e).__name__
 
     def describe(self, e: BaseException) -> str:
         """The fault and its one-line detail."""
         if isinstance(e, openai.APIStatusError):
             return f"HTTP {e.status_code}: {_STATUS_PREFIX.sub('', _short(e))}"
-        if isinstance(e, openai.APITimeoutError):
+        if isinstance(e, openai.APITimeoutError | SlowAnswer):
             return f"timeout after {self.cfg.timeout_s:g} s"
         if isinstance(e, openai.APIConnectionError):
             cause = e.__cause__ or e.__context__
             detail = _short(cause) if cause is not None and str(cause) else _short(e)
             return f"connection error: {detail}"
+        if isinstance(e, BadAnswer):
+            return f"bad answer: {_short(e)}"
         return f"{type(e).__name__}: {_short(e)}"
 
     def _wait(self, state: RetryCallState) -> float:

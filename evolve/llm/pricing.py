@@ -59,10 +59,13 @@ class PriceTable:
         return [m for m in dict.fromkeys(models) if self.price(m) is None]
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float:
+        """Never negative: the counts come from the endpoint (checked, evolve/llm/answer.py)."""
         price = self.price(model)
         if price is None:
             return 0.0
-        return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
+        return max(
+            0.0, (max(0, prompt_tokens) * price[0] + max(0, completion_tokens) * price[1]) / 1e6
+        )
 
 
 class UnpricedModel(ValueError):

@@ -180,10 +180,16 @@ class Settings(Section):
         120.0, "per-request timeout (default: the model's profile, else {default})", "SEC"
     )
     llm_retries: Annotated[int, Field(ge=0)] = _flag(
-        4, "retries on 429/5xx/timeouts (default {default})"
+        4, "retries on 429/5xx/timeouts/malformed answers (default {default})"
     )
     llm_backoff: Seconds = _flag(
         1.0, "first retry delay; doubles per retry, with jitter (default {default})", "SEC"
+    )
+    llm_max_reply_kb: Annotated[int, Field(ge=1, le=1024 * 1024)] = _flag(
+        256,
+        "an answer longer than KB kilobytes is a failed call, retried and never stored "
+        "(default {default})",
+        "KB",
     )
     # How the search spends its calls (evolve/search/)
     max_calls: Annotated[int, Field(ge=1)] | None = _flag(
