@@ -16,26 +16,18 @@ does not go through here, see `for_stream`.
 
 from __future__ import annotations
 
-import re
 from typing import TextIO
 
 from rich.syntax import Syntax
 from rich.text import Text
 
-from evolve.inert import UNSAFE as _UNSAFE  # the characters prompts and exports drop
-
-
-def _visible(m: re.Match[str]) -> str:
-    s = m.group()
-    if s == "\r\n":
-        return "\n"
-    cp = ord(s)
-    return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
+from evolve.inert import visible
 
 
 def safe_text(s: object) -> str:
-    """`s` as text a terminal only displays: control characters become visible escapes."""
-    return _UNSAFE.sub(_visible, s if isinstance(s, str) else str(s))
+    """`s` as text a terminal only displays: control and invisible format characters
+    (bidi overrides among them) become visible escapes."""
+    return visible(s)
 
 
 def safe_rich(s: object, style: str = "") -> Text:

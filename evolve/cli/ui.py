@@ -21,6 +21,15 @@ def add_parser(sub, sandboxes: tuple[str, ...], integer) -> None:
     ui.add_argument(
         "--port", type=integer(0), default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0: any free"
     )
+    ui.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name to answer besides 127.0.0.1, localhost and --host's (a proxy's or a "
+        "tunnel's); repeatable. Any other is refused, so no web page can read the archive "
+        "by DNS rebinding",
+    )
     ui.add_argument("--open", action="store_true", help="open it in the default browser")
     ui.add_argument("--run", metavar="RUN_ID", help="start on this run's page")
     ui.add_argument(
@@ -76,5 +85,6 @@ def cmd_ui(args) -> int:
         path,
         sandbox=args.sandbox,
         baselines=not args.no_baselines,
+        allow_hosts=tuple(args.allow_host),
     )
     return 0

@@ -11,7 +11,6 @@ highlights.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +23,11 @@ import evolve
 from evolve.archive import ArchiveReader, LlmCall, ProgramRow, RunSummary
 from evolve.edits import unified_diff
 from evolve.export import pictures
+from evolve.export.atomic import replacing
 from evolve.export.report_template import CSS, TEMPLATE
-from evolve.web.render import FILTERS, code_html, delta, diff_html, pygments_css
+from evolve.web.render import FILTERS, code_html, delta, diff_html, pygments_css, shown
 
-_ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+_ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True, finalize=shown)
 _ENV.filters.update(FILTERS)
 _PAGE = _ENV.from_string(TEMPLATE)
 _ARTIFACT_CHARS = 4000  # of each artifact of a failed seed: the error, not a whole log
@@ -49,19 +49,15 @@ class Chart:
 
 
 def write_report(reader: ArchiveReader, run_id: str, out: Path) -> int:
-    """Write the report on `run_id` to `out` and return its size in bytes; written to a
-    temporary file first, so a failure never leaves half a report at `out`."""
+    """Write the report on `run_id` to `out` and return its size in bytes, in one rename:
+    a failure or a kill never leaves half a report at `out`, nor anything beside it."""
     run = reader.run(run_id)
     if run is None:
         raise ValueError(f"{run_id}: no such run in {reader.path}")
     data = render_report(reader, run).encode("utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with replacing(out) as f:  # a kill at any moment leaves nothing beside `out`
+        f.write(data)
     return len(data)
 
 

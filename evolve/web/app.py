@@ -7,12 +7,15 @@ one line of text, never a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
 import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -38,6 +41,7 @@ def _templates() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,  # every {{ }} is escaped: candidate text renders as text
         undefined=jinja2.StrictUndefined,
+        finalize=render.shown,  # and its invisible characters are shown as escapes
     )
     env.filters.update(render.FILTERS)
     env.filters["url"] = lambda s: quote(str(s), safe="")
@@ -64,7 +68,12 @@ def _int_param(request: Request, name: str, default: int) -> int:
         raise BadRequest(f"query parameter {name}={raw!r}: expected an integer") from None
 
 
-def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starlette:
+def make_app(
+    runs_dir: str | Path, baselines: Baselines | None = None, hosts: Sequence[str] | None = None
+) -> Starlette:
+    """The app on the archive in `runs_dir`. `hosts`: the only Host header values answered
+    (the names it listens on: a page on another name that resolves here, DNS rebinding,
+    gets a 400, not the archive); None answers any, for an app on no socket (a TestClient)."""
     reader = ArchiveReader(runs_dir)  # ArchiveError: no archive there, said in one line
     env = _templates()
     scorer = baselines or Baselines(enabled=False)
@@ -80,7 +89,7 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
     def run_page(request: Request) -> Response:
         run = views.get_run(reader, request.path_params["run_id"])
         progs = reader.programs(run.run_id)
-        figures = views.run_figures(reader, run, progs)
+        figures = render.shown_data(views.run_figures(reader, run, progs))
         search = views.run_search(reader, run)
         return page(
             "run.html", run=run, figures=figures, tables=views.run_tables(progs), search=search
@@ -96,7 +105,7 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
             "lineage.html",
             program=chain[0],
             chain=chain,
-            figure=render.finite(charts.lineage_figure(chain)),
+            figure=render.shown_data(render.finite(charts.lineage_figure(chain))),
         )
 
     def problem_page(request: Request) -> Response:
@@ -117,7 +126,7 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
 
     def bench_page(request: Request) -> Response:
         info, summaries = views.bench(reader, request.path_params["bench_id"])
-        figure = views.bench_figure(summaries)
+        figure = render.shown_data(views.bench_figure(summaries))
         return page("bench.html", info=info, summaries=summaries, figure=figure)
 
     # ---- JSON API ---------------------------------------------------------------------
@@ -143,7 +152,8 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
 
     def api_run_figures(request: Request) -> Response:
         run = views.get_run(reader, request.path_params["run_id"])
-        return JSONResponse(views.run_figures(reader, run, reader.programs(run.run_id)))
+        figures = views.run_figures(reader, run, reader.programs(run.run_id))
+        return JSONResponse(render.shown_data(figures))  # drawn as they are
 
     def api_program(request: Request) -> Response:
         detail = views.program_detail(reader, request.path_params["program_id"])
@@ -228,6 +238,9 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
         return error(request, code, "no such page" if code == 404 else str(exc.__class__.__name__))
 
     P = "{program_id:path}"
+    checked_hosts = (
+        [] if hosts is None else [Middleware(TrustedHostMiddleware, allowed_hosts=hosts)]
+    )
     return Starlette(
         routes=[
             Route("/", guarded(runs_page)),
@@ -252,4 +265,5 @@ def make_app(runs_dir: str | Path, baselines: Baselines | None = None) -> Starle
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         exception_handlers={HTTPException: http_error},
+        middleware=checked_hosts,
     )

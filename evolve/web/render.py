@@ -1,7 +1,10 @@
 """Text for HTML: code and diffs highlighted by Pygments, numbers and times for people.
 
 Pygments' HtmlFormatter escapes every character of its input, so candidate code with
-`</textarea><script>` in it comes out as text; the templates autoescape the rest.
+`</textarea><script>` in it comes out as text; the templates autoescape the rest. Control
+and invisible format characters (a bidi override reorders a line as shown: "Trojan
+Source") are shown as their escapes, `\\u202e`, in code, diffs, every `{{ value }}`
+(`shown`, the templates' finalize) and the charts' text (`shown_data`).
 """
 
 from __future__ import annotations
@@ -15,17 +18,38 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer
 
+from evolve.inert import visible
+
 _CODE = HtmlFormatter(linenos="table", cssclass="hl", wrapcode=True)
 _DIFF = HtmlFormatter(cssclass="hl", wrapcode=True)
 
 
 def code_html(code: str | None) -> Markup:
     # the formatter escapes its input: what it returns is safe to mark so
-    return Markup(highlight(code or "", PythonLexer(), _CODE))  # noqa: S704
+    return Markup(highlight(visible(code or ""), PythonLexer(), _CODE))  # noqa: S704
 
 
 def diff_html(diff: str | None) -> Markup:
-    return Markup(highlight(diff or "", DiffLexer(), _DIFF))  # noqa: S704
+    return Markup(highlight(visible(diff or ""), DiffLexer(), _DIFF))  # noqa: S704
+
+
+def shown(v: Any) -> Any:
+    """A template value as shown: text with its invisible characters escaped (Markup stays
+    Markup: escaping them adds no HTML), anything else as it is."""
+    if isinstance(v, Markup):
+        return Markup(visible(str(v)))  # noqa: S704
+    return visible(v) if isinstance(v, str) else v
+
+
+def shown_data(v: Any) -> Any:
+    """A chart's data with every string `shown` (hover text, names, labels), recursively."""
+    if isinstance(v, str):
+        return visible(v)
+    if isinstance(v, dict):
+        return {shown_data(k): shown_data(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [shown_data(x) for x in v]
+    return v
 
 
 def pygments_css() -> str:

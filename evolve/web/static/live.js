@@ -13,10 +13,19 @@ const evolveLive = (() => {
   };
   const colors = {ok: "#2a9d8f", pending: "#adb5bd", invalid_edit: "#e9c46a", syntax_error: "#f4a261", runtime_error: "#e76f51", timeout: "#9b5de5", invalid: "#d62828", duplicate: "#8d99ae", rejected: "#6c757d", sandbox_error: "#000000",
     running: "#198754", finished: "#1d3557", stopped: "#6c757d", interrupted: "#e76f51", failed: "#d62828"};
+  // Control and invisible format characters (a bidi override reorders a line as shown:
+  // "Trojan Source") are shown as their escapes, as evolve/inert.py's UNSAFE does.
+  const UNSAFE = /\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\u{110bd}\u{110cd}\u{13430}-\u{1343f}\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0001}\u{e0020}-\u{e007f}\ud800-\udfff]/gu;
+  const visible = (s) => String(s).replace(UNSAFE, (c) => {
+    if (c === "\r\n") return "\n";
+    const cp = c.codePointAt(0);
+    const hex = cp.toString(16);
+    return cp < 0x100 ? `\\x${hex.padStart(2, "0")}` : cp < 0x10000 ? `\\u${hex.padStart(4, "0")}` : `\\U${hex.padStart(8, "0")}`;
+  });
   const el = (tag, attrs = {}, text = null) => {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-    if (text !== null) e.textContent = text;
+    if (text !== null) e.textContent = visible(text);
     return e;
   };
   const badge = (status) => {
@@ -96,7 +105,7 @@ const evolveLive = (() => {
     const tr = el("tr", attrs);
     for (const [c, cls, tag] of cells) {
       const td = el(tag || "td", cls ? {class: cls} : {});
-      td.append(...(Array.isArray(c) ? c : [c]));
+      td.append(...(Array.isArray(c) ? c : [c]).map((x) => (typeof x === "string" ? visible(x) : x)));
       tr.appendChild(td);
     }
     return tr;
