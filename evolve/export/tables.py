@@ -10,9 +10,9 @@ format, and a CSV cell a spreadsheet would run as a formula is quoted (evolve/in
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pandas as pd
 
 from evolve.archive import ArchiveReader, RunSummary
 from evolve.archive.rows import ProgramRow
+from evolve.export.atomic import replacing
 from evolve.inert import inert_cell, strip_controls
 
 
@@ -147,23 +148,29 @@ def _missing(v: Any) -> bool:
 
 
 def _write(df: pd.DataFrame, path: Path, fmt: str) -> None:
-    """Write beside the target and rename, so an interrupted export leaves no half table."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Write in one rename over the target (evolve/export/atomic.py): an export stopped
+    at any moment, even killed, leaves neither a half table nor a temporary file."""
     try:
-        if fmt == "csv":
-            # CRLF rows (RFC 4180): Python's csv quotes a cell holding a character of the
-            # line terminator only, and a bare CR in an unquoted cell would split its row
-            _inert_csv(df).to_csv(tmp, index=False, lineterminator="\r\n")
-        elif fmt == "parquet":
-            _arrow_safe(df).to_parquet(tmp, engine="pyarrow", index=False)
-        else:
-            text = df.to_json(
-                orient="records", lines=True, date_format="iso", date_unit="us", force_ascii=False
-            )
-            tmp.write_text(text if len(df) else "", encoding="utf-8")  # pandas: "\n" for none
-        os.replace(tmp, path)
+        with replacing(path) as f:
+            if fmt == "csv":
+                # CRLF rows (RFC 4180): Python's csv quotes a cell holding a character of the
+                # line terminator only, and a bare CR in an unquoted cell would split its row
+                text = io.TextIOWrapper(f, encoding="utf-8", newline="")
+                _inert_csv(df).to_csv(text, index=False, lineterminator="\r\n")
+                text.flush()
+                text.detach()
+            elif fmt == "parquet":
+                _arrow_safe(df).to_parquet(f, engine="pyarrow", index=False)
+            else:
+                text = df.to_json(
+                    orient="records",
+                    lines=True,
+                    date_format="iso",
+                    date_unit="us",
+                    force_ascii=False,
+                )
+                f.write((text if len(df) else "").encode("utf-8"))  # pandas: "\n" for none
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         reason = e.strerror or " ".join(str(e).split())
         raise ExportError(f"--out {path}: cannot write it: {reason}") from None
 
