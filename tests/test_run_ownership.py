@@ -203,3 +203,32 @@ def test_archive_runs_json_reports_the_owner(tmp_path):
     assert run["status"] == "finished"
     assert run["owner_host"] == socket.gethostname() and isinstance(run["owner_pid"], int)
     assert json.loads(json.dumps(run)) == run
+
+
+def test_a_live_run_whose_locks_folder_was_deleted_is_still_its_owners(tmp_path):
+    """Deleting runs/.locks under a live controller: a second controller used to lock a new
+    file of the same name and run the same iterations (UNIQUE constraint failed: programs.
+    run_id, programs.iteration). It is refused, the run shows as running, and once the
+    owner is done the run resumes as any other."""
+    import shutil
+
+    problem = toy_problem(tmp_path / "toy", timeout_s=20)
+    runs = tmp_path / "runs"
+    gate = Gate()
+    args = ("--sandbox", "local", "--parallel", "1", "--llm-parallel", "1")
+    with ScriptedLLM(gate) as srv:
+        first = popen(*run_args(srv.base_url, runs, *args, "--run-id", "gone", problem=problem, iterations=3))
+        _wait_owned(runs, "gone", first)
+        shutil.rmtree(runs / ".locks")
+        r = evolve("resume", "gone", "--runs-dir", runs, "--no-progress")
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert f"pid {first.pid}" in line and "was removed" in line, line
+        assert _status(runs, "gone")["status"] == "running"  # not shown as interrupted
+        gate.open.set()
+        out, err = first.communicate(timeout=200)
+        assert first.returncode == 0, err
+        r = evolve("resume", "gone", "--iterations", "4", "--runs-dir", runs, "--no-progress")
+        assert r.returncode == 0 and "UNIQUE" not in r.stderr, r.stderr
+    run = _status(runs, "gone")
+    assert run["status"] == "finished" and run["iterations_done"] == 4

@@ -2,6 +2,11 @@
 
 The OS drops an flock when its process dies, so a crashed controller never leaves a
 run locked, and a `running` row whose lock is free belongs to a dead controller.
+
+Deleting the locks folder (or the lock file) under a live controller leaves it holding a
+lock on a file no one else can open: a new file of the same name locks at once. So the
+row's owner is asked too: a process on this machine with the row's pid that holds an
+flock (Linux's /proc/locks) is a live owner, whatever happened to its lock file.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,3 +67,24 @@ def is_locked(path: Path) -> bool:
     """Whether a live process holds the lock on `path` (True when it cannot tell: believe
     the row)."""
     return locks.is_locked(path)
+
+
+def owner_holds_lock(owner_pid: object, owner_host: object) -> bool:
+    """Whether the process a run's row names (its pid, on this host) is alive and holds an
+    flock: a live controller whose lock file was deleted. False where it cannot tell (no
+    /proc/locks) or the owner is on another host, as before."""
+    if not isinstance(owner_pid, int) or owner_pid == os.getpid():
+        return False
+    if owner_host != socket.gethostname():
+        return False
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1201 fe:00:9805846 0 EOF" ("->" marks a waiter)
+        if len(fields) >= 5 and fields[1] == "FLOCK" and fields[4] == str(owner_pid):
+            return True
+    return False

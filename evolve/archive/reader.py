@@ -14,7 +14,7 @@ import sqlite3
 
 from evolve.archive import ids
 from evolve.archive.call_queries import CallQueries
-from evolve.archive.lease import is_locked, lock_file
+from evolve.archive.lease import is_locked, lock_file, owner_holds_lock
 from evolve.archive.readonly import has_table, list_cols, or_null
 from evolve.archive.rows import ProgramRow, RunStatus, Status, member, row_to_program
 from evolve.archive.summaries import BenchRun, BenchSummary, RunSummary
@@ -84,15 +84,18 @@ class ArchiveReader(CallQueries):
         d["config"] = json.loads(d.pop("config_json") or "{}")
         owner_pid, owner_host = d.pop("owner_pid", None), d.pop("owner_host", None)
         d["status"] = member(RunStatus, d["status"])
-        if d["status"] == RunStatus.RUNNING and not self._owned(d["run_id"]):
+        if d["status"] == RunStatus.RUNNING and not self._owned(d["run_id"], owner_pid, owner_host):
             d["status"] = RunStatus.INTERRUPTED
             who = f"pid {owner_pid} on {owner_host}" if owner_pid else "its controller"
             d["stop_reason"] = f"{who} is gone"
         return RunSummary(**d)
 
-    def _owned(self, run_id: str) -> bool:
-        """Whether a live process holds the run's lock (False: a `running` row is stale)."""
-        return is_locked(lock_file(self.runs_dir, run_id))
+    def _owned(self, run_id: str, owner_pid: object = None, owner_host: object = None) -> bool:
+        """Whether a live process holds the run's lock (False: a `running` row is stale),
+        its lock file deleted or not (evolve/archive/lease.py)."""
+        return is_locked(lock_file(self.runs_dir, run_id)) or owner_holds_lock(
+            owner_pid, owner_host
+        )
 
     def list_runs(self) -> list[dict]:
         """Every run as `evolve archive runs` lists it (--json prints these dicts)."""
@@ -102,7 +105,9 @@ class ArchiveReader(CallQueries):
             runs = [dict(r) for r in db.execute(sql, _RUNS_ARGS).fetchall()]
         for r in runs:
             r["status"] = member(RunStatus, r["status"])
-            if r["status"] == RunStatus.RUNNING and not self._owned(r["run_id"]):
+            if r["status"] == RunStatus.RUNNING and not self._owned(
+                r["run_id"], r.get("owner_pid"), r.get("owner_host")
+            ):
                 r["status"] = RunStatus.INTERRUPTED
                 who = f"pid {r['owner_pid']} on {r['owner_host']}" if r["owner_pid"] else "owner"
                 r["stop_reason"] = f"{who} is gone"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from evolve.archive import ids
 from evolve.archive.faults import ArchiveError, RunBusy, check_runs_dir, describe_fault
-from evolve.archive.lease import RunLease, is_locked, lock_file, try_lock
+from evolve.archive.lease import RunLease, is_locked, lock_file, owner_holds_lock, try_lock
 from evolve.archive.rows import (
     CallOutcome,
     LlmCall,
@@ -96,19 +96,28 @@ class Archive:
         """Own `run_id` until release() or this process's death, or raise RunBusy."""
         path = self.lock_path(run_id)
         lease = try_lock(run_id, path)
+        run = self.get_run(run_id) or {}
+        pid, host = run.get("owner_pid"), run.get("owner_host")
+        owner = f"pid {pid} on host {host}" if pid else "another process"
         if lease is None:
-            run = self.get_run(run_id) or {}
-            pid, host = run.get("owner_pid"), run.get("owner_host")
-            owner = f"pid {pid} on host {host}" if pid else "another process"
             raise RunBusy(
                 f"run {run_id} is in progress, owned by {owner} (lock {path});"
                 " stop it first or wait for it to end"
+            )
+        if run.get("status") == RunStatus.RUNNING and owner_holds_lock(pid, host):
+            lease.release()  # its lock file was deleted under it: it owns the run all the same
+            raise RunBusy(
+                f"run {run_id} is in progress, owned by {owner}, whose lock file {path} was"
+                " removed; stop it first or wait for it to end"
             )
         return lease
 
     def owner_alive(self, run_id: str) -> bool:
         """Whether a live process holds the run's lock (False: a `running` row is stale)."""
-        return is_locked(self.lock_path(run_id))
+        if is_locked(self.lock_path(run_id)):
+            return True
+        run = self.get_run(run_id) or {}
+        return owner_holds_lock(run.get("owner_pid"), run.get("owner_host"))
 
     # ---- runs -------------------------------------------------------------
     def create_run(
