@@ -63,7 +63,7 @@ def run(
     """Start a run of the problem folder and return when it ends (finished, stopped by a
     limit or Ctrl-C, or failed: `summary.status` and `summary.reason` say which). The run
     lives in the archive under `runs_dir`, so `evolve resume` or evolve.resume continues it."""
-    from evolve import data_seed
+    from evolve import data_seed, run_env
     from evolve.archive import Archive
     from evolve.data import data_dir_for, ensure
     from evolve.endpoints import llm_config, model_line
@@ -96,6 +96,7 @@ def run(
                     f"--run-id {run_id}: a run with this id exists; use `evolve resume {run_id}`"
                 )
             seed = data_seed.draw() if s.data_seed is None else s.data_seed
+            run_env.keep(archive.runs_dir, run_id, cfg.eval_env)  # values: beside, not in it
             archive.create_run(
                 run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations, seed
             )
@@ -117,6 +118,7 @@ def resume(
     where the archive left it, with the settings it started with; `iterations` sets a new
     total, `ray_address` a new cluster. `sandbox`: a Sandbox object to evaluate in instead of
     the run's own (a benchmark's that excludes evaluation; the caller closes it)."""
+    from evolve import run_env
     from evolve.archive import Archive
     from evolve.config import RunConfig
     from evolve.endpoints import llm_config
@@ -138,6 +140,7 @@ def resume(
             run = archive.get_run(found)
             assert run is not None  # runs are never deleted
             cfg = RunConfig.from_json(run["config"])
+            cfg = cfg.with_(eval_env=run_env.restore(archive.runs_dir, found, cfg.eval_env))
             given = s.given()
             if "iterations" in given:
                 cfg = cfg.with_(iterations=s.iterations)

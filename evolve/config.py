@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.prompts import EDIT_FORMATS, PROMPT_STYLES
+from evolve.run_env import names
 from evolve.settings.flags import default as _d
 from evolve.settings.overrides import Overrides
 
@@ -62,7 +63,7 @@ class RunConfig:
     tune_evals: int = _d("tune_evals")  # tuned children per model-written program; 0: none
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
-    eval_env: tuple[str, ...] = ()  # as given: NAME (read again at resume) or NAME=VALUE
+    eval_env: tuple[str, ...] = ()  # as given: NAME or NAME=VALUE (stored: NAME; run_env.py)
     initial_program: str | None = None  # absolute path
     eval_timeout_s: float | None = None
     eval_memory_mb: int | None = None
@@ -144,8 +145,10 @@ class RunConfig:
         )
 
     def to_json(self) -> dict:
-        """The stored form: a model as [name, weight] or [name, weight, api_base]; no key."""
+        """The stored form: a model as [name, weight] or [name, weight, api_base]; no key, and
+        no --env value, only its name (evolve/run_env.py keeps the values)."""
         d = asdict(self)
+        d["eval_env"] = names(self.eval_env)
         d["models"] = [
             [m.name, m.weight, *([m.api_base] if m.api_base else [])] for m in self.models
         ]

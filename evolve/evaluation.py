@@ -7,12 +7,15 @@ OpenEvolve-format problems get OpenEvolve's own cascade, run by the harness in
 one sandbox process (evaluators/inside/openevolve_run.py): stage metrics merge, and a
 program under a threshold keeps the score it has so far. A candidate over the
 problem's size cap is `invalid` before any sandbox sees it (evolve/size_cap.py).
-Every path gives the sandbox's own EvalResult, whose fields the archive stores as they are.
+Every path gives the sandbox's own EvalResult, whose fields the archive stores as they are,
+after the run's secrets are redacted from its texts (evolve/redaction.py): this is the one
+place an evaluation's text enters the run.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
@@ -21,6 +24,7 @@ from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
 from evolve.data import data_dir_for, ensure
 from evolve.problem import Problem
+from evolve.redaction import Redactor, folder_keys
 from evolve.size_cap import oversized
 
 
@@ -35,7 +39,9 @@ class CandidateEvaluator:
     """Builds each request for one problem's candidates and runs them in the sandbox.
 
     `data_seed`: the run's private seed for generated workloads (evolve/data_seed.py), which
-    every request carries to the trusted evaluator; None evaluates on the public data."""
+    every request carries to the trusted evaluator; None evaluates on the public data.
+    `keys`: the endpoint keys the run holds, redacted with the evaluator's environment, the
+    data seed and the folder's and environment's keys from every result."""
 
     def __init__(
         self,
@@ -43,10 +49,20 @@ class CandidateEvaluator:
         sandbox: Sandbox,
         data_dir: str | None = None,
         data_seed: int | None = None,
+        keys: Iterable[str | None] = (),
     ):
         self.problem = problem
         self.sandbox = sandbox
         self.data_seed = data_seed
+        llm = problem.llm
+        self.redactor = Redactor(
+            [
+                *problem.env.values(),
+                *(() if data_seed is None else (str(data_seed),)),
+                *folder_keys([llm.api_key, *(m.api_key for m in llm.models)]),
+                *keys,
+            ]
+        )
         root = Path(data_dir).resolve() if data_dir else data_dir_for(problem.root)
         if problem.data:
             ensure(list(problem.data), root)  # trusted side fetches; the sandbox gets no network
@@ -93,15 +109,19 @@ class CandidateEvaluator:
             if f.splits and split not in f.splits
         )
 
+    def _run(self, req: EvalRequest) -> EvalResult:
+        """One sandbox evaluation, its texts redacted before anything else sees them."""
+        return self.redactor.result(self.sandbox.evaluate(req))
+
     def run_split(self, code: str, split: str) -> EvalResult:
         """One split, no cascade (held-out re-scoring, `evolve eval --split`)."""
-        return self.sandbox.evaluate(self.request(code, split))
+        return self._run(self.request(code, split))
 
     def run_stage(self, code: str, stage: str) -> EvalResult:
         """One cascade stage alone (`evolve eval --stage`): a split of a native problem,
         a function of an OpenEvolve evaluator."""
         if self.problem.fmt == "openevolve":
-            return self.sandbox.evaluate(self.request(code, self.problem.train_split, stage))
+            return self._run(self.request(code, self.problem.train_split, stage))
         return self.run_split(code, stage)
 
     def evaluate(self, code: str) -> EvalResult:
@@ -110,12 +130,12 @@ class CandidateEvaluator:
         if refused is not None:
             return refused
         if self.problem.fmt == "openevolve":  # the harness runs OpenEvolve's cascade
-            return self.sandbox.evaluate(self.request(code, self.problem.train_split))
+            return self._run(self.request(code, self.problem.train_split))
         t0 = time.monotonic()
         out = EvalResult(Status.OK)
         for i, stage in enumerate(self.problem.cascade):
             name = stage.function or stage.split
-            res = self.sandbox.evaluate(self.request(code, stage.split, stage.function))
+            res = self._run(self.request(code, stage.split, stage.function))
             out.metrics.update(res.metrics)
             out.artifacts.update(res.artifacts)
             if res.status != Status.OK or res.score is None:
