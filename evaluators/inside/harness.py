@@ -91,13 +91,26 @@ def _from_exception(exc: BaseException, program: str, limits: dict) -> dict:
 
 def _syntax_check(program: str) -> dict | None:
     """Compile the candidate first: a syntax error is reported as such even if
-    the evaluator would have swallowed it."""
+    the evaluator would have swallowed it. Whatever compiling its text raises is the
+    candidate's: nesting too deep for the compiler (RecursionError) is a syntax error, a
+    program too large to compile in its memory limit a runtime error, never ours."""
+    global _reserve
+    with open(program, "rb") as f:
+        source = f.read()
     try:
-        with open(program, "rb") as f:
-            compile(f.read(), program, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as e:
-        res = _failure(SYNTAX_ERROR, f"{type(e).__name__}: {e}")
-        res["artifacts"]["traceback"] = "".join(traceback.format_exception_only(e))
+        compile(source, program, "exec", dont_inherit=True)
+    except MemoryError as e:
+        _reserve = None
+        return _failure(
+            RUNTIME_ERROR, "memory limit exceeded (MemoryError) compiling the program", e
+        )
+    except RecursionError as e:
+        return _failure(
+            SYNTAX_ERROR, f"RecursionError: the program is nested too deeply to compile ({e})"
+        )
+    except Exception as e:  # SyntaxError, ValueError (a NUL byte), whatever else compile raises
+        res = _failure(SYNTAX_ERROR, f"{type(e).__name__}: {e}"[:2000])
+        res["artifacts"]["traceback"] = _clip_tail("".join(traceback.format_exception_only(e)))
         return res
     return None
 

@@ -155,6 +155,8 @@ def _only_docs(text: str) -> bool:
         body = ast.parse(text).body
     except SyntaxError:  # another language: comment lines alone
         return all(_COMMENT_RE.match(ln) for ln in split_lines(text) if ln.strip())
+    except Exception:  # too deep (RecursionError) or large to parse, a NUL byte: code, not docs
+        return False
     return not body or (
         len(body) == 1
         and isinstance(body[0], ast.Expr)

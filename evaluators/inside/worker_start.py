@@ -61,8 +61,8 @@ def preloads(source: bytes) -> list[str]:
     """The PRELOADABLE libraries the program imports at its top level."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
+    except Exception:  # SyntaxError, or too deep (RecursionError) or large (MemoryError)
+        return []  # to parse: a hint only, and the candidate's failure is reported elsewhere
     found = set()
     for node in tree.body:
         if isinstance(node, ast.Import):
