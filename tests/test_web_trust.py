@@ -7,6 +7,9 @@ spreadsheet would read as a formula behind blanks or look-alike characters are q
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import sys
 import unicodedata
 import urllib.error
@@ -146,3 +149,23 @@ def test_formula_looking_cells_are_quoted(cell):
 def test_other_cells_are_left_alone(cell):
     assert inert_cell(cell) == cell
     assert inert_cell(3.5) == 3.5 and inert_cell(None) is None
+
+
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="no node to run the page's script")
+def test_live_updates_escape_as_the_server_does():
+    """live.js puts what it polls into the page with the same escapes as the templates."""
+    fmt = "".join(chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")
+    text = f"{TROJAN}{HIDDEN}\x1b[31m\r\n\x85 tab\t é 漢字 😀 \ud800 {fmt}"
+    js = (
+        'const fs = require("fs");'
+        'eval(fs.readFileSync(process.argv[1], "utf8") + "\\nglobalThis.evolveLive = evolveLive;");'
+        'process.stdout.write(JSON.stringify(evolveLive.visible(JSON.parse(fs.readFileSync(0, "utf8")))));'
+    )
+    live = Path(__file__).parents[1] / "evolve" / "web" / "static" / "live.js"
+    out = subprocess.run([NODE, "-e", js, str(live)], input=json.dumps(text), capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == visible(text)

@@ -230,5 +230,5 @@ const evolveLive = (() => {
     document.body.dataset.chartsDrawn = String(performance.now());
   });
 
-  return {plot, runPage, runsList, lineagePage, benchPage, reloadWhilePending};
+  return {plot, runPage, runsList, lineagePage, benchPage, reloadWhilePending, visible};
 })();
