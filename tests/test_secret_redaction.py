@@ -247,3 +247,18 @@ def test_evolve_eval_prints_no_secret(program, tmp_path):
     )  # fmt: skip
     assert MARK in j.stdout  # the JSON form too
     assert_absent(j.stdout + j.stderr, "evolve eval --json", (TOKEN, str(SEED)))
+
+
+def test_env_values_are_kept_beside_the_archive_for_resume_only(tmp_path):
+    from evolve import run_env
+
+    entries = ("SECRET_TOKEN=" + TOKEN, "FROM_SHELL", "EMPTY=")
+    assert run_env.names(entries) == ("SECRET_TOKEN", "FROM_SHELL", "EMPTY")
+    run_env.keep(tmp_path, "r1", entries)
+    [kept] = (tmp_path / "secrets").iterdir()
+    assert kept.stat().st_mode & 0o777 == 0o600 and (tmp_path / "secrets").stat().st_mode & 0o077 == 0
+    stored = run_env.names(entries)
+    assert run_env.restore(tmp_path, "r1", stored) == entries
+    assert run_env.restore(tmp_path, "other-run", stored) == stored  # another run's: nothing
+    kept.write_text("not json")
+    assert run_env.restore(tmp_path, "r1", stored) == stored  # unreadable: read from the shell
