@@ -10,6 +10,8 @@ import errno
 import os
 from pathlib import Path
 
+from evolve.archive.private import private_dir
+
 
 class ArchiveError(ValueError):
     """The runs dir or its database cannot be used: one line naming the path and why."""
@@ -70,7 +72,7 @@ def check_runs_dir(runs_dir: Path, path: Path, create: bool) -> None:
     except OSError as e:
         raise ArchiveError(f"{runs_dir}: {e.strerror or e}") from None
     try:
-        runs_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(runs_dir)
     except OSError as e:
         why = e.strerror or str(e)
         raise ArchiveError(f"{runs_dir}: cannot create the runs directory ({why})") from None

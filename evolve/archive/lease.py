@@ -20,6 +20,7 @@ from pathlib import Path
 
 from evaluators.local import locks
 from evolve.archive.faults import ArchiveError, describe_fault
+from evolve.archive.private import FILE_MODE, private_dir, tighten
 
 LOCK_DIR = ".locks"  # under the runs dir: one lock file per run, held by its controller
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -55,9 +56,10 @@ def try_lock(run_id: str, path: Path) -> RunLease | None:
     The lock file is never deleted: unlinking a lock file lets two processes
     each lock a different file of the same name."""
     try:
-        path.parent.mkdir(exist_ok=True)
+        private_dir(path.parent)
+        tighten(path, FILE_MODE)  # one an older evolve made 0644
         # `archive runs` probing the lock holds it for an instant: 40 tries, 25 ms apart
-        fd = locks.try_lock(path, mode=0o644, tries=40, pause_s=0.025)
+        fd = locks.try_lock(path, mode=FILE_MODE, tries=40, pause_s=0.025)
     except OSError as e:
         raise ArchiveError(describe_fault(path, e)) from None
     return None if fd is None else RunLease(run_id, path, fd)

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evolve.archive.faults import ArchiveError, check_runs_dir, describe_fault
+from evolve.archive.private import private_archive
 from evolve.archive.schema import refuse_newer, user_version
 
 # Columns a listing needs: everything but the code, diff and JSON blobs it never shows
@@ -35,6 +36,7 @@ class ReadOnlyArchive:
         self.runs_dir = Path(runs_dir)
         self.path = self.runs_dir / "archive.db"
         check_runs_dir(self.runs_dir, self.path, create=False)
+        private_archive(self.runs_dir, self.path, create=False)  # an older evolve's 0644
         with self._db() as db:
             refuse_newer(self.path, user_version(db))
 

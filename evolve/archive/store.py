@@ -25,6 +25,7 @@ from pathlib import Path
 from evolve.archive import ids
 from evolve.archive.faults import ArchiveError, RunBusy, check_runs_dir, describe_fault
 from evolve.archive.lease import RunLease, is_locked, lock_file, owner_holds_lock, try_lock
+from evolve.archive.private import private_archive
 from evolve.archive.rows import (
     CallOutcome,
     LlmCall,
@@ -49,6 +50,7 @@ class Archive:
         self.runs_dir = Path(runs_dir)
         self.path = self.runs_dir / "archive.db"
         check_runs_dir(self.runs_dir, self.path, create)
+        private_archive(self.runs_dir, self.path, create)  # 0700 / 0600, before SQLite makes it
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         except sqlite3.Error as e:
@@ -56,6 +58,7 @@ class Archive:
         try:
             self.db.row_factory = sqlite3.Row
             self._open()
+            private_archive(self.runs_dir, self.path, create=False)  # the -wal and -shm too
         except sqlite3.Error as e:
             self.db.close()
             raise ArchiveError(describe_fault(self.path, e)) from None
