@@ -41,6 +41,8 @@ STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # the harness's channel for "the evaluator l
 # The run's data seed travels beside the program in its own file, not in REQ.json: the harness
 # reads it only after the candidate's worker is forked, so the worker never holds it.
 DATA_SEED_FILE = "DATA_SEED"
+# The local sandbox passes it instead as a descriptor (never a file), named by this variable.
+SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"
 
 
 @dataclass(frozen=True)

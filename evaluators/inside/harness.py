@@ -42,6 +42,7 @@ COMPAT = "openevolve_compat"  # the stand-in `openevolve` package, beside this f
 
 TRACEBACK_CHARS = 8000
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # run mode: where to say whether the evaluator loaded
+SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"  # run mode: a descriptor holding the run's data seed
 PIDNS_ENV = "EVOLVE_PIDNS"  # "1": we run in our own PID namespace (the local sandbox's bwrap)
 _reserve: bytearray | None = bytearray(1 << 20)  # freed on MemoryError to have room to report
 
@@ -301,14 +302,13 @@ def run(req: dict) -> dict:
         kit.release()  # the worker main() forked is not needed
     # the run's data seed (sandbox.DATA_SEED_FILE, beside the program the host wrote; Docker
     # links the program into our cwd), read only now that the worker is forked
+    seed_fd = os.environ.pop(SEED_FD_ENV, None)
     seed_file = os.path.join(os.path.dirname(os.path.realpath(program)), "DATA_SEED")
-    if os.path.isfile(seed_file):
+    if seed_fd is not None and seed_fd.isdigit():  # the local sandbox: never a file
+        kit.use_data_seed(int(_read_fd(int(seed_fd))))
+    elif os.path.isfile(seed_file):  # Docker's /in: closed to the candidate's processes
         with open(seed_file, encoding="ascii") as f:
             kit.use_data_seed(int(f.read()))
-        try:  # gone before the candidate runs, where the file can go (Landlock keeps the
-            os.unlink(seed_file)  # worker out of this folder anyway)
-        except OSError:
-            pass
     try:
         return _run_native(req, program)
     finally:
@@ -387,11 +387,20 @@ def _run_native(req: dict, program: str) -> dict:
     _report_loaded(failure)
     if failure is not None or fn is None:
         return failure or {}
+    from evaluators.inside import children
+
+    note = children.confine(req, program, _applied)  # every process it starts: Landlocked
     try:
         raw = fn(program, req["split"])
     except BaseException as e:
         return _from_exception(e, program, req.get("limits", {}))
-    return _native(raw, "evaluate()")
+    out = _native(raw, "evaluate()")
+    if note and isinstance(out.get("artifacts"), dict):
+        out["artifacts"].setdefault("isolation", note)
+    return out
+
+
+_applied: dict[str, str] = {}  # what _apply_env set: taken out of the candidate's processes
 
 
 def _apply_env(env: object) -> None:
@@ -399,7 +408,23 @@ def _apply_env(env: object) -> None:
     if isinstance(env, dict):
         for k, v in env.items():
             if isinstance(k, str) and isinstance(v, str) and not k.startswith("EVOLVE_"):
-                os.environ[k] = v
+                os.environ[k] = _applied[k] = v
+
+
+def _read_fd(fd: int) -> str:
+    """All of a descriptor the host passed (a memfd: its request, the data seed), closed
+    after: nothing started later inherits it, and no file of it lies anywhere."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        pass  # a pipe
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
 
 
 def _run_openevolve(req: dict, program: str) -> dict:
@@ -548,9 +573,14 @@ def main(argv: list[str]) -> int:
     mode, src, dst = argv[1:]
     if mode == "run" and _worker_likely():
         _fork_worker()  # first: nothing of the request exists in this process yet
+    if dst.startswith("fd:") and dst[3:].isdigit():
+        os.set_inheritable(int(dst[3:]), False)  # no process the evaluator starts gets it
     try:
-        with open(src, encoding="utf-8") as f:
-            payload = json.load(f)
+        if src.startswith("fd:") and src[3:].isdigit():  # the request was never a file
+            payload = json.loads(_read_fd(int(src[3:])))
+        else:
+            with open(src, encoding="utf-8") as f:
+                payload = json.load(f)
         result = run(payload) if mode == "run" else score(payload)
     except MemoryError:
         _reserve = None

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 
+from evaluators.inside import children
 from evaluators.inside.channel import Channel
 
 _ENV_KEEP = (
@@ -82,24 +83,25 @@ def _start(preload: list[str]) -> _Started:
     from_parent, to_worker = os.pipe()  # (read end, write end)
     from_worker, to_parent = os.pipe()
     try:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                "-s",
-                "-c",
-                _BOOT,
-                os.path.dirname(os.path.abspath(__file__)),
-                str(from_parent),
-                str(to_parent),
-                str(os.getpid()),
-                json.dumps(preload),
-            ],
-            pass_fds=(from_parent, to_parent),
-            stdin=subprocess.DEVNULL,
-            env={k: v for k, v in os.environ.items() if k in _ENV_KEEP},
-            close_fds=True,
-        )
+        with children.trusted():  # the worker confines itself, tighter than an evaluator's child
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    "-s",
+                    "-c",
+                    _BOOT,
+                    os.path.dirname(os.path.abspath(__file__)),
+                    str(from_parent),
+                    str(to_parent),
+                    str(os.getpid()),
+                    json.dumps(preload),
+                ],
+                pass_fds=(from_parent, to_parent),
+                stdin=subprocess.DEVNULL,
+                env={k: v for k, v in os.environ.items() if k in _ENV_KEEP},
+                close_fds=True,
+            )
     finally:
         os.close(from_parent)
         os.close(to_parent)

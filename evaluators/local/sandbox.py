@@ -61,7 +61,7 @@ from evaluators.local.uids import (
     tasks_of_uid,
     uid_slot,
 )
-from evaluators.sandbox import STATUS_FD_ENV, EvalRequest, Limits
+from evaluators.sandbox import DATA_SEED_FILE, SEED_FD_ENV, STATUS_FD_ENV, EvalRequest, Limits
 from evaluators.two_phase import Session, TwoPhaseSandbox
 
 INSIDE = str(Path(__file__).resolve().parent.parent / "inside")  # what the sandbox binds to run
@@ -191,17 +191,28 @@ class LocalSandbox(TwoPhaseSandbox):
         opened and passed down as descriptors: the candidate never gets a host
         path to write to, nor a folder to plant links in.
         """
-        inputs = {**files, ("REQ.json" if mode == "run" else "OUTPUTS.json"): json.dumps(payload)}
+        # The request and the data seed never lie in a file: the harness reads each from a
+        # descriptor and closes it before the evaluator (and so any candidate) runs.
+        inputs = {k: v for k, v in files.items() if k != DATA_SEED_FILE}
+        secret = {"src": json.dumps(payload)}
+        if DATA_SEED_FILE in files and mode == "run":
+            secret["seed"] = files[DATA_SEED_FILE]
         tools = toolchain.resolve(req.tools)  # once: its binds and its PATH agree
         with ExitStack() as stack:
             outs = _Outputs(
                 *(stack.enter_context(tempfile.TemporaryFile(dir=self._tmp_root)) for _ in range(5))
             )
+            fds = {k: _memfd(k, text) for k, text in secret.items()}
+            for fd in fds.values():
+                stack.callback(os.close, fd)
             if self.isolation.bwrap:
                 how = self._in_namespaces(stack, req, uid, inputs, outs.info, tools.roots)
             else:
                 how = self._without_namespaces(stack, req, uid, inputs)
-            return self._spawn(req, uid, mode, next(reversed(inputs)), how, outs, tools)
+            how.keep += fds.values()
+            if "seed" in fds:
+                how.env[SEED_FD_ENV] = str(fds["seed"])
+            return self._spawn(req, uid, mode, f"fd:{fds['src']}", how, outs, tools)
         raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
 
     def _in_namespaces(
@@ -307,7 +318,7 @@ class LocalSandbox(TwoPhaseSandbox):
             "-s",
             how.harness,
             mode,
-            f"{how.home}/{src}",
+            src,
             f"fd:{outs.result.fileno()}",
         ]
         nproc = limits.max_procs  # the slot uid's own tasks (root)

@@ -1,0 +1,111 @@
+"""A compiled candidate is confined like the Python worker, on every backend and fallback.
+
+tests/confine_attack.py's hostile C++ candidates of a native `tools` problem try to read the
+request, the data seed, the run's `--env` secret, the problem folder, the data folder and the
+runs folder's archive.db, at run time and at compile time, and print what they got into
+their stderr artifact: nothing of it may reach the stored result. Each backend: the local
+sandbox (bubblewrap), its fallback without namespaces, Docker, and Ray (a local node).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evaluators.backends import ISOLATION_ENV, make_sandbox
+from evaluators.inside import landlock
+from evaluators.local import bubblewrap
+from evaluators.sandbox import Sandbox, Status
+from tests import confine_attack as attack
+from tests.docker_support import docker_image  # noqa: F401 (a fixture)
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here"),
+    pytest.mark.skipif(landlock.abi_version() == 0, reason="no Landlock in this kernel"),
+]
+
+
+@pytest.fixture
+def places() -> Iterator[tuple[Path, Path, Path]]:
+    """The problem, its data and a runs folder, in a folder every uid may walk into (the
+    fallback's slot uids must reach the problem: it is the Landlock that must stop them)."""
+    root = Path(tempfile.mkdtemp(prefix="evolve-confine-", dir="/var/tmp"))
+    root.chmod(0o755)
+    try:
+        folder, data = attack.problem(root)
+        yield folder, data, attack.runs_folder(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _attack(sandbox: Sandbox, folder: Path, data: Path, runs: Path) -> None:
+    """Both attacks, then the honest seed: it still compiles, runs and scores."""
+    got = sandbox.evaluate(attack.request(folder, data, attack.reader(folder, data, runs)))
+    assert got.status == Status.INVALID and attack.ran(got), got.artifacts
+    assert attack.secrets_in(got, folder, data, runs) == [], got.artifacts["stderr"]
+    got = sandbox.evaluate(attack.request(folder, data, attack.includer(folder, data, runs)))
+    assert got.artifacts.get("error") == "compilation failed", got.artifacts
+    assert attack.secrets_in(got, folder, data, runs) == [], got.artifacts["stderr"]
+    honest = sandbox.evaluate(attack.request(folder, data, (folder / "heuristic.cpp").read_text()))
+    assert honest.status == Status.OK and honest.score and honest.score > 0.5, honest.artifacts
+    assert "isolation" not in honest.artifacts, honest.artifacts
+
+
+@pytest.mark.skipif(bubblewrap.probe().bwrap is None, reason="bubblewrap cannot run here")
+def test_local_sandbox_keeps_a_compiled_candidate_from_every_secret(places):
+    sandbox = make_sandbox("local", 1, isolate=True)
+    try:
+        _attack(sandbox, *places)
+    finally:
+        sandbox.close()
+
+
+def test_the_fallback_without_namespaces_keeps_it_out_too(places, monkeypatch):
+    """No mount namespace: the runs folder, the problem and the data are all on the host's
+    file system, where only the candidate's Landlock (and, as root, its slot uid) stops it."""
+    monkeypatch.setenv(ISOLATION_ENV, "off")
+    sandbox = make_sandbox("local", 1)
+    try:
+        _attack(sandbox, *places)
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.timeout(900)  # the first call builds the g++ layer
+def test_docker_keeps_it_out_of_in_and_the_mounts(places, docker_image):  # noqa: F811
+    folder = places[0]
+    sandbox = make_sandbox("docker", 1, problem_dir=str(folder), tools=("g++",))
+    try:
+        _attack(sandbox, *places)
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.timeout(600)
+def test_ray_node_keeps_it_out(places):
+    from evaluators.backends import ray_options
+    from evolve.problem import load_problem
+    from tests.ray_support import AUTH_OFF, LoopbackCluster
+
+    before = {k: os.environ.get(k) for k in AUTH_OFF}
+    os.environ.update(AUTH_OFF)
+    cluster = LoopbackCluster(cpus_per_node=1).start(workers=0)
+    try:
+        options = ray_options(load_problem(places[0]), cluster.address, "local")
+        sandbox = make_sandbox("ray", 1, ray=options)
+        try:
+            _attack(sandbox, *places)
+        finally:
+            sandbox.close()
+    finally:
+        cluster.stop()
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
