@@ -20,7 +20,7 @@ import pytest
 from evaluators.backends import ISOLATION_ENV, make_sandbox
 from evaluators.inside import landlock
 from evaluators.local import bubblewrap
-from evaluators.sandbox import Sandbox, Status
+from evaluators.sandbox import EvalRequest, Sandbox, Status
 from tests import confine_attack as attack
 from tests.docker_support import docker_image  # noqa: F401 (a fixture)
 
@@ -109,3 +109,43 @@ def test_ray_node_keeps_it_out(places):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+OPENEVOLVE = Path(__file__).parent / "fixtures" / "sandbox_openevolve" / "basic"
+LOOKER = """
+def run():
+    import os
+    seen = []
+    for path in ("../REQ.json", "/scratch/REQ.json", "../DATA_SEED", "../OUTPUTS.json"):
+        try:
+            seen.append(path + ": " + open(path).read()[:300])
+        except OSError:
+            pass
+    raise RuntimeError("SEEN " + repr(seen) + " IN " + repr(sorted(os.listdir(".."))))
+"""
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["bubblewrap", "fallback"])
+def test_an_openevolve_candidate_finds_no_request_in_its_scratch(isolate):
+    """It shares its evaluator's process, which may read its scratch: the request was never
+    a file there."""
+    if isolate and bubblewrap.probe().bwrap is None:
+        pytest.skip("bubblewrap cannot run here")
+    sandbox = make_sandbox("local", 1, isolate=isolate)
+    try:
+        got = sandbox.evaluate(
+            EvalRequest(
+                problem_dir=str(OPENEVOLVE),
+                program_code=LOOKER,
+                program_name="cand.py",
+                split="train",
+                fmt="openevolve",
+                limits=attack.LIMITS,
+                env={attack.ENV_NAME: attack.ENV_VALUE},
+            )
+        )
+    finally:
+        sandbox.close()
+    error = got.artifacts.get("error", "")
+    assert "SEEN [] IN " in error and "cand.py" in error, got.artifacts
+    assert "REQ.json" not in error and "program_code" not in error

@@ -296,7 +296,8 @@ def run(req: dict) -> dict:
         _release_worker()
         return _run_openevolve(req, program)
     kit = _provide_kit()
-    if _uses_worker(req["problem_dir"]):
+    in_worker = _uses_worker(req["problem_dir"])
+    if in_worker:
         kit.prestart(program)  # the worker imports the program's libraries meanwhile
     else:
         kit.release()  # the worker main() forked is not needed
@@ -310,7 +311,7 @@ def run(req: dict) -> dict:
         with open(seed_file, encoding="ascii") as f:
             kit.use_data_seed(int(f.read()))
     try:
-        return _run_native(req, program)
+        return _run_native(req, program, in_worker)
     finally:
         kit.release()
 
@@ -376,12 +377,20 @@ def _worker_likely() -> bool:
         return True
 
 
-def _run_native(req: dict, program: str) -> dict:
-    fn, failure = None, None
+def _run_native(req: dict, program: str, in_worker: bool) -> dict:
+    """evaluate() of a native problem. Every process it starts is Landlocked (children.py);
+    an evaluator that runs a Python candidate here, not in the kit's worker, first has this
+    process Landlocked as an OpenEvolve evaluation is (its problem, data and scratch)."""
+    fn, failure, note = None, None, None
     try:
         fn = getattr(_load_evaluator(req["problem_dir"]), "evaluate", None)
         if not callable(fn):
             failure = _failure(SANDBOX_ERROR, "evaluator.py defines no evaluate()")
+        elif not in_worker:
+            from evaluators.inside import openevolve_run as oe
+
+            if why := oe.confine(req["problem_dir"], os.getcwd(), program):
+                note = f"{why}: the candidate can read the problem's files"
     except BaseException as e:
         failure = _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
     _report_loaded(failure)
@@ -389,7 +398,7 @@ def _run_native(req: dict, program: str) -> dict:
         return failure or {}
     from evaluators.inside import children
 
-    note = children.confine(req, program, _applied)  # every process it starts: Landlocked
+    note = children.confine(req, program, _applied) or note  # all it starts: Landlocked
     try:
         raw = fn(program, req["split"])
     except BaseException as e:
