@@ -1,15 +1,21 @@
 """From a model's reply to the candidate row it makes: the edit applied to its parent
 (FunSearch's `_vK` names undone first), the size cap checked. Whether it repeats a
-program of the run is the controller's question: it knows what is in flight."""
+program of the run is the controller's question: it knows what is in flight.
+
+Everything here is bounded by the text alone (evolve/edits/bounds.py): a reply over the
+problem's reply limit is not parsed, a program over the size cap stops the edit as soon as
+it is, and whatever goes wrong on the way is this candidate's recorded failure, decided
+the same way when a resumed run makes the row again from the stored reply."""
 
 from __future__ import annotations
 
 from evaluators.sandbox import Status
 from evolve.archive import LlmCall, ProgramRow
-from evolve.edits import apply_reply, normalized_hash
+from evolve.edits import EditOutcome, apply_reply, normalized_hash
+from evolve.edits.bounds import reply_limit, text_bytes
 from evolve.problem import Problem
 from evolve.search.versions import block_functions, unversioned
-from evolve.size_cap import oversized
+from evolve.size_cap import oversized, refused, size_reason
 
 ASKED = {"crossover": "block", "funsearch": "block", "repair": "block"}  # what to parse
 KIND = {"crossover": "crossover", "repair": "repair"}  # programs.kind; others: mutation
@@ -59,12 +65,13 @@ def reply_to_row(call: LlmCall, parent: ProgramRow, run_id: str, problem: Proble
         raise ValueError(f"program {parent.program_id} has no code")
     if call.reply is None:
         raise ValueError(f"call {call.call_id} has no reply")
-    fmt, reply = call.edit_format, call.reply
-    if fmt == "funsearch":  # the model wrote NAME_vK: back to NAME
-        reply = unversioned(reply, block_functions(parent.code))
-    edit = apply_reply(parent.code, reply, ASKED.get(fmt, fmt))
-    refused = oversized(problem, edit.code) if edit.ok and edit.code else None
-    keep = edit.ok and edit.code is not None and refused is None
+    fmt = call.edit_format
+    edit = edit_of(call.reply, fmt, parent.code, problem)
+    if edit.oversized is not None:
+        refusal = refused(size_reason(problem, edit.oversized))
+    else:
+        refusal = oversized(problem, edit.code) if edit.ok and edit.code else None
+    keep = edit.ok and edit.code is not None and refusal is None
     row = new_row(
         run_id,
         problem,
@@ -79,9 +86,22 @@ def reply_to_row(call: LlmCall, parent: ProgramRow, run_id: str, problem: Proble
         diff=edit.diff if keep else None,
     )
     row.llm_call_id = call.call_id
-    if not edit.ok or edit.code is None:
+    if refusal is not None:  # unevaluated: its status and error only
+        row.status, row.artifacts = refusal.status, refusal.artifacts
+    elif not edit.ok or edit.code is None:
         row.status = Status.INVALID_EDIT
         row.artifacts = {"error": f"the reply could not be applied: {edit.error}"}
-    elif refused is not None:  # unevaluated: its status and error only
-        row.status, row.artifacts = refused.status, refused.artifacts
     return row
+
+
+def edit_of(reply: str, fmt: str, parent_code: str, problem: Problem) -> EditOutcome:
+    """The reply applied to the parent's code, bounded: a reply over the problem's limit
+    is not parsed at all. Never raises (apply_reply does not either)."""
+    limit = reply_limit(problem.max_code_bytes)
+    if (size := text_bytes(reply)) > limit:
+        return EditOutcome(
+            False, None, "none", f"the reply is {size:,} bytes; at most {limit:,} are parsed"
+        )
+    if fmt == "funsearch":  # the model wrote NAME_vK: back to NAME
+        reply = unversioned(reply, block_functions(parent_code))
+    return apply_reply(parent_code, reply, ASKED.get(fmt, fmt), problem.max_code_bytes)

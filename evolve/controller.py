@@ -103,6 +103,8 @@ class Controller:
         self.meta_lock = asyncio.Lock()
         self.eval_sem = asyncio.Semaphore(cfg.parallel)
         self.in_flight_hashes: dict[str, str] = {}
+        # Replies are parsed here, one at a time: never behind a long evaluation's thread.
+        self.parsing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parse")
         self.stats = RunStats(target=cfg.iterations)
         self.asker = Asker(
             archive, run_id, llm, cfg.llm_parallel, self.stats, self.observer, self._refresh
@@ -198,6 +200,7 @@ class Controller:
             status, reason = RunStatus.FAILED, str(e)
         finally:
             self.observer.stop()
+            self.parsing.shutdown(wait=False)
         self.archive.set_run_status(self.run_id, status, reason)
         best = self.archive.best(run_id=self.run_id)
         seed = self.archive.get_program(program_id(self.run_id, 0))
@@ -322,7 +325,7 @@ class Controller:
                 call, stored = stored, None
             else:
                 call = await self._ask(it, resample)
-            row = self._candidate(call)
+            row = await self._candidate(call)
             if (
                 row.status == Status.DUPLICATE
                 and resample < self.cfg.max_resamples
@@ -457,10 +460,15 @@ class Controller:
             self.archive.add_meta_note(self.run_id, self.stats.calls, call.call_id, self.notes)
             self.observer.note(f"meta-notes after {self.stats.calls} calls")
 
-    def _candidate(self, call: LlmCall) -> ProgramRow:
-        """The program a reply makes (not yet stored): pending, or why it is not evaluated."""
+    async def _candidate(self, call: LlmCall) -> ProgramRow:
+        """The program a reply makes (not yet stored): pending, or why it is not evaluated.
+        The reply is parsed in the parsing thread, off the event loop: its work is bounded
+        by the text (evolve/candidates.py), so no clock decides it and resume agrees."""
         parent = self._program(call.parent_id or "")  # every proposing call names its parent
-        row = reply_to_row(call, parent, self.run_id, self.problem)
+        loop = asyncio.get_running_loop()
+        row = await loop.run_in_executor(
+            self.parsing, reply_to_row, call, parent, self.run_id, self.problem
+        )
         if row.status == Status.INVALID:
             self.observer.note(
                 f"iteration {row.iteration} recorded invalid, unevaluated: {row.artifacts['error']}"

@@ -17,7 +17,11 @@ from evolve.problem import Problem
 
 def too_large(problem: Problem, code: str) -> str | None:
     """Why `code` is over the problem's size cap, or None when it is not."""
-    size = len(code.encode("utf-8", "surrogatepass"))
+    return size_reason(problem, len(code.encode("utf-8", "surrogatepass")))
+
+
+def size_reason(problem: Problem, size: int) -> str | None:
+    """Why a program of `size` bytes is over the problem's size cap, or None."""
     if size <= problem.max_code_bytes:
         return None
     setting = (
@@ -31,5 +35,9 @@ def too_large(problem: Problem, code: str) -> str | None:
 def oversized(problem: Problem, code: str) -> EvalResult | None:
     """The size check as a candidate's outcome: None when `code` is within the cap, else the
     `invalid` result recorded in place of a score."""
-    reason = too_large(problem, code)
+    return refused(size_reason(problem, len(code.encode("utf-8", "surrogatepass"))))
+
+
+def refused(reason: str | None) -> EvalResult | None:
+    """The `invalid` result recorded for a program over the cap (None: within it)."""
     return None if reason is None else EvalResult(Status.INVALID, artifacts={"error": reason})

@@ -26,11 +26,13 @@ from evolve.edits.blocks import (
     shadowed_names,
     split_lines,
 )
+from evolve.edits.bounds import parse_python, text_bytes
 from evolve.edits.replies import clean_reply, code_candidates, has_markers, is_search_replace
-from evolve.edits.search_replace import EditError, apply_search_replace
+from evolve.edits.search_replace import EditError, Oversized, apply_search_replace
 from evolve.edits.tidy import tidy
 
 FORMATS = ("diff", "block", "full")
+SIMILAR_CHARS = 20_000
 
 
 @dataclass
@@ -44,6 +46,7 @@ class EditOutcome:
     error: str | None
     diff: str = ""  # unified diff parent -> child; "" on failure
     notes: list[str] = field(default_factory=list)  # forgiven problems, e.g. a skipped SEARCH
+    oversized: int | None = None  # the edited program's bytes, when over max_bytes
 
 
 class _NoContent(Exception):
@@ -91,11 +94,19 @@ def _fill(parent: str, bodies: list[str]) -> str:
 def _fill_one(parent: str, body: str, notes: list[str]) -> str:
     """One new body for a program with possibly several blocks: the most similar."""
     blocks = find_blocks(parent)
-    ratio = [difflib.SequenceMatcher(None, b.body, body).ratio() for b in blocks]
+    if len(blocks) == 1:
+        return replace_block(parent, 0, body)
+    ratio = [_similarity(b.body, body) for b in blocks]
     j = ratio.index(max(ratio))
-    if len(blocks) > 1:
-        notes.append(f"the reply's code was matched to EVOLVE-BLOCK {j} by similarity")
+    notes.append(f"the reply's code was matched to EVOLVE-BLOCK {j} by similarity")
     return replace_block(parent, j, body)
+
+
+def _similarity(a: str, b: str) -> float:
+    """difflib's ratio, or past SIMILAR_CHARS its linear upper bound (the exact one is
+    quadratic in the worst case: minutes for a big repetitive body)."""
+    sm = difflib.SequenceMatcher(None, a, b)
+    return sm.ratio() if len(a) + len(b) <= SIMILAR_CHARS else sm.quick_ratio()
 
 
 def _without_markers(code: str) -> str:
@@ -171,18 +182,18 @@ def _apply_program(parent: str, text: str, notes: list[str], as_block: bool) -> 
     return _fill_one(parent, bare, notes)
 
 
-def _apply_diff(parent: str, text: str, notes: list[str]) -> str:
+def _apply_diff(parent: str, text: str, notes: list[str], max_bytes: int | None) -> str:
     if not is_search_replace(text):
         raise _NoContent
-    code, forgiven = apply_search_replace(parent, text)
+    code, forgiven = apply_search_replace(parent, text, max_bytes)
     notes.extend(forgiven)
     return code
 
 
 _APPLY = {
     "diff": _apply_diff,
-    "block": lambda p, t, n: _apply_program(p, t, n, as_block=True),
-    "full": lambda p, t, n: _apply_program(p, t, n, as_block=False),
+    "block": lambda p, t, n, _: _apply_program(p, t, n, as_block=True),
+    "full": lambda p, t, n, _: _apply_program(p, t, n, as_block=False),
 }
 
 
@@ -207,16 +218,20 @@ def _check(parent: str, child: str) -> str | None:
     return None
 
 
-def apply_reply(parent_code: str, reply: str, asked: str) -> EditOutcome:
+def apply_reply(
+    parent_code: str, reply: str, asked: str, max_bytes: int | None = None
+) -> EditOutcome:
     """Apply a model's reply to parent_code, trying the asked format first and then
-    the others (models do not always obey). Never raises."""
+    the others (models do not always obey). A program over max_bytes ends the work at
+    once (`oversized`: nothing more is parsed, tidied or diffed). Never raises."""
     try:
-        return _apply_reply(parent_code, reply, asked)
+        return _apply_reply(parent_code, reply, asked, max_bytes)
     except Exception as exc:  # a reply is untrusted input; a bug must not stop a run
-        return EditOutcome(False, None, "none", f"internal error applying the edit: {exc!r}")
+        why = repr(exc)[:300]  # RecursionError, MemoryError: the candidate's failure
+        return EditOutcome(False, None, "none", f"internal error applying the edit: {why}")
 
 
-def _apply_reply(parent: str, reply: str, asked: str) -> EditOutcome:
+def _apply_reply(parent: str, reply: str, asked: str, max_bytes: int | None) -> EditOutcome:
     try:
         find_blocks(parent)
     except ValueError as exc:
@@ -230,12 +245,16 @@ def _apply_reply(parent: str, reply: str, asked: str) -> EditOutcome:
     for kind in order:
         notes: list[str] = []
         try:
-            child = _APPLY[kind](parent, text, notes)
+            child = _APPLY[kind](parent, text, notes, max_bytes)
         except _NoContent:
             continue
+        except Oversized as exc:
+            return EditOutcome(False, None, kind, str(exc), oversized=exc.size)
         except EditError as exc:
             failure = failure or (kind, str(exc))
             continue
+        if max_bytes is not None and (size := text_bytes(child)) > max_bytes:
+            return EditOutcome(False, None, kind, "the edited program is too big", oversized=size)
         if not find_blocks(parent):  # markers a model invents would fence off the next edits
             child = _without_markers(child)
         child, tidied = tidy(parent, child)
@@ -287,8 +306,10 @@ def normalized_hash(code: str, language: Language = PYTHON) -> str:
     if not language.is_python:
         text = "txt:" + _textual_form(code, language.comments)
     else:
+        tree = parse_python(code)  # None: unparsable, or too deep to walk (bounds.py)
         try:
-            tree = ast.parse(code)
+            if tree is None:
+                raise ValueError
             _drop_docstrings(tree)
             text = "ast:" + ast.unparse(tree)
         except Exception:  # unparsable (or pathological) code: a textual normal form

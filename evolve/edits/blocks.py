@@ -83,11 +83,24 @@ def _find_seq(hay: list[_Line], lo: int, hi: int, seq: list[_Line]) -> int:
 
 
 def longest_prefix(hay: list[str], seq: list[str]) -> int:
-    """Length of the longest prefix of seq found as a run anywhere in hay."""
-    best = 0
-    for k in range(len(hay)):
-        n = 0
-        while n < len(seq) and k + n < len(hay) and hay[k + n] == seq[n]:
+    """Length of the longest prefix of seq found as a run anywhere in hay: one
+    Knuth-Morris-Pratt pass, linear (trying every start is quadratic on a program of
+    repeated lines, which a candidate may well be)."""
+    if not seq:
+        return 0
+    fail = [0] * len(seq)  # fail[i]: the longest proper border of seq[: i + 1]
+    k = 0
+    for i in range(1, len(seq)):
+        while k and seq[i] != seq[k]:
+            k = fail[k - 1]
+        if seq[i] == seq[k]:
+            k += 1
+        fail[i] = k
+    best = n = 0
+    for item in hay:
+        while n and (n == len(seq) or item != seq[n]):
+            n = fail[n - 1]
+        if item == seq[n]:
             n += 1
         best = max(best, n)
     return best

@@ -12,10 +12,14 @@ import re
 import textwrap
 
 from evolve.edits.blocks import find_blocks, split_lines
+from evolve.edits.bounds import parse_python
 
 SEARCH_RE = re.compile(r"^[ \t]*<{3,}[ \t]*(?:SEARCH|ORIGINAL)\b", re.I)
-_THINK_RE = re.compile(r"<think>.*?</think>", re.S | re.I)
-FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(.*?)\s*$")
+_OPEN_THINK_RE = re.compile(r"<think>", re.I)
+_CLOSE_THINK_RE = re.compile(r"</think>", re.I)
+# A fence line: its marker, then the rest of the line (the tag: strip it). Nothing lazy
+# before a `\s*$`: that backtracks quadratically on a long line with spaces inside.
+FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _NOT_PYTHON = {"bash", "sh", "shell", "console", "json", "yaml", "text", "txt", "output"}
 
 
@@ -24,10 +28,32 @@ def clean_reply(reply: object) -> str:
     if isinstance(reply, bytes | bytearray):
         reply = bytes(reply).decode("utf-8", "replace")
     text = "" if reply is None else str(reply)
-    text = _THINK_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    if "</think>" in text.lower():  # template ate the opening tag: all before is thought
-        text = text[text.lower().rindex("</think>") + len("</think>") :]
-    return re.sub(r"</?think>", "", text, flags=re.I)
+    text = _drop_thinking(text.replace("\r\n", "\n").replace("\r", "\n"))
+    last = None
+    for last in _CLOSE_THINK_RE.finditer(text):  # noqa: B007 (the last one is wanted)
+        pass
+    if last is not None:  # template ate the opening tag: all before is thought
+        text = text[last.end() :]
+    return _OPEN_THINK_RE.sub("", text)
+
+
+def _drop_thinking(text: str) -> str:
+    """text without its <think>...</think> sections, in one pass (a regex `<think>.*?</think>`
+    rescans to the end from every unclosed `<think>`: quadratic on a reply full of them)."""
+    out, pos = [], 0
+    while (start := _OPEN_THINK_RE.search(text, pos)) is not None:
+        end = _CLOSE_THINK_RE.search(text, start.end())
+        if end is None:  # unclosed, and so is every later one
+            break
+        out.append(text[pos : start.start()])
+        pos = end.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def fence_tag(m: re.Match[str]) -> str:
+    """The language tag of a FENCE_RE match ("" for a bare fence)."""
+    return m.group(2).strip()
 
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:
@@ -40,8 +66,8 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
         m = FENCE_RE.match(line)
         if cur is None:
             if m:
-                cur, fence, tag = [], m.group(1), m.group(2).lower()
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2):
+                cur, fence, tag = [], m.group(1), fence_tag(m).lower()
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not fence_tag(m):
             found.append((tag, "".join(cur)))
             cur = None
         else:
@@ -54,9 +80,8 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
 def looks_like_code(text: str) -> bool:
     """Is an unfenced reply Python (it parses, and is not just a bare expression like
     a one-word answer)?"""
-    try:
-        tree = ast.parse(textwrap.dedent(text))
-    except (SyntaxError, ValueError):
+    tree = parse_python(textwrap.dedent(text))
+    if tree is None:
         return False
     return any(not isinstance(node, ast.Expr) for node in tree.body)
 

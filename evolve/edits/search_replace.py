@@ -10,12 +10,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from evolve.edits.blocks import find_blocks, longest_prefix, split_lines
+from evolve.edits.blocks import Block, find_blocks, longest_prefix, split_lines
+from evolve.edits.bounds import MAX_EDIT_BLOCKS, text_bytes
 from evolve.edits.replies import FENCE_RE, SEARCH_RE
 
 
 class EditError(Exception):
     """The reply holds an edit, but it cannot be applied."""
+
+
+class Oversized(EditError):
+    """The program grew past the size cap while the edits were applied: no more work on it."""
+
+    def __init__(self, size: int):
+        super().__init__(f"the edited program is {size:,} bytes")
+        self.size = size
 
 
 _DIVIDER_RE = re.compile(r"^[ \t]*={3,}[ \t]*$")
@@ -24,15 +33,16 @@ _REPLACE_RE = re.compile(r"^[ \t]*>{3,}[ \t]*(?:(?:REPLACE|UPDATED)\b.*)?$", re.
 
 def _section(lines: list[str], open_ended: bool) -> list[str]:
     """Drop fence lines a model wrapped a section in; an unterminated last section
-    ends at the next fence (what follows is prose)."""
-    while lines and FENCE_RE.match(lines[0]):
-        lines = lines[1:]
+    ends at the next fence (what follows is prose). Indices, not slices: a section of
+    thousands of fence lines must not be copied once per line."""
+    a, b = 0, len(lines)
+    while a < b and FENCE_RE.match(lines[a]):
+        a += 1
     if open_ended:
-        cut = next((i for i, ln in enumerate(lines) if FENCE_RE.match(ln)), len(lines))
-        lines = lines[:cut]
-    while lines and (not lines[-1].strip() or FENCE_RE.match(lines[-1])):
-        lines = lines[:-1]
-    return lines
+        b = next((i for i in range(a, b) if FENCE_RE.match(lines[i])), b)
+    while b > a and (not lines[b - 1].strip() or FENCE_RE.match(lines[b - 1])):
+        b -= 1
+    return lines[a:b]
 
 
 def parse_search_replace(text: str) -> tuple[list[tuple[list[str], list[str]]], list[str]]:
@@ -116,9 +126,8 @@ def _where_changed(old: list[str], new: list[str], start: int) -> tuple[int, int
     return start + p, start + len(old) - s
 
 
-def _inside(code: str, a: int, b: int) -> bool:
+def _inside(blocks: list[Block], a: int, b: int) -> bool:
     """Does the changed range [a, b) (a == b: an insertion before line a) lie in a body?"""
-    blocks = find_blocks(code)
     if not blocks:
         return True
     if a == b:
@@ -126,20 +135,19 @@ def _inside(code: str, a: int, b: int) -> bool:
     return any(blk.start_line < a and b <= blk.end_line for blk in blocks)
 
 
-def _violation(code: str, a: int, b: int) -> str:
+def _violation(code: str, blocks: list[Block], a: int, b: int) -> str:
     """Say which fixed line the changed range [a, b) touches first."""
     lines = split_lines(code)
     for i in range(a, b):
-        if not _inside(code, i, i + 1):
+        if not _inside(blocks, i, i + 1):
             return f"the edit changes fixed code outside the EVOLVE-BLOCKs at line {i + 1}: {lines[i].strip()!r}"
     return f"the edit inserts code outside the EVOLVE-BLOCKs at line {a + 1}"
 
 
 def _apply_one(code: str, search: list[str], replace: list[str]) -> str:
     lines = split_lines(code)
-    search = list(search)
-    while search and not search[0].strip():
-        search.pop(0)
+    first = next((i for i, s in enumerate(search) if s.strip()), len(search))
+    search = search[first:]
     if not search:
         raise EditError("empty SEARCH section: nothing to match")
     replace = [r if r.endswith("\n") else r + "\n" for r in replace]
@@ -147,14 +155,15 @@ def _apply_one(code: str, search: list[str], replace: list[str]) -> str:
     if r_first is not None and not _indent(r_first) and _indent(search[0]):
         replace = _shift(replace, "", _indent(search[0]))  # the model dropped the indentation
     violation = None
+    blocks = find_blocks(code)  # once: a SEARCH line may match thousands of times
     for a, b, anchor in _matches(lines, search):
         new = replace if anchor is None else _shift(replace, _indent(search[0]), anchor)
         ca, cb = _where_changed(lines[a:b], new, a)
-        if _inside(code, ca, cb):
+        if _inside(blocks, ca, cb):
             return "".join(lines[:a] + new + lines[b:])
         violation = violation or (ca, cb)
     if violation:
-        raise EditError(_violation(code, *violation))
+        raise EditError(_violation(code, blocks, *violation))
     want = [s.strip() for s in search if s.strip()]
     k = longest_prefix([ln.strip() for ln in lines if ln.strip()], want)
     first = want[min(k, len(want) - 1)]
@@ -163,16 +172,29 @@ def _apply_one(code: str, search: list[str], replace: list[str]) -> str:
     )
 
 
-def apply_search_replace(parent: str, text: str) -> tuple[str, list[str]]:
+def apply_search_replace(
+    parent: str, text: str, max_bytes: int | None = None
+) -> tuple[str, list[str]]:
     """Apply every SEARCH/REPLACE block of text in turn: (new code, forgiven problems).
-    Blocks that fail are skipped and noted; EditError only when none applies."""
+    Blocks that fail are skipped and noted; EditError only when none applies, or when
+    the reply holds more than MAX_EDIT_BLOCKS; Oversized as soon as the program grows
+    past max_bytes (each block's work is bounded by the program it is applied to)."""
     edits, problems = parse_search_replace(text)
     if not edits:
         raise EditError(f"malformed SEARCH/REPLACE block: {problems[0]}")
+    if len(edits) > MAX_EDIT_BLOCKS:
+        raise EditError(
+            f"the reply holds {len(edits):,} SEARCH/REPLACE blocks; at most"
+            f" {MAX_EDIT_BLOCKS} are applied"
+        )
     code, errors = parent, []
     for n, (search, replace) in enumerate(edits, 1):
         try:
             code = _apply_one(code, search, replace)
+            if max_bytes is not None and (size := text_bytes(code)) > max_bytes:
+                raise Oversized(size)
+        except Oversized:
+            raise
         except EditError as exc:
             errors.append(
                 f"SEARCH/REPLACE block {n} of {len(edits)}: {exc}" if len(edits) > 1 else str(exc)

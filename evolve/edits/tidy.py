@@ -14,6 +14,7 @@ import ast
 import re
 
 from evolve.edits.blocks import find_blocks, replace_block, split_lines
+from evolve.edits.bounds import parse_python
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_DEFS, ast.ClassDef)  # what a block defines
@@ -37,10 +38,7 @@ def tidy(parent: str, child: str) -> tuple[str, list[str]]:
 
 
 def _parse(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
+    return parse_python(text)  # bounded: a deep or hostile body is left as it is
 
 
 def _module_level(text: str) -> bool:
@@ -57,7 +55,7 @@ def _tidy_block(parent: str, body: str, notes: list[str]) -> str:
     if tree is None:
         return body
     if len(pdefs) == 1 and _bare_return(tree):
-        body, tree = _wrap(parent, next(iter(pdefs.values())), body, notes)
+        body, tree = _wrap(parent, next(iter(pdefs.values())), body, tree, notes)
     body, tree = _rename(pdefs, body, tree, notes)
     return _drop_usage(body, tree, notes)
 
@@ -69,7 +67,13 @@ def _bare_return(tree: ast.Module) -> bool:
     return any(isinstance(n, ast.Return) for s in tree.body for n in ast.walk(s))
 
 
-def _wrap(parent: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, body: str, notes: list[str]):
+def _wrap(
+    parent: str,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    body: str,
+    tree: ast.Module,
+    notes: list[str],
+):
     """Statements with a `return` but no def: the parent's def line around them."""
     lines = split_lines(body)
     imports = [ln for ln in lines if re.match(r"(import|from)\s+\w", ln)]
@@ -82,11 +86,11 @@ def _wrap(parent: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, body: str, no
         head = split_lines(parent)[start : (first.end_lineno or first.lineno)]
     indented = ["    " + ln if ln.strip() else ln for ln in rest]
     new = "".join(imports + head + indented)
-    tree = _parse(new)
-    if tree is None:
-        return body, ast.parse(body)
+    wrapped = _parse(new)
+    if wrapped is None:
+        return body, tree
     notes.append(f"put the reply's statements under the parent's `def {fn.name}` line")
-    return new, tree
+    return new, wrapped
 
 
 def _rename(pdefs: dict, body: str, tree: ast.Module, notes: list[str]):

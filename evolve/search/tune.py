@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from evolve.archive import ProgramRow, Status
 from evolve.edits.blocks import find_blocks, split_lines
+from evolve.edits.bounds import parse_python
 from evolve.edits.tidy import unread
 
 KIND = "tune"  # programs.kind of a tuned child
@@ -47,10 +48,12 @@ def literals(code: str) -> list[Literal]:
     """The numeric literals inside the program's EVOLVE-BLOCKs (the whole file without
     markers) that look like quantities and can change what it computes; [] if the program
     does not parse."""
+    tree = parse_python(code)  # bounded: a deep or hostile program is [] (bounds.py)
     try:
-        tree = ast.parse(code)
         blocks = find_blocks(code)
-    except (SyntaxError, ValueError):
+    except ValueError:
+        return []
+    if tree is None:
         return []
     inside = [(b.start_line + 1, b.end_line) for b in blocks] or [(0, len(split_lines(code)))]
     # Example usage a small model left after its function (`bins = np.array([24, 16])`):

@@ -11,6 +11,7 @@ import ast
 import re
 
 from evolve.edits.blocks import find_blocks
+from evolve.edits.bounds import parse_python
 
 
 def block_functions(code: str) -> list[str]:
@@ -21,9 +22,8 @@ def block_functions(code: str) -> list[str]:
         return []
     names: list[str] = []
     for b in blocks:
-        try:
-            tree = ast.parse(b.body)
-        except SyntaxError:
+        tree = parse_python(b.body)
+        if tree is None:
             continue
         names += [
             n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
