@@ -88,7 +88,10 @@ class Features:
         self.bins = max(1, bins)
 
     def values(self, code: str, metrics: dict) -> dict[str, float]:
-        text = evolvable_text(code)
+        try:
+            text = evolvable_text(code)
+        except ValueError:  # malformed markers (a stored program never has them): all of it
+            text = code
         out: dict[str, float] = {}
         for d in self.dims:
             if d == "code_length":

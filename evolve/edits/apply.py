@@ -207,6 +207,14 @@ def _check(parent: str, child: str) -> str | None:
         find_blocks(child)
     except ValueError as exc:
         return f"the edit breaks the EVOLVE-BLOCK markers: {exc}"
+    try:
+        child.encode("utf-8")
+    except UnicodeEncodeError as exc:  # no file, sandbox or compiler takes it
+        line = child.count("\n", 0, exc.start) + 1
+        return (
+            f"the edit leaves text that is not UTF-8 at line {line}"
+            f" (a lone surrogate, U+{ord(child[exc.start]):04X})"
+        )
     if not find_blocks(parent):
         return None
     reason = fixed_unchanged(parent, child)
@@ -317,11 +325,25 @@ def normalized_hash(code: str, language: Language = PYTHON) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _without_block_comments(code: str) -> str:
+    """code with each /* ... */ made a space, in one pass (a lazy regex from `/*` to `*/` rescans
+    to the end from every unclosed `/*`: 15 s for 60 KB of them). An unclosed one stays."""
+    out, pos = [], 0
+    while (start := code.find("/*", pos)) >= 0:
+        end = code.find("*/", start + 2)
+        if end < 0:
+            break
+        out.append(code[pos:start] + " ")
+        pos = end + 2
+    out.append(code[pos:])
+    return "".join(out)
+
+
 def _textual_form(code: str, comments: tuple[str, ...]) -> str:
     """code without its line comments (and C-style block comments where `//` is one),
     each line's whitespace collapsed, blank lines dropped."""
     if "//" in comments or "/*" in comments:
-        code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
+        code = _without_block_comments(code)
     for leader in comments:
         if leader not in ("/*", "(*", "<!--"):
             code = re.sub(rf"(?m)(^|\s){re.escape(leader)}.*$", r"\1", code)

@@ -39,7 +39,9 @@ def estimate_tokens(text: str) -> int:
     spaces = _SPACES.findall(rest)
     n += len(spaces) + sum(map(len, spaces)) // 4  # indentation: a token per 4 spaces at most
     # every other character (digits, symbols, newlines) a token; non-ASCII a token per byte
-    n += len(rest) - sum(map(len, spaces)) + (len(rest.encode("utf-8")) - len(rest))
+    n += (
+        len(rest) - sum(map(len, spaces)) + (len(rest.encode("utf-8", "surrogatepass")) - len(rest))
+    )
     return n
 
 
