@@ -99,7 +99,8 @@ def one_cell_toy(root: Path, max_code_kb: int | None = None) -> Path:
 
 
 def test_a_huge_candidate_is_recorded_invalid_unevaluated_and_the_run_finishes(tmp_path):
-    huge = "def f(x):\n    return 10\n" + assignments(1024 * 1024)
+    # over the size cap, under the reply limits (the client's 256 KB, the parser's 1 MiB)
+    huge = "def f(x):\n    return 10\n" + assignments(200 * 1024)
     script = [block_reply(huge)] + [edit(k) for k in range(1, 8)]
     runs = tmp_path / "runs"
     with ScriptedLLM.from_list(script, then=edit(9)) as srv:
@@ -122,7 +123,7 @@ def test_a_huge_candidate_is_recorded_invalid_unevaluated_and_the_run_finishes(t
     assert [p["kind"] for p in rows].count("seed") == 1 and len(rows) == 6  # and 5 iterations
     big = rows[1]
     size = len(huge.encode()) + len("# EVOLVE-BLOCK-START\n# EVOLVE-BLOCK-END\n")
-    assert size > 1024 * 1024
+    assert size > 200 * 1024
     assert big["status"] == "invalid"
     assert json.loads(big["artifacts_json"])["error"] == (
         f"code is {size:,} bytes; this problem allows at most 65,536 ([evaluation] max_code_kb)"
