@@ -20,6 +20,8 @@ from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
+from tests.carried_answers import carrying
+from tests.data_seeds import RUN_DATA_SEED, scored_at
 from tests.problem_contract import contract, readme_output
 from tests.problem_data import check_download_round_trip, data_files
 from tests.problem_hostile import load_module
@@ -363,3 +365,61 @@ def test_the_readme_costs_add_up(row):
     m = readme_output(PROBLEM, row["program"], row["split"])["metrics"]
     assert m["total_cost"] == pytest.approx(m["egress_cost"] + m["vm_cost"])
     assert m["egress_cost"] >= m["egress_lower_bound"] - 1e-9
+
+
+# ---------------------------------------------------------------- private held-out configurations
+
+
+def test_private_test_configurations_are_drawn_like_the_published_ones():
+    """Under a run's data seed, `test` is two new broadcasts: a GCP source, destinations with
+    the published per-provider counts (3 Azure, 2 AWS, 1 GCP), the second one more AWS
+    region; the same seed draws the same ones (evaluate and score agree), another seed
+    others, and no seed gives the published configurations back."""
+    public = sim.load_split("test")
+    drawn = {}
+    for data_seed in (RUN_DATA_SEED, RUN_DATA_SEED + 1):
+        kit.use_data_seed(data_seed)
+        try:
+            drawn[data_seed] = sim.load_split("test")
+            assert sim.load_split("test") == drawn[data_seed]
+            assert [c.name for c in sim.load_split("train")] == list(sim.CONFIGS["train"])
+        finally:
+            kit.use_data_seed(None)
+    assert sim.load_split("test") == public
+    assert drawn[RUN_DATA_SEED] != drawn[RUN_DATA_SEED + 1]
+    for cfgs in drawn.values():
+        first, second = cfgs
+        assert [c.name for c in cfgs] == ["private_1", "private_2"]
+        assert sim.provider(first.src) == "gcp" and first.src == second.src
+        counts = sorted(sim.provider(d) for d in first.dsts)
+        assert counts == ["aws", "aws", "azure", "azure", "azure", "gcp"]
+        assert second.dsts[:6] == first.dsts and sim.provider(second.dsts[6]) == "aws"
+        assert first.src not in second.dsts and len(set(second.dsts)) == 7
+        assert (first.src, first.dsts) != (public[0].src, public[0].dsts)
+        assert (first.data_vol_gb, first.num_partitions) == (300.0, 10)
+        assert first.egress_limit == public[0].egress_limit
+
+
+def test_carried_answers_to_the_public_held_out_set_gain_nothing_privately(tmp_path):
+    """A candidate carrying the exact Steiner plans of the two public held-out broadcasts
+    (keyed by source and destinations) and the seed's plan for anything else: on the public
+    data it scores the state of the art (-323.88 against the seed's -574.42); under a private
+    seed it scores exactly what the seed does."""
+    exact = program("steiner_exact.py", tmp_path)
+    known = {repr((c.src, list(c.dsts))): plan_of(exact, c) for c in sim.load_split("test")}
+    lookup = "KNOWN.get(repr((args[0], list(args[1]))))"
+    attack = carrying(PROBLEM, "plan_broadcast", known, lookup, tmp_path)
+    scores = {}
+    for data_seed in (None, RUN_DATA_SEED, RUN_DATA_SEED + 1):
+        for name, path in (
+            ("attack", attack),
+            ("seed", PROBLEM / "seed.py"),
+            ("exact", BASELINES / "steiner_exact.py"),
+        ):
+            result = scored_at(data_seed, ev, PROBLEM, path, tmp_path, "test")
+            scores[name, data_seed] = result["score"]
+    assert scores["attack", None] == scores["exact", None] == -323.88
+    assert round(scores["seed", None], 2) == -574.42
+    for data_seed in (RUN_DATA_SEED, RUN_DATA_SEED + 1):
+        assert scores["attack", data_seed] == scores["seed", data_seed]
+        assert scores["attack", data_seed] < scores["exact", data_seed]

@@ -25,7 +25,8 @@ from __future__ import annotations
 import csv
 import heapq
 import math
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, replace
 
 from evaluators import kit
 
@@ -113,9 +114,50 @@ def load_config(name: str) -> Config:
 
 
 def load_split(split: str) -> list[Config]:
+    """The split's configurations: the published ones, or for `test` under a run's private
+    data seed, new broadcasts drawn like them (private_configs)."""
     if split not in CONFIGS:
         raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
-    return [load_config(name) for name in CONFIGS[split]]
+    public = [load_config(name) for name in CONFIGS[split]]
+    if split == "test" and kit.private_data():
+        return private_configs(public, load_network().regions)
+    return public
+
+
+PRIVATE_SEED = 4024  # the public part of the private held-out configurations' seed (kit.seed)
+
+
+def private_configs(public: list[Config], regions: tuple[str, ...]) -> list[Config]:
+    """Held-out broadcasts a candidate cannot carry answers for: per published configuration, a
+    source drawn from its source's provider's regions and destinations drawn, without the
+    source, with the same number per provider (inter_agz: 3 Azure, 2 AWS, 1 GCP); volume, partitions and limits
+    unchanged. A configuration that extends an earlier one (inter_gaz2 = inter_agz + one AWS
+    region) extends its private draw the same way. Drawn from kit.seed, so the sandbox's
+    evaluate() and the trusted score() draw the same, and a candidate cannot."""
+    rng = random.Random(kit.seed(PRIVATE_SEED))
+    by_provider: dict[str, list[str]] = {}
+    for r in regions:
+        by_provider.setdefault(provider(r), []).append(r)
+    out: list[Config] = []
+    for k, cfg in enumerate(public):
+        base = next(
+            (
+                (pub, mine)
+                for pub, mine in zip(public[:k], out, strict=True)
+                if pub.src == cfg.src and set(pub.dsts) < set(cfg.dsts)
+            ),
+            None,
+        )
+        if base is None:
+            src, dsts, extra = rng.choice(by_provider[provider(cfg.src)]), [], list(cfg.dsts)
+        else:
+            src, dsts = base[1].src, list(base[1].dsts)
+            extra = [d for d in cfg.dsts if d not in base[0].dsts]
+        for d in extra:
+            pool = [r for r in by_provider[provider(d)] if r != src and r not in dsts]
+            dsts.append(rng.choice(pool))
+        out.append(replace(cfg, name=f"private_{k + 1}", src=src, dsts=tuple(dsts)))
+    return out
 
 
 def provider(region: str) -> str:
