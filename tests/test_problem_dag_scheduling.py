@@ -21,7 +21,9 @@ from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
+from tests.carried_answers import carrying
 from tests.dag_scheduling_edits import DAG_VARIANTS
+from tests.data_seeds import scored_at
 from tests.problem_contract import contract
 from tests.problem_hostile import load_module, with_block
 
@@ -383,3 +385,59 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
     with pytest.raises(NameError):
         ev.evaluate(str(path["runtime_error"]), "train")
 
+
+
+# ---------------------------------------------------------------- private held-out workflows
+
+
+def _fingerprint(wf) -> tuple:
+    return (wf.n, sorted(wf.kind), wf.runtime, [sorted(cs) for cs in wf.children])
+
+
+def test_private_test_workflows_are_new_instances_of_the_same_recipes():
+    """Under a run's data seed, each held-out workflow is a new one of its family: the same
+    task kinds and shape (fan-outs resized, runtimes redrawn per kind, tasks renumbered),
+    the same under the same seed (evaluate and score agree), different under another, and the
+    published ones without a seed; train stays the published executions."""
+    public = sim.load_workflows("test")
+    train = [_fingerprint(wf) for wf in sim.load_workflows("train")]
+    drawn = {}
+    for data_seed in (2023, 2024):
+        kit.use_data_seed(data_seed)
+        try:
+            drawn[data_seed] = sim.load_workflows("test")
+            assert [_fingerprint(w) for w in sim.load_workflows("test")] == [
+                _fingerprint(w) for w in drawn[data_seed]
+            ]
+            assert [_fingerprint(w) for w in sim.load_workflows("train")] == train
+        finally:
+            kit.use_data_seed(None)
+    assert [_fingerprint(w) for w in sim.load_workflows("test")] == [_fingerprint(w) for w in public]
+    assert [w.slug for w in drawn[2023]] == [w.slug for w in public]  # the same metric names
+    for pub, a, b in zip(public, drawn[2023], drawn[2024], strict=True):
+        assert a.name != pub.name and "-private-" in a.name and a.family == pub.family
+        assert set(a.kind) == set(pub.kind) and _fingerprint(a) != _fingerprint(b)
+        assert sorted(a.runtime) != sorted(pub.runtime)
+        assert pub.n / 2 <= a.n <= pub.n * 3 / 2
+        sim.topological_order(a)  # still a DAG
+    sizes = [w.n for w in drawn[2023] + drawn[2024]]
+    assert sizes != [w.n for w in public] * 2  # some fan-out was resized
+
+
+def test_carried_answers_to_the_public_held_out_set_gain_nothing_privately(tmp_path):
+    """A candidate carrying the schedules of the three public held-out workflows that the
+    best of eleven list-scheduling rules finds (an offline search's answers, keyed by name)
+    and HEFT for anything else: on the public data it scores what that search does, above
+    HEFT; under a private seed it scores exactly what HEFT does."""
+    search = load_module(with_block(PROBLEM, VARIANTS["best_of_rules"], tmp_path))
+    known = {wf.name: search.schedule(wf.as_arg(), sim.platform()) for wf in sim.load_workflows("test")}
+    attack = carrying(PROBLEM, "schedule", known, "KNOWN.get(args[0]['name'])", tmp_path)
+    scores = {}
+    for data_seed in (None, 2023, 2024):
+        for name, path in (("attack", attack), ("heft", PROBLEM / "seed.py")):
+            result = scored_at(data_seed, ev, PROBLEM, path, tmp_path, "test")
+            scores[name, data_seed] = result["score"]
+    assert scores["heft", None] == -4.676022638167888  # README
+    assert round(scores["attack", None], 3) == -4.633  # README: best_of_rules on test
+    for data_seed in (2023, 2024):
+        assert scores["attack", data_seed] == scores["heft", data_seed]

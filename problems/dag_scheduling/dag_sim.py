@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import numbers
 import os
+import random
 import re
 
 from evaluators import kit
@@ -183,12 +185,97 @@ def topological_order(wf: Workflow) -> list[int]:
 
 
 def load_workflows(split: str) -> list[Workflow]:
+    """The split's workflows: the published executions, or for `test` under a run's private
+    data seed, a private variant of each (private_variant)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
     out = []
     for name in SPLITS[split]:
         path = kit.data_path(__file__, name)
-        out.append(parse_wfformat(name, kit.read_json(path)))
+        wf = parse_wfformat(name, kit.read_json(path))
+        if split == "test" and kit.private_data():
+            wf = private_variant(wf, random.Random(kit.seed(PRIVATE_SEED, name)))
+        out.append(wf)
+    return out
+
+
+# ---------------------------------------------------------------- private held-out variants
+
+PRIVATE_SEED = 5150  # the public part of the private held-out workflows' seed (kit.seed)
+JITTER_SIGMA = 0.25  # lognormal noise on every redrawn runtime and edge size
+
+
+def private_variant(wf: Workflow, rng: random.Random) -> Workflow:
+    """A new workflow of the same recipe, which no carried schedule fits. Interchangeable
+    sibling tasks (same kind, parents and children, each with its own exclusive parents, such
+    as srasearch's download before each alignment) are a fan-out: 1000genome's chromosome
+    jobs, srasearch's 20 branches. Each fan-out gets a new width, from half to one and a half
+    times the original; every runtime is redrawn from its kind's measured runtimes with
+    lognormal noise, every edge's size gets noise; the tasks are renumbered in a random order
+    and named `<kind>_ID<k>`."""
+    exclusive: dict[int, list[int]] = {i: [] for i in range(wf.n)}  # task -> its own parents
+    owned = set()
+    for i in range(wf.n):
+        kinds = [wf.kind[j] for j, _ in wf.parents[i]]
+        for j, _ in wf.parents[i]:
+            if len(wf.children[j]) == 1 and kinds.count(wf.kind[j]) == 1:
+                exclusive[i].append(j)
+                owned.add(j)
+    groups: dict[tuple, list[int]] = {}
+    for i in range(wf.n):
+        if i in owned:
+            continue  # copied with the task it feeds
+        key = (
+            wf.kind[i],
+            tuple(sorted(j for j, _ in wf.parents[i] if j not in exclusive[i])),
+            tuple(sorted(wf.kind[j] for j in exclusive[i])),
+            tuple(sorted(c for c, _ in wf.children[i])),
+        )
+        groups.setdefault(key, []).append(i)
+    copies: list[int] = []  # copies[new] = the published task it copies
+    feeds: dict[int, int] = {}  # a copied exclusive parent -> the copy it feeds
+
+    def add(old: int, fed: int | None) -> None:
+        new = len(copies)
+        copies.append(old)
+        if fed is not None:
+            feeds[new] = fed
+        for j in exclusive[old]:
+            add(j, new)
+
+    for members in groups.values():
+        size = len(members)
+        if size > 1:
+            size = rng.randint(math.ceil(size / 2), size + size // 2)
+        for old in members[:size] + [rng.choice(members) for _ in range(size - len(members))]:
+            add(old, None)
+    where: dict[int, list[int]] = {}
+    for new, old in enumerate(copies):
+        where.setdefault(old, []).append(new)
+    order = list(range(len(copies)))
+    rng.shuffle(order)  # order[new] = the task's final index
+    by_kind: dict[str, list[float]] = {}
+    for i in range(wf.n):
+        by_kind.setdefault(wf.kind[i], []).append(wf.runtime[i])
+
+    def noisy(x: float) -> float:
+        return x * math.exp(rng.gauss(0.0, JITTER_SIGMA))
+
+    n = len(copies)
+    runtime, kind = [0.0] * n, [""] * n
+    for new, old in enumerate(copies):
+        runtime[order[new]] = max(1e-3, noisy(rng.choice(by_kind[wf.kind[old]])))
+        kind[order[new]] = wf.kind[old]
+    edges = []  # a copy is wired to every copy of each child (siblings share them)
+    for new, old in enumerate(copies):
+        for c, nbytes in wf.children[old]:
+            for child in [feeds[new]] if new in feeds else where.get(c, ()):
+                edges.append((order[new], order[child], round(noisy(nbytes))))
+    edges.sort()
+    tasks = [f"{k}_ID{i + 1:07d}" for i, k in enumerate(kind)]
+    family, _, rest = wf.name.partition("-")
+    out = Workflow(f"{family}-private-{rest.partition('-')[2]}", tasks, kind, runtime, edges)
+    topological_order(out)  # raises on a cycle (copies keep the published DAG's order)
     return out
 
 
