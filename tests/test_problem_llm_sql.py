@@ -23,7 +23,9 @@ from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import fixed_parts
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import load_problem
+from tests.carried_answers import carrying
 from tests.cli_helpers import evolve
+from tests.data_seeds import scored_at
 from tests.problem_contract import contract, readme_output
 from tests.problem_hostile import complete_baseline, load_module
 
@@ -390,3 +392,67 @@ def test_the_readme_scores_carry_the_runtime(row):
     out = readme_output(PROBLEM, row["program"], row["split"])
     m = out["metrics"]
     assert out["score"] == pytest.approx(sim.combined_score(m["hit_rate"], m["runtime_s"]))
+
+
+# ---------------------------------------------------------------- private held-out tables
+
+
+def test_private_test_tables_are_resampled_from_the_same_datasets():
+    """Under a run's data seed, each held-out table is resampled from its dataset: 60-90% of
+    the rows in a new order, a quarter of the fields taken from other rows, the columns in
+    a new order with each group kept together and in order. Every value is one of the
+    column's published values; the same seed draws the same table (evaluate and score
+    agree), another seed another; train and the public test stay the published tables."""
+    public = {t.name: t for t in sim.tables("test")}
+    train = sim.tables("train")
+    drawn = {}
+    for data_seed in (2023, 2024):
+        kit.use_data_seed(data_seed)
+        try:
+            drawn[data_seed] = sim.tables("test")
+            assert sim.tables("test") == drawn[data_seed]
+            assert sim.tables("train") == train
+        finally:
+            kit.use_data_seed(None)
+    assert sim.tables("test") == list(public.values())
+    for a, b in zip(drawn[2023], drawn[2024], strict=True):
+        pub = public[a.name]
+        assert a != b and a.groups == pub.groups and sorted(a.columns) == sorted(pub.columns)
+        assert 0.6 * pub.n - 1 <= a.n <= 0.9 * pub.n + 1
+        for g in a.groups:  # each group's columns stay together, in order
+            at = a.columns.index(g[0])
+            assert a.columns[at : at + len(g)] == g
+        rows = set(zip(*pub.data, strict=True))
+        mine = list(zip(*(a.data[a.columns.index(c)] for c in pub.columns), strict=True))
+        kept = sum(r in rows for r in mine) / a.n
+        assert kept < 0.25, (a.name, kept)  # most rows are new combinations of fields
+        for j, c in enumerate(a.columns):
+            assert set(a.data[j]) <= set(pub.data[pub.columns.index(c)])
+
+
+def test_carried_answers_to_the_public_held_out_set_gain_nothing_privately(tmp_path):
+    """A candidate carrying GGR's plans of the two public held-out tables (an offline
+    answer: no runtime spent; keyed by columns, size and first row) and the seed's plan for
+    anything else: on the public data it has GGR's hit rate, above the seed's; under a
+    private seed exactly the seed's."""
+    ggr = load_module(complete_baseline(PROBLEM, "greedy_group_recursion.py", tmp_path))
+    known = {}
+    for t in sim.tables("test"):
+        rows, fields = ggr.plan_table(list(t.columns), [list(c) for c in t.data], t.groups)
+        orders = sorted({tuple(f) for f in fields})
+        which = [orders.index(tuple(f)) for f in fields]
+        known[repr((list(t.columns), t.n, [c[0] for c in t.data]))] = [rows, orders, which]
+    lookup = (
+        "(lambda k: None if k is None else (k[0], [k[1][w] for w in k[2]]))("
+        "KNOWN.get(repr((list(args[0].columns), len(args[0]), list(args[0].iloc[0])))))"
+    )
+    attack = carrying(PROBLEM, "reorder", known, lookup, tmp_path)
+    rates = {}
+    for data_seed in (None, 2023, 2024):
+        for name, path in (("attack", attack), ("seed", PROBLEM / "seed.py")):
+            result = scored_at(data_seed, ev, PROBLEM, path, tmp_path, "test")
+            rates[name, data_seed] = result["metrics"]["hit_rate"]
+    assert round(rates["attack", None], 6) == 0.290613  # README: GGR on test
+    assert round(rates["seed", None], 6) == 0.151027  # README: the seed on test
+    for data_seed in (2023, 2024):
+        assert rates["attack", data_seed] == rates["seed", data_seed]

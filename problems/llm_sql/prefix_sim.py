@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import csv
 import numbers
+import random
 from dataclasses import dataclass
 
 from evaluators import kit
@@ -101,8 +102,39 @@ def tables(split: str, evaluator_file: str = __file__) -> list[Table]:
         key = (path, spec.name)
         if key not in _cache:
             _cache[key] = read_table(path, spec)
-        out.append(_cache[key])
+        table = _cache[key]
+        if split == "test" and kit.private_data():
+            table = private_table(table, random.Random(kit.seed(PRIVATE_SEED, spec.name)))
+        out.append(table)
     return out
+
+
+# ---------------------------------------------------------------- private held-out tables
+
+PRIVATE_SEED = 6060  # the public part of the private held-out tables' seed (kit.seed)
+PRIVATE_ROWS = (0.6, 0.9)  # the share of the published rows a private table keeps
+PRIVATE_SWAP = 0.25  # the chance that a field (a group: all its columns) comes from another row
+
+
+def private_table(table: Table, rng: random.Random) -> Table:
+    """A resampled table of the same dataset, which no carried plan fits: a random share of the
+    rows in a random order; in each, every field (a group as one) swapped, with probability
+    PRIVATE_SWAP, for the same field of another published row (each column keeps its values
+    and their frequencies, rows mostly keep their own); the fields in a random column order
+    (each group's columns together, in order)."""
+    n = table.n
+    keep = rng.sample(range(n), round(n * rng.uniform(*PRIVATE_ROWS)))
+    fields = units(table.columns, table.groups)
+    source = [[i] * len(fields) for i in keep]  # source[r][u]: the row field u comes from
+    for row in source:
+        for u in range(len(fields)):
+            if rng.random() < PRIVATE_SWAP:
+                row[u] = rng.randrange(n)
+    perm = list(range(len(fields)))
+    rng.shuffle(perm)
+    cols = [(j, u) for u in perm for j in fields[u]]
+    data = tuple(tuple(table.data[j][row[u]] for row in source) for j, u in cols)
+    return Table(table.name, tuple(table.columns[j] for j, _ in cols), data, table.groups)
 
 
 def units(columns: tuple[str, ...], groups: tuple[tuple[str, ...], ...]) -> list[tuple[int, ...]]:
