@@ -5,6 +5,7 @@ tests/test_problem_conformance.py, with problems/memory_mapping/conformance.toml
 
 from __future__ import annotations
 
+import random
 import shutil
 import sys
 import tomllib
@@ -14,7 +15,9 @@ import pytest
 
 from evaluators import kit
 from evolve.data import DataError, data_dir_for, sha256_of
-from tests.problem_hostile import complete_baseline, load_module
+from tests.carried_answers import carrying
+from tests.data_seeds import scored_at
+from tests.problem_hostile import complete_baseline, load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "memory_mapping"
@@ -226,3 +229,56 @@ def test_fetch_rebuilds_every_file_from_a_local_mirror(tmp_path):
     assert fetcher.main(["--base", str(tmp_path / "missing"), "--data-dir", str(keep)]) == 1
     assert fetcher.main(["--base", str(nested), "--data-dir", str(tmp_path / "y")]) == 0
     assert fetcher.main(["--base", f"file://{nested}", "--data-dir", str(tmp_path / "z")]) == 0
+
+
+# ---------------------------------------------------------------- private held-out instances
+
+
+def test_private_test_instances_are_new_dissections_with_a_perfect_packing():
+    """Under a run's data seed each held-out instance is a new dissection of the square, with
+    the public instance's number of buffers: every address live at every time (peak =
+    capacity), the rectangles themselves a packing of every buffer (so each `full` case can
+    be packed completely), no buffer list equal to a public one; the same seed draws the
+    same (evaluate and score agree)."""
+    public = {v.name: v for v in sim.make_variants("test")}
+    kit.use_data_seed(2023)
+    try:
+        private = sim.make_variants("test")
+        assert sim.make_variants("test") == private
+    finally:
+        kit.use_data_seed(None)
+    for inst in sim.TEST:
+        bufs = sim.dissection(len(sim.load_instance(inst)), random.Random(inst))
+        assert len(bufs) == len(sim.load_instance(inst))
+        assert sim.peak_bytes(bufs) == sim.CAPACITY
+        assert sum((up - lo) * size for lo, up, size in bufs) == sim.CAPACITY**2
+        assert all(x % sim.GRAIN == 0 for b in bufs for x in b)
+    for v in private:
+        assert v.buffers != public[v.name].buffers
+        assert not set(v.buffers) <= set(sim.load_instance(v.name.split("/")[0]))
+
+
+def test_carried_answers_to_the_public_held_out_set_gain_nothing_privately(tmp_path):
+    """A candidate carrying, per public held-out case, the packing of an offline search (the
+    scripted run's best of eight orders and gap rules, conformance.toml), keyed by the
+    case's buffers and capacity, and TFLite's packing otherwise: above TFLite on the public
+    `test`, exactly TFLite under a private seed."""
+    run = tomllib.loads((PROBLEM / "conformance.toml").read_text())["run"]
+    search_body = run["replies"][0]["body"]
+    search = load_module(with_block(PROBLEM, search_body, tmp_path))
+    known = {
+        repr(([list(b) for b in v.buffers], v.capacity)): search.allocate(
+            [list(b) for b in v.buffers], v.capacity
+        )
+        for v in sim.make_variants("test")
+    }
+    attack = carrying(PROBLEM, "allocate", known, "KNOWN.get(repr((args[0], args[1])))", tmp_path)
+    scores = {}
+    for data_seed in (None, 2023, 2024):
+        for name, path in (("attack", attack), ("tflite", PROBLEM / "seed.py")):
+            result = scored_at(data_seed, ev, PROBLEM, path, tmp_path, "test")
+            scores[name, data_seed] = result["score"]
+    assert scores["tflite", None] == 0.8444533574199958  # README
+    assert round(scores["attack", None], 4) == 0.8609  # README: the scripted-run candidate
+    for data_seed in (2023, 2024):
+        assert scores["attack", data_seed] == scores["tflite", data_seed]

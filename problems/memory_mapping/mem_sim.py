@@ -100,6 +100,8 @@ def make_variants(split: str) -> list[Variant]:
         out = []
         for inst in TEST:
             full = load_instance(inst)
+            if kit.private_data():  # a new instance of the suite's recipe, same size
+                full = dissection(len(full), random.Random(kit.seed(PRIVATE_SEED, inst)))
             for tag, lo, hi in (*TEST_FRACTIONS, ("full", 1.0, 1.0)):
                 rng = random.Random(kit.seed(TEST_PUBLIC_SEED, inst, tag))
                 bufs = tuple(b for b in full if rng.random() < TEST_KEEP)
@@ -108,6 +110,36 @@ def make_variants(split: str) -> list[Variant]:
                 out.append(Variant(f"{inst}/{tag}", bufs, cap))
         return out
     raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
+
+
+PRIVATE_SEED = 2024  # the public part of the private test instances' seed (kit.seed)
+GRAIN = 1024  # every lower, upper and size of the suite is a multiple of 1 KiB
+
+
+def dissection(count: int, rng: random.Random) -> list[Buffer]:
+    """A new instance with a perfect packing at CAPACITY, drawn the way the suite's are laid
+    out: the CAPACITY x CAPACITY square (time by address, both in GRAIN steps) cut into
+    `count` rectangles, each cut splitting a rectangle drawn by area, across its longer side
+    at a uniform grain position; each rectangle is a buffer (its time span, its height).
+    Every address is live at every time, so the peak is CAPACITY and only an exact
+    interlocking packs it all. A run's held-out instances, so no carried packing of a public
+    instance fits."""
+    side = CAPACITY // GRAIN
+    rects = [(0, side, 0, side)]  # (t0, t1, a0, a1) in grains
+    while len(rects) < count:
+        areas = [(t1 - t0) * (a1 - a0) for t0, t1, a0, a1 in rects]
+        k = rng.choices(range(len(rects)), weights=areas)[0]
+        t0, t1, a0, a1 = rects[k]
+        if max(t1 - t0, a1 - a0) < 2:
+            continue
+        if t1 - t0 >= a1 - a0:
+            cut = rng.randint(t0 + 1, t1 - 1)
+            rects[k : k + 1] = [(t0, cut, a0, a1), (cut, t1, a0, a1)]
+        else:
+            cut = rng.randint(a0 + 1, a1 - 1)
+            rects[k : k + 1] = [(t0, t1, a0, cut), (t0, t1, cut, a1)]
+    rng.shuffle(rects)
+    return [(t0 * GRAIN, t1 * GRAIN, (a1 - a0) * GRAIN) for t0, t1, a0, a1 in rects]
 
 
 def check_offsets(
