@@ -448,3 +448,40 @@ def test_the_readme_latencies_are_consistent(row):
     assert 0 <= m["ttft_p50_s"] <= m["ttft_p99_s"] and m["throughput_tok_s"] > 0
     if row["program"] == "sarathi.py":  # stall-free: every gap within the TBT SLO
         assert m["tbt_ok"] == 1.0 and m["tbt_p99_s"] < sim.SLO_TBT_S
+
+
+# ---------------------------------------------------------------- private output lengths
+
+
+def test_a_carried_trace_does_not_tell_a_private_requests_true_length():
+    """The traces are public, true output lengths included: under a run's data seed the
+    train and test requests' output lengths are shuffled among trace rows of similar prompt
+    length. A candidate that carries the public trace and even knows which row each request
+    is (the window's start) reads a length that is the request's own about as rarely, and
+    misses it by as much, as the length of the row next to it in prompt order: what the
+    trace's statistics tell anyone. The quick screen stays the published one."""
+    t, p, o, _ = ev._trace("conv")
+    by_prompt = np.argsort(p, kind="stable")
+    neighbour = np.empty_like(o)  # each row's next row in prompt order: its length
+    neighbour[by_prompt] = np.roll(o[by_prompt], 1)
+    public_quick = ev.make_scenarios("quick")
+    kit.use_data_seed(2023)
+    try:
+        drawn = ev.make_scenarios("test")
+        again = ev.make_scenarios("test")  # evaluate() and score() draw the same
+        quick = ev.make_scenarios("quick")
+        starts = ev.private_starts("test", {"conv": t})
+    finally:
+        kit.use_data_seed(None)
+    assert np.array_equal(quick[0].output, public_quick[0].output)
+    for sc, rep in zip(drawn, again, strict=True):
+        assert np.array_equal(sc.output, rep.output)
+        sel = (t >= starts[sc.name]) & (t < starts[sc.name] + 90.0)
+        assert np.array_equal(sc.prompt, p[sel])  # the requests are the window's rows
+
+        def log_error(guess: np.ndarray, truth: np.ndarray = sc.output) -> float:
+            return float(np.mean(np.abs(np.log(guess) - np.log(truth))))
+
+        carried = o[sel]  # what the public trace says their lengths are
+        assert float(np.mean(carried == sc.output)) < 0.1  # published: every one
+        assert log_error(carried) >= 0.9 * log_error(neighbour[sel]) > 0.25  # published: 0

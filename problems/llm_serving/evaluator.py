@@ -138,9 +138,31 @@ def private_starts(split: str, times: dict[str, np.ndarray]) -> dict[str, float]
     return out
 
 
+LENGTH_SEED = 20234  # the public part of the private output lengths' seed (kit.seed)
+LENGTH_BIN = 50  # rows of similar prompt length whose output lengths a run shuffles
+
+
+def private_lengths(
+    trace: str, t: np.ndarray, p: np.ndarray, o: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The trace with its output lengths shuffled under the run's private seed among rows of
+    similar prompt length (consecutive LENGTH_BIN rows in prompt order), then predicted
+    with the private noise: the marginal of each length and their joint by prompt size stay
+    the trace's, but a candidate carrying the public trace can no longer look a request's
+    true output length up (it learns only the ~50 lengths it was drawn from)."""
+    rng = np.random.default_rng(kit.seed(LENGTH_SEED, trace))
+    by_prompt = np.argsort(p, kind="stable")
+    out = o.copy()
+    for lo in range(0, len(o), LENGTH_BIN):
+        rows = by_prompt[lo : lo + LENGTH_BIN]
+        out[rows] = o[rng.permutation(rows)]
+    return t, p, out, sim.predictions(out, kit.seed(SEEDS[trace]), PREDICTION_SIGMA)
+
+
 def make_scenarios(split: str) -> list[sim.Scenario]:
     """The split's scenarios, in a fixed order (see SPLITS); under a run's private data seed,
-    train's and test's on windows drawn under that seed (`private_starts`)."""
+    train's and test's on windows drawn under that seed (`private_starts`), with output
+    lengths shuffled under it (`private_lengths`)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
     traces: dict[str, tuple] = {}
@@ -150,6 +172,7 @@ def make_scenarios(split: str) -> list[sim.Scenario]:
     starts = {name: start for name, _, start, _, _ in SPLITS[split]}
     if kit.private_data() and split not in PUBLIC_WINDOWS:
         starts = private_starts(split, {k: v[0] for k, v in traces.items()})
+        traces = {k: private_lengths(k, *v[:3]) for k, v in traces.items()}
     out = []
     for name, trace, _, length, load in SPLITS[split]:
         t, p, o, pred = traces[trace]
