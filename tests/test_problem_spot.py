@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluators import kit
 from tests.problem_contract import contract
 from tests.problem_data import check_download_round_trip, check_shipped_data, data_files
 from tests.problem_hostile import END, START, load_module, with_block
@@ -157,6 +158,34 @@ def test_scenarios_cover_the_issue_setting():
     assert len(starts) == 30
     with pytest.raises(ValueError, match="unknown split 'quick'"):
         ev.make_scenarios("quick")
+
+
+def _spells(trace: bytes) -> tuple[list[int], list[int]]:
+    return sim._runs(trace)
+
+
+def test_a_run_seed_resamples_every_trace_from_its_own_spells():
+    public = ev.make_scenarios("test")
+    kit.use_data_seed(7)
+    try:
+        private, again = ev.make_scenarios("test"), ev.make_scenarios("test")
+    finally:
+        kit.use_data_seed(None)
+    assert [s.avail for s in again] == [s.avail for s in private]  # one run, one workload
+    assert len(private) == len(public) and private[0].avail != public[0].avail
+    for instance in ev.INSTANCES:
+        path = PROBLEM / "data" / ev.TRACE_DIR / f"us-west-2b_{instance}.json"
+        trace = sim.load_trace(str(path), ev.GAP_S)
+        new = sim.resample(trace, 11)
+        assert len(new) == len(trace) and new != trace and new == sim.resample(trace, 11)
+        stretches = [new[k:k + 100] for k in range(0, len(new) - 100, 20)]
+        varied = [w for w in stretches if sum(w[i] != w[i + 1] for i in range(99)) >= 4]
+        assert varied and all(trace.find(w) < 0 for w in varied)  # no public stretch to find
+        (up, down), (up2, down2) = _spells(trace), _spells(new)
+        assert max(up2[1:-1] + [1]) <= 1.2 * max(up) + 1 and min(up2[1:-1] or [1]) >= 1
+        assert max(down2[1:-1] + [1]) <= 1.2 * max(down) + 1
+    assert sim.resample(bytes([1]) * 50, 3) == bytes([1]) * 50  # always available stays so
+    assert sim.resample(bytes([1, 0]) * 5, 3, length=30).count(1) > 0
 
 
 def test_data_ships_in_the_problem_folder_with_checksums_and_sources(monkeypatch):

@@ -172,6 +172,27 @@ def test_scenarios_are_zone_subsets_on_disjoint_time_windows():
         ev.make_scenarios("quick")
 
 
+def test_a_run_seed_resamples_the_zones_region_by_region():
+    kit.use_data_seed(7)
+    try:
+        private = ev.make_scenarios("test")
+    finally:
+        kit.use_data_seed(None)
+    public = ev.make_scenarios("test")
+    assert len(private) == len(public) and private[0].avail != public[0].avail
+    # zones of one region lose spot together: in a region's outage no zone has spot
+    a, b = (bytes([1, 1, 0, 0, 0, 1] * 40), bytes([0, 1, 0, 0, 1, 1] * 40))
+    ra, rb = sim.resample_together([a, b], [1, 2, 3])
+    assert len(ra) == len(rb) == len(a) and ra != a
+    outage = [k for k in range(len(ra)) if not ra[k] and not rb[k]]
+    assert outage and sim.resample_together([a, b], [1, 2, 3]) == [ra, rb]
+    # the split's stretch only: the held-out traces come from ticks 11,000 on
+    traces = {z: sim.load_trace(str(PROBLEM / "data" / ev.TRACE_DIR / f"{z}_v100_1.json"), ev.GAP_S)
+              for z in ev.ZONES}  # fmt: skip
+    test = ev._private_traces(traces, ev.SPLIT_TICK, len(traces["us-east-1a"]), 5)
+    assert all(len(t) == len(traces["us-east-1a"]) - ev.SPLIT_TICK for t in test.values())
+
+
 def test_data_ships_in_the_problem_folder_with_checksums_and_sources(monkeypatch):
     monkeypatch.delenv("EVOLVE_DATA_DIR", raising=False)
     check_shipped_data(PROBLEM, 9, "aws-02-15-2023")

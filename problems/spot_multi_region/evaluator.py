@@ -32,7 +32,8 @@ SUBSETS: dict[str, tuple[str, ...]] = {
 }
 ZONES = tuple(sorted({z for zs in SUBSETS.values() for z in zs}))
 # split -> (first tick, end tick) that its windows lie in, and the public seed of the start
-# windows (a run draws them under its private seed: kit.seed).
+# windows (a run draws them, and its own traces resampled from that stretch of the zones',
+# under its private seed: kit.seed).
 # The traces hold 20,158 ticks (45.5 days); train sees days 0-24.8, test days 24.8-45.5.
 SPLIT_TICK = 11_000
 SPLITS: dict[str, tuple[int, int | None, int]] = {
@@ -41,12 +42,26 @@ SPLITS: dict[str, tuple[int, int | None, int]] = {
 }
 
 
+def _private_traces(traces: dict[str, bytes], lo: int, hi: int, seed: int) -> dict[str, bytes]:
+    """Ticks [lo, hi) of every zone's trace resampled under the run's seed, region by region
+    (the zones of a region lose spot together: sim.resample_together)."""
+    out: dict[str, bytes] = {}
+    for region in sorted({z[:-1] for z in traces}):
+        zones = [z for z in sorted(traces) if z[:-1] == region]
+        seeds = [kit.seed(seed, "region", region)] + [kit.seed(seed, "trace", z) for z in zones]
+        out.update(zip(zones, sim.resample_together([traces[z][lo:hi] for z in zones], seeds),
+                       strict=True))  # fmt: skip
+    return out
+
+
 def make_scenarios(split: str) -> list:
     """Every (zone subset, start window, deadline, restart overhead) of a split, in a fixed order."""
     lo, end, seed = sim.setting(SPLITS, split)
     traces = {z: sim.load_trace(kit.data_path(__file__, TRACE_DIR, f"{z}_v100_1.json"), GAP_S)
               for z in ZONES}
     hi = min(len(t) for t in traces.values()) if end is None else end  # the traces are aligned
+    if kit.private_data():  # a run's own traces, drawn from the split's stretch of the public ones
+        traces, lo, hi = _private_traces(traces, lo, hi, seed), 0, hi - lo
     groups = [sim.Group(name, zones, tuple(traces[z] for z in zones), lo, hi)
               for name, zones in SUBSETS.items()]
     return sim.make_scenarios(groups, GAP_S, WINDOWS_PER_SUBSET, kit.seed(seed))

@@ -21,7 +21,7 @@ WINDOWS_PER_TRACE = 30
 TRACE_DIR = "aws-10-26-2022"  # under the data folder
 INSTANCES = ("k80_1", "k80_8", "v100_1", "v100_8")  # 1 or 8 K80 / V100 GPUs per instance
 # split -> (availability zone whose traces it uses, public seed of the start windows; a run
-# draws them under its private seed: kit.seed)
+# draws them, and its own traces resampled from the zone's, under its private seed: kit.seed)
 SPLITS: dict[str, tuple[str, int]] = {
     "train": ("us-west-2a", 2610),
     "test": ("us-west-2b", 2611),  # held out: the other zone's traces
@@ -34,6 +34,8 @@ def make_scenarios(split: str) -> list:
     groups = []
     for instance in INSTANCES:
         avail = sim.load_trace(kit.data_path(__file__, TRACE_DIR, f"{zone}_{instance}.json"), GAP_S)
+        if kit.private_data():  # a run's own traces, drawn from the public one's spells
+            avail = sim.resample(avail, kit.seed(seed, "trace", instance))
         groups.append(sim.Group(f"{zone}_{instance}", (zone,), (avail,), 0, len(avail)))
     return sim.make_scenarios(groups, GAP_S, WINDOWS_PER_TRACE, kit.seed(seed))
 

@@ -275,6 +275,63 @@ def load_trace(path: str, gap_s: int) -> bytes:
     return _traces[path]
 
 
+def _runs(trace: bytes) -> tuple[list[int], list[int]]:
+    """Lengths of the trace's runs of availability (1) and of unavailability (0)."""
+    runs: tuple[list[int], list[int]] = ([], [])
+    start = 0
+    for k in range(1, len(trace) + 1):
+        if k == len(trace) or trace[k] != trace[start]:
+            runs[1 - trace[start]].append(k - start)
+            start = k
+    return runs
+
+
+def resample(trace: bytes, seed: int, length: int | None = None, jitter: float = 0.2) -> bytes:
+    """A new trace (as long as `trace`, or `length`) drawn under `seed`: alternating spells of
+    availability and unavailability whose lengths are drawn (with replacement) from the
+    trace's own spells, each stretched by a factor in [1 - jitter, 1 + jitter]; a random
+    start phase. A trace that is available throughout (or never) gives the same throughout.
+
+    What a run scores on under its private data seed (kit.private_data): the spells'
+    distributions (availability share, preemption and recovery times) are the trace's, but
+    no stretch of it is: a candidate that carries the public traces and matches what it has
+    seen finds nothing, and the future of a window is unknown to it.
+    """
+    n = len(trace) if length is None else length
+    up, down = _runs(trace)
+    if not up or not down:
+        return trace[:1] * n
+    rng = np.random.default_rng(seed)
+    lo, hi = 1.0 - jitter, 1.0 + jitter
+    state = int(rng.random() < sum(up) / len(trace))
+    skip = int(rng.integers(0, max(up + down)))  # start inside a spell, not at its beginning
+    parts, total = [], 0
+    while total < n + skip:
+        spells = up if state else down
+        spell = max(1, round(spells[int(rng.integers(len(spells)))] * rng.uniform(lo, hi)))
+        parts.append(bytes([state]) * spell)
+        total += spell
+        state = 1 - state
+    return b"".join(parts)[skip:skip + n]
+
+
+def resample_together(traces: list[bytes], seeds: list[int]) -> list[bytes]:
+    """Aligned traces of zones that lose spot together (one region), resampled keeping that:
+    the region's outages (no zone has spot) and openings are resampled as one trace
+    (`seeds[0]`); while the region is open, each zone follows its own resampled spells of
+    open time (`seeds[1 + i]`); during an outage no zone has spot."""
+    n = len(traces[0])
+    open_ = bytes(int(any(t[k] for t in traces)) for k in range(n))
+    region = resample(open_, seeds[0])
+    ticks = region.count(1)
+    out = []
+    for t, seed in zip(traces, seeds[1:], strict=True):
+        inside = bytes(v for v, o in zip(t, open_, strict=True) if o)
+        stream = iter(resample(inside, seed, ticks) if inside else bytes(ticks))
+        out.append(bytes(next(stream) if o else 0 for o in region))
+    return out
+
+
 @dataclass(frozen=True)
 class Group:
     """Scenarios on one set of aligned traces (zone 0 first), in windows inside ticks [lo, hi)."""
