@@ -149,3 +149,52 @@ def test_an_openevolve_candidate_finds_no_request_in_its_scratch(isolate):
     error = got.artifacts.get("error", "")
     assert "SEEN [] IN " in error and "cand.py" in error, got.artifacts
     assert "REQ.json" not in error and "program_code" not in error
+
+
+DIRECT = Path(__file__).parent / "fixtures" / "sandbox_native" / "direct"  # no kit worker
+IN_PROCESS = """
+import glob, os
+INFO = []
+for path in {paths!r} + glob.glob("/proc/*/fd/*"):
+    try:
+        with open(path, "rb") as f:
+            INFO.append(path + ": " + f.read(200).decode("latin-1"))
+    except OSError:
+        pass
+INFO = repr(INFO)
+
+
+def solve():
+    return 0.5
+"""
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["bubblewrap", "fallback"])
+def test_a_candidate_its_evaluator_runs_in_process_reads_no_archive(isolate, places):
+    """An evaluator that imports its Python candidate itself (no kit worker): the harness
+    Landlocks itself first, so even without namespaces the runs folder stays closed."""
+    if isolate and bubblewrap.probe().bwrap is None:
+        pytest.skip("bubblewrap cannot run here")
+    runs = places[2]
+    runs.chmod(0o755)  # as an older evolve left it: only the Landlock stands in the way
+    (runs / "archive.db").chmod(0o644)
+    paths = [str(runs / "archive.db"), str(runs / "archive.db-wal"), "/scratch/REQ.json"]
+    sandbox = make_sandbox("local", 1, isolate=isolate)
+    try:
+        got = sandbox.evaluate(
+            EvalRequest(
+                problem_dir=str(DIRECT),
+                program_code=IN_PROCESS.format(paths=paths),
+                program_name="cand.py",
+                split="train",
+                limits=attack.LIMITS,
+                env={attack.ENV_NAME: attack.ENV_VALUE},
+                data_seed=attack.SEED,
+            )
+        )
+    finally:
+        sandbox.close()
+    assert got.status == Status.OK and got.score == 0.5, got.artifacts
+    info = got.artifacts["info"]
+    assert attack.ARCHIVE_CANARY not in info and str(attack.SEED) not in info, info
+    assert "program_code" not in info and "archive.db" not in info, info
