@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 
 from evaluators.inside import caches, landlock, worker_grants
 
@@ -33,8 +34,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WRAPPER = os.path.join(HERE, "exec_confined.py")
 TOOL_DIRS_ENV = "EVOLVE_TOOL_DIRS"  # evaluators/toolchain.py: Toolchain.roots
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd")
-_SYSTEM_FILES += ("/etc/group", "/dev/urandom", "/dev/random", "/dev/zero")
+_SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+)
 _READ_DIRS = ("/proc", "/sys/devices/system/cpu")  # another domain's /proc files stay closed
 
 _state = threading.local()  # `trusted()`: this thread starts an unconfined process
@@ -123,19 +132,19 @@ def confine(req: dict, program: str, env: dict[str, str]) -> str | None:
         "posix_spawnp": getattr(os, "posix_spawnp", None),
     }
     subprocess.Popen._execute_child = _execute_child  # type: ignore[attr-defined]
-    os.system = _system
+    os.system = _system  # type: ignore[assignment]
     if _installed["posix_spawn"] is not None:
         os.posix_spawn = _posix_spawn
         os.posix_spawnp = _posix_spawnp
     return None
 
 
-def _child_env(env: object) -> dict:
+def _child_env(env: Mapping | None) -> dict:
     """The child's environment (the given one, else ours) without the run's `--env` values."""
     base = os.environ if env is None else env
     secret = _installed["env"] if _installed else {}
     out = {}
-    for k, v in base.items():  # type: ignore[union-attr]
+    for k, v in base.items():
         name = os.fsdecode(k)
         if name in secret and os.fsdecode(v) == secret[name]:
             continue

@@ -17,6 +17,8 @@ import sys
 def _landlock():
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock.py")
     spec = importlib.util.spec_from_file_location("evolve_landlock", path)
+    if spec is None or spec.loader is None:
+        raise OSError(f"landlock.py is missing beside {__file__}")
     module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
