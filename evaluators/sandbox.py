@@ -43,6 +43,9 @@ STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # the harness's channel for "the evaluator l
 DATA_SEED_FILE = "DATA_SEED"
 # The local sandbox passes it instead as a descriptor (never a file), named by this variable.
 SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"
+# "1" where /tmp and /dev/shm are the evaluation's own (bubblewrap's tmpfs, the container's):
+# a Landlocked candidate may write there (never in the fallback, where they are the host's).
+PRIVATE_TMP_ENV = "EVOLVE_PRIVATE_TMP"
 
 
 @dataclass(frozen=True)

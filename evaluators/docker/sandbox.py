@@ -415,6 +415,7 @@ class DockerSandbox(TwoPhaseSandbox):
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
             "PYTHONPATH": PROBLEM,
+            "EVOLVE_PRIVATE_TMP": "1",  # /tmp and /dev/shm are the container's own, wiped
             **dict.fromkeys(_THREADS_1, "1"),
         }
         mounts = [

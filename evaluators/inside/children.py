@@ -33,6 +33,7 @@ from evaluators.inside import caches, landlock, worker_grants
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRAPPER = os.path.join(HERE, "exec_confined.py")
 TOOL_DIRS_ENV = "EVOLVE_TOOL_DIRS"  # evaluators/toolchain.py: Toolchain.roots
+PRIVATE_TMP_ENV = "EVOLVE_PRIVATE_TMP"  # evaluators/sandbox.py: "1" where /tmp is private
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SYSTEM_FILES = (
     "/etc/ld.so.cache",
@@ -88,10 +89,17 @@ def rules(program: str, private: list[str]) -> list[tuple[str, int]]:
     ):
         if home != "/" and not any(worker_grants.under(p, home) for p in private if p != home):
             out.append((home, landlock.WRITE_DIR))
-    if os.environ.get("EVOLVE_PIDNS") == "1":  # the local sandbox's own /dev/shm (a tmpfs)
-        out.append(("/dev/shm", landlock.WRITE_DIR))
+    out += private_tmp()
     out.append(("/dev/null", landlock.WRITE_FILE))
     return out
+
+
+def private_tmp() -> list[tuple[str, int]]:
+    """/tmp and /dev/shm, writable where they are the evaluation's own (bubblewrap's tmpfs,
+    the container's, $EVOLVE_PRIVATE_TMP); never the host's, where a runs folder may lie."""
+    if os.environ.get(PRIVATE_TMP_ENV) != "1":
+        return []
+    return [("/tmp", landlock.WRITE_DIR), ("/dev/shm", landlock.WRITE_DIR)]
 
 
 def vendored(problem_dir: str) -> list[str]:

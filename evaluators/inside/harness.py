@@ -387,10 +387,7 @@ def _run_native(req: dict, program: str, in_worker: bool) -> dict:
         if not callable(fn):
             failure = _failure(SANDBOX_ERROR, "evaluator.py defines no evaluate()")
         elif not in_worker:
-            from evaluators.inside import openevolve_run as oe
-
-            if why := oe.confine(req["problem_dir"], os.getcwd(), program):
-                note = f"{why}: the candidate can read the problem's files"
+            note = _confine_here(req["problem_dir"], program)
     except BaseException as e:
         failure = _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
     _report_loaded(failure)
@@ -407,6 +404,18 @@ def _run_native(req: dict, program: str, in_worker: bool) -> dict:
     if note and isinstance(out.get("artifacts"), dict):
         out["artifacts"].setdefault("isolation", note)
     return out
+
+
+def _confine_here(problem_dir: str, program: str) -> str | None:
+    """Landlock this process, whose evaluator runs the candidate in it, as an OpenEvolve
+    evaluation is (openevolve_run.grants), plus the sandbox's private /tmp; a note if the
+    kernel has no Landlock."""
+    from evaluators.inside import children, landlock
+    from evaluators.inside import openevolve_run as oe
+
+    rules = oe.grants(problem_dir, os.getcwd(), program) + children.private_tmp()
+    done = landlock.restrict((), (), rules)
+    return None if done.confined else f"{done.error}: the candidate can read the problem's files"
 
 
 _applied: dict[str, str] = {}  # what _apply_env set: taken out of the candidate's processes

@@ -61,7 +61,14 @@ from evaluators.local.uids import (
     tasks_of_uid,
     uid_slot,
 )
-from evaluators.sandbox import DATA_SEED_FILE, SEED_FD_ENV, STATUS_FD_ENV, EvalRequest, Limits
+from evaluators.sandbox import (
+    DATA_SEED_FILE,
+    PRIVATE_TMP_ENV,
+    SEED_FD_ENV,
+    STATUS_FD_ENV,
+    EvalRequest,
+    Limits,
+)
 from evaluators.two_phase import Session, TwoPhaseSandbox
 
 INSIDE = str(Path(__file__).resolve().parent.parent / "inside")  # what the sandbox binds to run
@@ -263,7 +270,7 @@ class LocalSandbox(TwoPhaseSandbox):
                 info_f.fileno(),
                 *([seccomp] if seccomp is not None else []),
             ],
-            env={"EVOLVE_PIDNS": "1"},
+            env={"EVOLVE_PIDNS": "1", PRIVATE_TMP_ENV: "1"},  # its own /tmp and /dev/shm
         )
 
     def _without_namespaces(
