@@ -6,6 +6,8 @@ found its task and answered with the truth (telemetry_repair: 1.0 held out) or p
 with the future known (the spot problems). Each builder here writes such a candidate's
 EVOLVE block, with the public data read at test time; without a match it falls back to
 the problem's best baseline, so under private data it should score like that baseline.
+`python -m tests.attacks_public_data OUT_DIR` writes the three as whole programs, for
+`evolve eval PROBLEM OUT_DIR/PROBLEM_carried.py --split test [--data-seed N]`.
 """
 
 from __future__ import annotations
@@ -235,3 +237,38 @@ def availability(trace: bytes) -> str:
 def spot_block(template: str, traces: dict[str, bytes]) -> str:
     """A spot attack's EVOLVE block carrying `traces` (name -> availability per tick)."""
     return template.replace("__TRACES__", repr({k: availability(v) for k, v in traces.items()}))
+
+
+def write_all(out: str) -> list[str]:
+    """The three attacks as whole programs in `out`, for `evolve eval` (see `__main__`)."""
+    import sys
+    from pathlib import Path
+
+    from tests.problem_hostile import load_module, with_block
+
+    root = Path(__file__).resolve().parent.parent / "problems"
+    sys.path.insert(0, str(root / "telemetry_repair"))  # its evaluator imports its simulator
+    tel = load_module(root / "telemetry_repair" / "evaluator.py").sim
+    spot = load_module(root / "spot_scheduling" / "evaluator.py")
+    multi = load_module(root / "spot_multi_region" / "evaluator.py")
+    one = {f.stem: spot.sim.load_trace(str(f), spot.GAP_S)
+           for f in sorted((root / "spot_scheduling" / "data" / spot.TRACE_DIR).glob("*.json"))}  # fmt: skip
+    zones = {z: spot.sim.load_trace(str(root / "spot_multi_region" / "data" / multi.TRACE_DIR /
+                                         f"{z}_v100_1.json"), multi.GAP_S) for z in multi.ZONES}  # fmt: skip
+    blocks = {
+        "telemetry_repair": telemetry_block(tel.load_snapshots(tel.TRAIN_FILE) + tel.load_snapshots(tel.TEST_FILE)),
+        "spot_scheduling": spot_block(SPOT_SINGLE, one),
+        "spot_multi_region": spot_block(SPOT_MULTI, zones),
+    }
+    written = []
+    for name, block in blocks.items():
+        path = Path(out) / f"{name}_carried.py"
+        with_block(root / name, block, Path(out)).rename(path)
+        written.append(str(path))
+    return written
+
+
+if __name__ == "__main__":  # python -m tests.attacks_public_data OUT_DIR
+    import sys
+
+    print("\n".join(write_all(sys.argv[1])))
