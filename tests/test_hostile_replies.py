@@ -323,3 +323,35 @@ def _safe_outcomes(runs: Path, run_id: str) -> dict:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+FUNCTION_BLOCK = "def f(x):\n    # EVOLVE-BLOCK-START\n    return x\n    # EVOLVE-BLOCK-END\n"
+
+
+def test_the_breach_of_issue_37_in_a_function_block_runs_and_resumes(tmp_path):
+    """The breach as found: a block inside a function is never tidied (module-level blocks
+    only), so a ~2,950-term expression reached the tuner, whose ast.parse overflowed deeper
+    in the controller's stack: `run` exited 1, and so did every `resume`."""
+    problem = toy_problem(tmp_path / "toy")
+    (problem / "seed.py").write_text(FUNCTION_BLOCK)
+    (problem / "problem.toml").write_text(
+        (problem / "problem.toml").read_text() + "[search]\ntune_evals = 2\n"
+    )
+
+    def body(expr: str) -> str:
+        return f"```python\n    # EVOLVE-BLOCK-START\n    return {expr}\n    # EVOLVE-BLOCK-END\n```\n"
+
+    script = [Reply(body("+".join(["1"] * 2950) + "+x"))] + [Reply(body(f"x + {k}.5")) for k in range(1, 4)]
+    runs = tmp_path / "runs"
+    with ScriptedLLM.from_list(script, then=Reply(body("x + 0.25"))) as srv:
+        args = ["--parallel", "1", "--llm-parallel", "1", "--run-id", "b"]
+        r = evolve(*run_args(srv.base_url, runs, *args, problem=problem, iterations=3))
+        assert r.returncode == 0, r.stderr[-2000:]
+        for _ in range(2):  # the tuner's state is replayed from the archive each time
+            again = evolve("resume", "b", "--runs-dir", runs, "--no-progress")
+            assert again.returncode == 0, again.stderr[-2000:]
+    db = sqlite3.connect(runs / "archive.db")
+    rows = dict(db.execute("SELECT iteration, status FROM programs WHERE run_id='b'").fetchall())
+    tuned_from_deep = db.execute("SELECT count(*) FROM programs WHERE parent_id='b:1' AND kind='tune'").fetchone()
+    db.close()
+    assert rows[1] == "ok" and tuned_from_deep == (0,)  # evaluated; its numbers are not tuned

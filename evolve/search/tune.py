@@ -61,8 +61,14 @@ def literals(code: str) -> list[Literal]:
     skip = {id(n) for s in unread(tree) for n in ast.walk(s)}
     # Helpers a function defines and never uses (`def small_gap_penalty(gap): ...`): a run
     # spent its first four tuned children on such numbers, and nearly stopped the root there.
-    skip.update(id(n) for d in _unused_helpers(tree) for n in ast.walk(d))
+    for d in _unused_helpers(tree):
+        if id(d) not in skip:  # an unused helper inside another is skipped with it
+            skip.update(id(n) for n in ast.walk(d))
+    # `skip` holds whole subtrees: a node in it has its subtree there too (once each, so
+    # nesting such as a[b[c[...]]] costs its size, not its size times its depth)
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Subscript):
             skip.update(id(n) for n in ast.walk(node.slice))
         elif isinstance(node, ast.keyword) and node.arg in _STRUCTURAL_KEYWORDS:
@@ -95,15 +101,20 @@ def literals(code: str) -> list[Literal]:
 
 
 def _unused_helpers(tree: ast.Module) -> list[ast.AST]:
-    """Functions defined inside another whose name nothing in the program reads."""
+    """Functions defined inside another whose name nothing in the program reads, outer
+    ones first (one pass: walking each function's subtree is quadratic in their nesting)."""
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return [
-        d
-        for outer in ast.walk(tree)
-        if isinstance(outer, _DEFS)
-        for d in ast.walk(outer)
-        if d is not outer and isinstance(d, _DEFS) and d.name not in read
-    ]
+    found: list[ast.AST] = []
+    level: list[tuple[ast.AST, bool]] = [(tree, False)]  # (node, inside a function)
+    while level:
+        nxt: list[tuple[ast.AST, bool]] = []
+        for node, inside in level:
+            is_def = isinstance(node, _DEFS)
+            if is_def and inside and node.name not in read:  # type: ignore[attr-defined]
+                found.append(node)
+            nxt.extend((c, inside or is_def) for c in ast.iter_child_nodes(node))
+        level = nxt
+    return found
 
 
 def _name(func: ast.expr) -> str:
