@@ -162,6 +162,7 @@ def regexes(n: int = 200_000) -> list[Hostile]:
         Hostile("re_funsearch_many", f_returning("x + " + " + ".join(f"f_v{k}(0)" for k in range(n // 10))), "funsearch"),
         Hostile("re_block_comments", "/* " * (n // 3) + "\n" + f_returning("x + 30"), "block"),
         Hostile("re_word_flood", f_returning("x  # " + "a" * n), "block"),
+        Hostile("re_blank_lines", block("def f(x):\n" + "\n" * (n // 4) + "    return x + 31\n"), "block"),
     ]
 
 

@@ -36,7 +36,7 @@ from evolve.population import Features
 from evolve.problem import Problem, load_problem
 from evolve.prompts import PromptBuilder, PromptContext
 from evolve.proposal import shown
-from evolve.search.meta import parse_notes
+from evolve.search.meta import idea_of, parse_notes
 from evolve.search.tune import Tuner, literals, variants
 from evolve.search.versions import block_functions, unversioned
 from tests.cli_helpers import evolve, popen, run_args
@@ -133,6 +133,7 @@ def _paths(problem: Problem, code: str, reply: str) -> dict[str, object]:
         "notes": parse_notes(reply),
         "clean": hashlib.sha256(clean_reply(reply).encode("utf-8", "surrogatepass")).hexdigest(),
         "versions": unversioned(reply, block_functions(code)),
+        "idea": idea_of(as_row),
     }
 
 

@@ -146,8 +146,8 @@ def _violation(code: str, blocks: list[Block], a: int, b: int) -> str:
 
 def _apply_one(code: str, search: list[str], replace: list[str]) -> str:
     lines = split_lines(code)
-    first = next((i for i, s in enumerate(search) if s.strip()), len(search))
-    search = search[first:]
+    lead = next((i for i, s in enumerate(search) if s.strip()), len(search))
+    search = search[lead:]
     if not search:
         raise EditError("empty SEARCH section: nothing to match")
     replace = [r if r.endswith("\n") else r + "\n" for r in replace]
