@@ -117,7 +117,7 @@ def test_container_policy(sandbox: DockerSandbox) -> None:
     assert cfg["Labels"][OWNER_LABEL] == ds.owner_id()
     env = dict(e.split("=", 1) for e in cfg["Env"])
     assert set(env) <= {"PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
-                        "PYTHONPATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                        "PYTHONPATH", "EVOLVE_PRIVATE_TMP", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                         "EVOLVE_DATA_DIR"}
 
 

@@ -43,6 +43,7 @@ COMPAT = "openevolve_compat"  # the stand-in `openevolve` package, beside this f
 TRACEBACK_CHARS = 8000
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # run mode: where to say whether the evaluator loaded
 SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"  # run mode: a descriptor holding the run's data seed
+PRIVATE_TMP_ENV = "EVOLVE_PRIVATE_TMP"  # "1": bubblewrap's or Docker's own view (sandbox.py)
 PIDNS_ENV = "EVOLVE_PIDNS"  # "1": we run in our own PID namespace (the local sandbox's bwrap)
 _reserve: bytearray | None = bytearray(1 << 20)  # freed on MemoryError to have room to report
 
@@ -378,16 +379,18 @@ def _worker_likely() -> bool:
 
 
 def _run_native(req: dict, program: str, in_worker: bool) -> dict:
-    """evaluate() of a native problem. Every process it starts is Landlocked (children.py);
-    an evaluator that runs a Python candidate here, not in the kit's worker, first has this
-    process Landlocked as an OpenEvolve evaluation is (its problem, data and scratch)."""
+    """evaluate() of a native problem. Every process it starts is Landlocked (children.py).
+    An evaluator that runs a Python candidate here, not in the kit's worker, in a sandbox
+    with no view of its own (the local fallback: the host's files, runs folder included,
+    are all in reach) first has this process Landlocked as an OpenEvolve evaluation is (its
+    problem, data and scratch); bubblewrap and Docker show it only those already."""
     fn, failure, note = None, None, None
     try:
         fn = getattr(_load_evaluator(req["problem_dir"]), "evaluate", None)
         if not callable(fn):
             failure = _failure(SANDBOX_ERROR, "evaluator.py defines no evaluate()")
-        elif not in_worker:
-            note = _confine_here(req["problem_dir"], program)
+        elif not in_worker and os.environ.get(PRIVATE_TMP_ENV) != "1":
+            note = _confine_here(req["problem_dir"], program)  # the fallback: the host in reach
     except BaseException as e:
         failure = _failure(SANDBOX_ERROR, f"cannot import the problem's evaluator.py: {e!r}", e)
     _report_loaded(failure)
