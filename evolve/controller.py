@@ -21,6 +21,7 @@ from evolve.candidates import new_row, program_id, reply_to_row
 from evolve.config import RunConfig
 from evolve.edits import normalized_hash, unified_diff
 from evolve.evaluation import CandidateEvaluator
+from evolve.leaderboard import Leaderboard
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
@@ -98,6 +99,7 @@ class Controller:
             )
         )
         self.tuner = Tuner(cfg.tune_evals if problem.language.is_python else 0)
+        self.board = Leaderboard(archive, evaluator)  # the cross-run ranking's data
         self.notes = ""  # the latest meta-notes, shown in every prompt
         self.replaying = False  # rebuild: decisions are replayed from the archive, not taken
         self.meta_lock = asyncio.Lock()
@@ -137,6 +139,7 @@ class Controller:
         for island in range(1, self.cfg.num_islands):
             self.archive.add_migration(self.run_id, row.program_id, island, 0)
         await self._rescore_test(row)
+        await self._score_board(row)
 
     def rebuild(self) -> None:
         """Derive the population and the search's state from the archive (fresh start and
@@ -591,10 +594,24 @@ class Controller:
             self.stats.best_test = res.score
             self._refresh()
 
+    async def _score_board(self, row: ProgramRow) -> None:
+        """The seed, and the run's best as it ends, scored on the problem's leaderboard data,
+        the one score cross-run views rank (evolve/leaderboard.py); never shown to the model."""
+        if not self.board.needs(row):
+            return
+        score = self.board.known(row)  # the same code, scored there by another run
+        if score is None:
+            async with self.eval_sem:
+                score = await asyncio.to_thread(self.board.measure, _code(row))
+        self.board.record(row, score)
+
     async def _rescore_best(self) -> None:
         best = self.archive.best(run_id=self.run_id)
-        if best is not None and best.test_score is None and not best.test_metrics:
+        if best is None:
+            return
+        if best.test_score is None and not best.test_metrics:
             await self._rescore_test(best)
+        await self._score_board(best)  # killed before it is stored: resume's end does it
 
     def _maybe_migrate(self) -> None:
         done = self.stats.done

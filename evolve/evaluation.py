@@ -14,6 +14,7 @@ place an evaluation's text enters the run.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -71,6 +72,13 @@ class CandidateEvaluator:
         if problem.fmt == "openevolve":  # each stage has the timeout; the import one more
             timeout_s *= len(problem.cascade) + 1
         self.limits = Limits(timeout_s=timeout_s, memory_mb=problem.memory_mb)
+
+    def under(self, data_seed: int) -> CandidateEvaluator:
+        """This evaluator, same sandbox and data, drawing its workloads under `data_seed`
+        (the leaderboard's: evolve/leaderboard.py)."""
+        other = copy.copy(self)
+        other.data_seed = data_seed
+        return other
 
     def request(self, code: str, split: str, function: str | None = None) -> EvalRequest:
         req = EvalRequest(

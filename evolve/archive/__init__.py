@@ -6,10 +6,13 @@ lease: the per-run lock that says who owns a run; ids: how a person names a run 
 program; store: the Archive, the loop's, whose every state change is one committed
 transaction; reader: the ArchiveReader, read-only, for everything else (the command line's
 `archive`, the web view, exports and reports), built on readonly (the read-only connection,
-the columns an older schema lacks) and call_queries (its queries over LLM calls); and
-summaries, what it answers besides rows.
+the columns an older schema lacks), call_queries (its queries over LLM calls) and
+board_queries (over the leaderboard); boards: the leaderboard's tables (one private data seed
+per problem, the scores under it) and the loop's writes to them; and summaries, what it
+answers besides rows.
 """
 
+from evolve.archive.boards import BOARD_CAPTION, BoardScore, Ranked
 from evolve.archive.faults import AmbiguousId, ArchiveError, RunBusy, describe_fault
 from evolve.archive.lease import LOCK_DIR, RunLease
 from evolve.archive.reader import ArchiveReader
@@ -19,6 +22,7 @@ from evolve.archive.store import Archive
 from evolve.archive.summaries import RunSummary
 
 __all__ = [
+    "BOARD_CAPTION",
     "LOCK_DIR",
     "MIGRATIONS",
     "SCHEMA",
@@ -27,9 +31,11 @@ __all__ = [
     "Archive",
     "ArchiveReader",
     "ArchiveError",
+    "BoardScore",
     "CallOutcome",
     "LlmCall",
     "ProgramRow",
+    "Ranked",
     "RunBusy",
     "RunLease",
     "RunStatus",

@@ -4,7 +4,8 @@ The web view, the exports and the report read through this, never through Archiv
 SQLite `mode=ro` connection cannot write, so looking at a run can never change it, even
 while its controller is still writing (WAL readers see the last committed state). The
 connection and the schema-tolerant column lists are in readonly.py, the queries over LLM
-calls in call_queries.py; the runs, programs and benchmarks are here.
+calls in call_queries.py, those over the leaderboard in board_queries.py; the runs, programs
+and benchmarks are here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import sqlite3
 
 from evolve.archive import ids
+from evolve.archive.board_queries import BoardQueries
 from evolve.archive.call_queries import CallQueries
 from evolve.archive.lease import is_locked, lock_file, owner_holds_lock
 from evolve.archive.readonly import has_table, list_cols, or_null
@@ -59,7 +61,7 @@ _RUN_LIST_SQL = """SELECT r.run_id, r.problem, r.status, r.stop_reason, r.iterat
 FROM runs r ORDER BY r.created_at"""
 
 
-class ArchiveReader(CallQueries):
+class ArchiveReader(CallQueries, BoardQueries):
     """Read-only queries over `<runs_dir>/archive.db`; each call uses its own connection,
     so one reader serves many threads (a web server's workers)."""
 
@@ -162,18 +164,6 @@ class ArchiveReader(CallQueries):
             r = db.execute(sql + " ORDER BY score DESC, created_at LIMIT 1", args).fetchone()
         return row_to_program(r) if r else None
 
-    def best_per_problem(self) -> list[ProgramRow]:
-        """The best evaluated program of each problem, across all its runs."""
-        with self._db() as db:
-            rows = db.execute(
-                """SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY problem
-                                      ORDER BY score DESC, created_at) AS rank_
-                                  FROM programs WHERE status = ? AND score IS NOT NULL)
-                   WHERE rank_ = 1 ORDER BY problem""",
-                (Status.OK,),
-            ).fetchall()
-        return [row_to_program({k: r[k] for k in r.keys() if k != "rank_"}) for r in rows]
-
     def children(self, program_id: str) -> list[ProgramRow]:
         with self._db() as db:
             rows = db.execute(
@@ -195,19 +185,6 @@ class ArchiveReader(CallQueries):
             seen.add(next_id)
             next_id = p.parent_id
         return chain
-
-    def leaderboard(self, problem: str, limit: int = 50) -> list[ProgramRow]:
-        """The best valid programs of a problem across all its runs, one per code hash."""
-        with self._db() as db:
-            rows = db.execute(
-                f"""SELECT {list_cols(db)} FROM (
-                      SELECT *, ROW_NUMBER() OVER (PARTITION BY COALESCE(code_hash, program_id)
-                                                   ORDER BY score DESC, created_at) AS rank_
-                      FROM programs WHERE problem = ? AND status = ? AND score IS NOT NULL)
-                    WHERE rank_ = 1 ORDER BY score DESC, created_at LIMIT ?""",
-                (problem, Status.OK, limit),
-            ).fetchall()
-        return [row_to_program(r) for r in rows]
 
     def status_counts(self, run_id: str) -> dict[str, int]:
         """A run's candidates (the seed is none) by status, most common first."""

@@ -16,8 +16,10 @@ from evolve.archive.faults import ArchiveError
 # program is no longer picked as a parent (programs.skip_reason); 4 what each LLM call was for
 # and what became of it (llm_calls.purpose, outcome, temperature, decision), the run's
 # search decisions, its meta-notes and `evolve bench` results; 5 each run's private data seed
-# (runs.data_seed: NULL for a run on the public data, as every run before 5).
-SCHEMA_VERSION = 5
+# (runs.data_seed: NULL for a run on the public data, as every run before 5); 6 one private
+# leaderboard seed per problem (leaderboards) and the scores of programs under it
+# (leaderboard_scores), so that programs of different runs are ranked on the same data.
+SCHEMA_VERSION = 6
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -124,6 +126,23 @@ CREATE TABLE IF NOT EXISTS bench_runs (
     created_at REAL NOT NULL,
     PRIMARY KEY (bench_id, problem, seed)
 );
+CREATE TABLE IF NOT EXISTS leaderboards (
+    problem TEXT PRIMARY KEY,
+    data_seed INTEGER NOT NULL,    -- private, drawn once: every cross-run ranking is scored under it
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leaderboard_scores (
+    program_id TEXT PRIMARY KEY,   -- a program re-scored on its problem's leaderboard data
+    problem TEXT NOT NULL,
+    data_seed INTEGER NOT NULL,    -- the leaderboard seed it was scored under
+    status TEXT NOT NULL,          -- of the train cascade under that seed (ok: ranked)
+    score REAL,                    -- train, as a run scores (NULL unless status = ok)
+    test_score REAL,               -- held-out split (NULL: none, or it failed)
+    metrics_json TEXT NOT NULL DEFAULT '{}',
+    test_metrics_json TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leaderboard_scores_problem ON leaderboard_scores(problem, score);
 """
 
 
@@ -139,6 +158,7 @@ def statements(script: str) -> list[str]:
 
 
 V4_TABLES = ("decisions", "meta_notes", "bench_runs")
+V6_TABLES = ("leaderboards", "leaderboard_scores")
 
 
 def _names_table(stmt: str, tables: tuple[str, ...]) -> bool:
@@ -163,6 +183,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         *(st for st in statements(SCHEMA) if _names_table(st, V4_TABLES)),
     ),
     5: ("ALTER TABLE runs ADD COLUMN data_seed INTEGER",),
+    6: tuple(st for st in statements(SCHEMA) if _names_table(st, V6_TABLES)),
 }
 
 

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evolve.archive import ids
+from evolve.archive.boards import BoardStore
 from evolve.archive.faults import ArchiveError, RunBusy, check_runs_dir, describe_fault
 from evolve.archive.lease import RunLease, is_locked, lock_file, owner_holds_lock, try_lock
 from evolve.archive.private import private_archive
@@ -40,8 +41,8 @@ from evolve.archive.rows import (
 from evolve.archive.schema import SCHEMA_VERSION, refuse_newer, upgrade, user_version
 
 
-class Archive:
-    """One database for all runs under a runs dir.
+class Archive(BoardStore):
+    """One database for all runs under a runs dir (the leaderboard's writes: BoardStore).
 
     Opening it checks the runs dir and the schema: a newer archive is refused, an
     older one migrated in one transaction. Faults raise ArchiveError (one line)."""

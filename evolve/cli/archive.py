@@ -16,7 +16,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Status
+from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Ranked, Status
 from evolve.archive.rows import public_dict
 from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax, safe_text
 from evolve.edits import unified_diff
@@ -124,17 +124,26 @@ def dispatch(args) -> int:
             r.update(counts.get(r["run_id"], {"calls": 0, "rejected": 0, "repairs": 0}))
         return _runs(out, runs, args.json, args.wide)
     if cmd == "best":
+        from evolve.cli import best as cross
+
         run_id = _run_id(reader, args.run, "--run ") if args.run else None
-        if args.problem or run_id:
+        if run_id:  # within a run: ranked by its own scores
             p = reader.best(problem=args.problem, run_id=run_id)
             if p is None:
                 raise UsageError(
                     "no evaluated program matches"
                     + (f" --problem {args.problem}" if args.problem else "")
-                    + (f" --run {run_id}" if run_id else "")
+                    + f" --run {run_id}"
                 )
             return _show(out, p, args.json, args.code, reader.proposal(p))
-        return _best_per_problem(out, reader.best_per_problem(), args.json, args.code)
+        if args.problem:  # across runs: ranked on the leaderboard data
+            top = cross.problem_best(reader, args.problem)
+            if top is None:
+                raise UsageError(f"no evaluated program matches --problem {args.problem}")
+            cross.warn_unranked(top)
+            return _show(out, top.program, args.json, args.code, reader.proposal(top.program), top)
+        found = [cross.problem_best(reader, name) for name in reader.problems()]
+        return _best_per_problem(out, [r for r in found if r is not None], args.json, args.code)
     if cmd in ("show", "lineage", "diff"):
         p = _program(reader, args.program_id)
         if cmd == "show":
@@ -269,35 +278,24 @@ def _print_table(
     out.print(t)
 
 
-def _best_per_problem(out: Console, best: list[ProgramRow], as_json: bool, code: bool) -> int:
-    """`archive best` without --problem or --run: one program per problem."""
+def _best_per_problem(out: Console, best: list[Ranked], as_json: bool, code: bool) -> int:
+    """`archive best` without --problem or --run: one program per problem, each ranked on
+    its leaderboard data (evolve/cli/best.py)."""
+    from evolve.cli import best as cross
     from evolve.cli.common import UsageError
 
     if not best:
         raise UsageError("no evaluated program in the archive yet")
     if code:
         if len(best) > 1:
-            names = ", ".join(p.problem for p in best)
+            names = ", ".join(r.program.problem for r in best)
             raise UsageError(
                 f"--code: the archive holds {len(best)} problems ({names}); name one with --problem"
             )
-        return _show(out, best[0], False, True)
-    if as_json:  # one object per line (JSON Lines): one line when there is one problem
-        for p in best:
-            print(json.dumps(public_dict(p)))
-        return 0
-    rows: list[list[Cell]] = [
-        [
-            safe_rich(p.problem),
-            safe_rich(p.program_id),
-            _f(p.score),
-            _f(p.test_score),
-            safe_rich(p.model or ""),
-        ]
-        for p in best
-    ]
-    columns = [("problem", 7), ("program", None), ("score", None), ("held out", None)]
-    _print_table(out, [*columns, ("model", 8)], rows, title="best program per problem")
+        return _show(out, best[0].program, False, True)
+    rows = cross.per_problem(out, best, as_json)
+    if not as_json:
+        _print_table(out, cross.PER_PROBLEM_COLUMNS, rows, title=cross.PER_PROBLEM_TITLE)
     return 0
 
 
@@ -307,9 +305,16 @@ def _show(
     as_json: bool,
     code_only: bool = False,
     proposal: dict | None = None,
+    ranked: Ranked | None = None,
 ) -> int:
+    """One program; `ranked`: the answer of a cross-run question, with its leaderboard scores."""
+    from evolve.cli import best as cross
+
     if as_json:
-        print(json.dumps({**public_dict(p), **({"proposal": proposal} if proposal else {})}))
+        board = cross.board_fields(ranked) if ranked is not None else {}
+        print(
+            json.dumps({**public_dict(p), **board, **({"proposal": proposal} if proposal else {})})
+        )
         return 0
     if code_only:
         sys.stdout.write(for_stream(p.code or "", sys.stdout))
@@ -319,6 +324,8 @@ def _show(
         t.add_row(k, safe_rich(getattr(p, k)))
     t.add_row("score (train)", _f(p.score))
     t.add_row("score (held out)", _f(p.test_score))
+    for name, value in cross.board_rows(ranked) if ranked is not None else []:
+        t.add_row(name, value)
     if p.skip_reason:
         t.add_row("not a parent", safe_rich(p.skip_reason))
     proposal = proposal or {}

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from matplotlib.figure import Figure
 
 import evolve
-from evolve.archive import ArchiveReader, LlmCall, ProgramRow, RunSummary
+from evolve.archive import BOARD_CAPTION, ArchiveReader, LlmCall, ProgramRow, RunSummary
 from evolve.edits import unified_diff
 from evolve.export import pictures
 from evolve.export.atomic import replacing
@@ -84,6 +84,9 @@ def render_report(reader: ArchiveReader, run: RunSummary) -> str:
     return _PAGE.render(
         run=run,
         best=best,
+        board=reader.board_scores(run.run_id).get(best.program_id) if best else None,
+        place=reader.ranked_best(best) if best else None,
+        board_caption=BOARD_CAPTION,
         seed=seed,
         gain=_gain(best.score if best else None, run.seed_score),
         models=_models(calls, progs),

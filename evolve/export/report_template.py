@@ -54,8 +54,8 @@ TEMPLATE = """<!doctype html>
 {%- endmacro %}
 {{ fig("status", run.status, run.stop_reason or "") }}
 {{ fig("iterations", run.iterations_done ~ " / " ~ run.iterations_target) }}
-{{ fig("best train score", run.best_score | num) }}
-{{ fig("held-out score of the best", (best.test_score if best else None) | num) }}
+{{ fig("best train score", run.best_score | num, "on this run's own data") }}
+{{ fig("held-out score of the best", (best.test_score if best else None) | num, "on this run's own data") }}
 {{ fig("seed score", run.seed_score | num) }}
 {{ fig("improvement over seed", gain) }}
 {{ fig("valid candidates", run.valid_pct | pct, run.valid ~ " of " ~ run.programs ~ " programs, the seed included") }}
@@ -77,7 +77,13 @@ TEMPLATE = """<!doctype html>
 {% if best %}
 <p><span class="pid">{{ best.program_id }}</span>: iteration {{ best.iteration }}, {{ best.kind }}
 {%- if best.model %} by <code>{{ best.model }}</code>{% endif %}; train {{ best.score | num }},
-held-out {{ best.test_score | num }}.</p>
+held-out {{ best.test_score | num }} (on this run's own private data).</p>
+<p id="leaderboard">On the leaderboard, {{ board_caption }}, the data every run of
+{{ run.problem }} in this archive is ranked on:
+{%- if board and board.score is not none %} train {{ board.score | num }}, held-out {{ board.test_score | num }}
+{%- if place %}; place {{ place[0] }} of {{ place[1] }} distinct programs across its runs{% endif %}.
+{%- elif board %} its evaluation there ended <code>{{ board.status }}</code>: unranked.
+{%- else %} not scored there (a run made before the archive kept a leaderboard): unranked.{% endif %}</p>
 {% if metrics %}<table class="grid">
 <thead><tr><th>metric</th><th class="n">train</th><th class="n">held-out</th></tr></thead>
 <tbody>{% for name, train, test in metrics %}

@@ -6,6 +6,10 @@ the code and diff come along (the discovered code is what they study). Everythin
 through the read-only ArchiveReader: exporting a run, even a running one, never writes it.
 Column names carry no control characters (a metric's name is the candidate's text) in any
 format, and a CSV cell a spreadsheet would run as a formula is quoted (evolve/inert.py).
+`score` and `test_score` are on the program's own run's data (each run draws its own);
+`leaderboard_score` and `leaderboard_test_score` are scored on this archive's leaderboard data
+(seed private; evolve/leaderboard.py), the same for every run: rank programs of different runs
+by those (empty for a program never scored there).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from evolve.archive import ArchiveReader, RunSummary
+from evolve.archive import ArchiveReader, BoardScore, RunSummary
 from evolve.archive.rows import ProgramRow
 from evolve.export.atomic import replacing
 from evolve.inert import inert_cell, strip_controls
@@ -33,7 +37,7 @@ FORMATS = ("csv", "parquet", "jsonl")
 PROGRAM_COLS = (
     "run_id", "problem", "run_status", "program_id", "iteration", "island", "parent_id",
     "second_parent_id", "kind", "edit_kind", "model", "status", "score", "test_score",
-    "eval_s", "cell", "skip_reason", "created_at", "llm_call_id", "code_hash",
+    "leaderboard_score", "leaderboard_test_score", "eval_s", "cell", "skip_reason", "created_at", "llm_call_id", "code_hash",
 )  # fmt: skip
 # The dict fields, flattened one level to `<prefix>.<name>` columns.
 FLAT = (("metric", "metrics"), ("test_metric", "test_metrics"), ("stage", "scores"),
@@ -48,7 +52,8 @@ CALL_COLS = (
 DTYPES = {
     "iteration": "Int64", "island": "Int64", "llm_call_id": "Int64", "call_id": "Int64",
     "prompt_tokens": "Int64", "completion_tokens": "Int64", "score": "float64",
-    "test_score": "float64", "eval_s": "float64", "cost_usd": "float64", "latency_s": "float64",
+    "test_score": "float64", "leaderboard_score": "float64",
+    "leaderboard_test_score": "float64", "eval_s": "float64", "cost_usd": "float64", "latency_s": "float64",
     "temperature": "float64",
 }  # fmt: skip
 
@@ -72,9 +77,14 @@ def _cell(v: Any) -> Any:
     return _json(v)
 
 
-def _program_record(p: ProgramRow, run_status: str) -> dict[str, Any]:
-    rec: dict[str, Any] = {c: getattr(p, c) for c in PROGRAM_COLS if c != "run_status"}
+BOARD_COLS = ("run_status", "leaderboard_score", "leaderboard_test_score")  # not ProgramRow's
+
+
+def _program_record(p: ProgramRow, run_status: str, board: BoardScore | None) -> dict[str, Any]:
+    rec: dict[str, Any] = {c: getattr(p, c) for c in PROGRAM_COLS if c not in BOARD_COLS}
     rec["run_status"] = run_status
+    rec["leaderboard_score"] = board.score if board else None
+    rec["leaderboard_test_score"] = board.test_score if board else None
     for prefix, attr in FLAT:
         for name, value in getattr(p, attr).items():
             rec[f"{prefix}.{_text(strip_controls(name))}"] = _cell(value)
@@ -101,12 +111,14 @@ def _summaries(reader: ArchiveReader, run_ids: list[str]) -> list[RunSummary]:
 
 def programs_frame(reader: ArchiveReader, run_ids: list[str]) -> pd.DataFrame:
     """One row per program of the runs, with its run's status (`interrupted` for a dead
-    owner, as `archive runs` says), sorted by run and iteration."""
-    records = [
-        _program_record(p, run.status)
-        for run in _summaries(reader, run_ids)
-        for p in reader.programs(run.run_id, code=True)
-    ]
+    owner, as `archive runs` says) and its leaderboard scores, sorted by run and iteration."""
+    records = []
+    for run in _summaries(reader, run_ids):
+        boards = reader.board_scores(run.run_id)
+        records += [
+            _program_record(p, run.status, boards.get(p.program_id))
+            for p in reader.programs(run.run_id, code=True)
+        ]
     extra = sorted({k for rec in records for k in rec} - set(PROGRAM_COLS) - set(TEXT_COLS))
     return _frame(records, [*PROGRAM_COLS, *extra, *TEXT_COLS], ["run_id", "iteration"])
 

@@ -109,16 +109,8 @@ def make_app(
         )
 
     def problem_page(request: Request) -> Response:
-        name = request.path_params["name"]
-        runs = reader.runs(problem=name)
-        if not runs:
-            raise NotFound(f"no problem {name!r} in this archive")
         return page(
-            "problem.html",
-            name=name,
-            runs=runs,
-            leaders=reader.leaderboard(name),
-            baselines=scorer.scores(runs[-1].problem_dir),
+            "problem.html", **views.leaderboard(reader, request.path_params["name"], scorer)
         )
 
     def benches_page(request: Request) -> Response:
@@ -176,21 +168,10 @@ def make_app(
 
     def api_leaderboard(request: Request) -> Response:
         name = request.path_params["name"]
-        runs = reader.runs(problem=name)
-        if not runs:
-            raise NotFound(f"no problem {name!r} in this archive")
         limit = _int_param(request, "limit", 50)
         if not 1 <= limit <= 10_000:
             raise BadRequest(f"query parameter limit={limit}: expected 1 to 10000")
-        return JSONResponse(
-            {
-                "problem": name,
-                "programs": [views.program_json(p) for p in reader.leaderboard(name, limit)],
-                "baselines": [
-                    render.finite(b.__dict__) for b in scorer.scores(runs[-1].problem_dir)
-                ],
-            }
-        )
+        return JSONResponse(views.leaderboard_json(views.leaderboard(reader, name, scorer, limit)))
 
     def api_benches(request: Request) -> Response:
         return JSONResponse([render.finite(b.__dict__) for b in reader.benches()])

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, RunSummary, Status
+from evolve.archive import (
+    BOARD_CAPTION,
+    ArchiveReader,
+    CallOutcome,
+    ProgramRow,
+    Ranked,
+    RunSummary,
+    Status,
+)
 from evolve.archive.rows import public_dict
 from evolve.archive.summaries import BenchSummary
 from evolve.benchmark.record import from_rows
 from evolve.benchmark.table import ProblemSummary
 from evolve.edits import unified_diff
 from evolve.web import charts
+from evolve.web.baselines import Baselines
 from evolve.web.render import finite
 
 
@@ -146,6 +155,52 @@ def lineage_json(chain: list[ProgramRow]) -> list[dict]:
         )
         out.append(d)
     return out
+
+
+def leaderboard(reader: ArchiveReader, name: str, scorer: Baselines, limit: int = 50) -> dict:
+    """A problem's leaderboard: its programs across runs ranked by their score on the
+    archive's leaderboard data, those that have none apart (unranked), and the folder's
+    baselines scored under the same leaderboard seed (on the public data, and said so, where
+    no run has drawn one yet)."""
+    runs = reader.runs(problem=name)
+    if not runs:
+        raise NotFound(f"no problem {name!r} in this archive")
+    seed = reader.leaderboard_seed(name)
+    return {
+        "name": name,
+        "runs": runs,
+        "ranked": reader.ranked(name, limit),
+        "unranked": reader.unranked(name, limit),
+        "baselines": scorer.scores(runs[-1].problem_dir, seed),
+        "baselines_data": "leaderboard" if seed is not None else "public",
+        "caption": BOARD_CAPTION,
+    }
+
+
+def ranked_json(r: Ranked) -> dict:
+    """A program of a leaderboard: its own run's fields, and its leaderboard scores."""
+    b = r.board
+    return finite(
+        {
+            **public_dict(r.program, code=False),
+            "leaderboard_status": b.status if b else None,
+            "leaderboard_score": b.score if b else None,
+            "leaderboard_test_score": b.test_score if b else None,
+        }
+    )
+
+
+def leaderboard_json(board: dict) -> dict:
+    return finite(
+        {
+            "problem": board["name"],
+            "ranked_by": f"leaderboard_score: {board['caption']}",
+            "programs": [ranked_json(r) for r in board["ranked"]],
+            "unranked": [ranked_json(r) for r in board["unranked"]],
+            "baselines": [b.__dict__ for b in board["baselines"]],
+            "baselines_data": board["baselines_data"],
+        }
+    )
 
 
 def bench(reader: ArchiveReader, bench_id: str) -> tuple[BenchSummary, list[ProblemSummary]]:

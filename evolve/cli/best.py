@@ -1,0 +1,106 @@
+"""`evolve archive best`: the best program of a run, of a problem, or of each problem.
+
+Within a run (`--run`) programs are ranked by the run's own scores. Across runs (`--problem`,
+or each problem) they are ranked by their score on the archive's leaderboard data
+(evolve/leaderboard.py): every run draws its own private workloads, so its own numbers rank
+nothing but its own programs. A problem with no leaderboard score yet (its runs predate it)
+shows its best by its own run's score, marked unranked, with a warning on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.text import Text
+
+from evolve.archive import BOARD_CAPTION, ArchiveReader, Ranked
+from evolve.archive.boards import BOARD_DATA
+from evolve.archive.rows import public_dict
+from evolve.cli.safe_text import safe_rich, safe_text
+
+RANKED_BY = f"leaderboard_score: {BOARD_CAPTION}"
+UNRANKED = "score: its own run's data (unranked: no leaderboard score, not comparable across runs)"
+
+
+def board_fields(r: Ranked) -> dict:
+    """What `--json` adds to a program of a cross-run answer."""
+    b = r.board
+    return {
+        "leaderboard_status": b.status if b else None,
+        "leaderboard_score": b.score if b else None,
+        "leaderboard_test_score": b.test_score if b else None,
+        "ranked_by": RANKED_BY if b and b.score is not None else UNRANKED,
+    }
+
+
+def problem_best(reader: ArchiveReader, problem: str) -> Ranked | None:
+    """The problem's best on the leaderboard data; else, unranked, by its own run's score
+    (with its code: a listing's rows have none)."""
+    best = reader.board_best(problem)
+    if best is None:
+        unranked = reader.unranked(problem, 1)
+        best = unranked[0] if unranked else None
+    whole = reader.program(best.program.program_id) if best is not None else None
+    return Ranked(whole, best.board) if best is not None and whole is not None else None
+
+
+def warn_unranked(r: Ranked) -> None:
+    if r.board is None or r.board.score is None:
+        print(
+            safe_text(
+                f"warning: no program of {r.program.problem} is scored on this archive's"
+                f" leaderboard data; {r.program.program_id} is its best by its own run's"
+                " score, not comparable across runs"
+            ),
+            file=sys.stderr,
+        )
+
+
+def board_rows(r: Ranked) -> list[tuple[str, str | Text]]:
+    """The rows `archive show`'s table gets for a cross-run answer."""
+    b = r.board
+    if b is None or b.score is None:
+        return [("ranked by", safe_rich(UNRANKED))]
+    return [
+        ("ranked by", safe_rich(f"train score on {BOARD_DATA}")),
+        ("leaderboard train", _f(b.score)),
+        ("leaderboard held out", _f(b.test_score)),
+    ]
+
+
+def per_problem(out: Console, best: list[Ranked], as_json: bool) -> list[list]:
+    """`archive best` with neither flag: JSON lines, or the table's rows."""
+    if as_json:
+        for r in best:
+            print(json.dumps({**public_dict(r.program), **board_fields(r)}))
+        return []
+    for r in best:
+        warn_unranked(r)
+    return [
+        [
+            safe_rich(r.program.problem),
+            safe_rich(r.program.program_id),
+            _f(r.board.score) if r.board and r.board.score is not None else "unranked",
+            _f(r.board.test_score) if r.board and r.board.score is not None else "-",
+            _f(r.program.score),
+            safe_rich(r.program.model or ""),
+        ]
+        for r in best
+    ]
+
+
+PER_PROBLEM_COLUMNS = [
+    ("problem", 7),
+    ("program", None),
+    ("train", None),
+    ("held out", None),
+    ("own run's train", None),
+    ("model", 8),
+]
+PER_PROBLEM_TITLE = f"best program per problem, ranked by train score on {BOARD_DATA}"
+
+
+def _f(v) -> str:
+    return "-" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v))
