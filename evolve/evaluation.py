@@ -75,9 +75,10 @@ class CandidateEvaluator:
 
     def under(self, data_seed: int) -> CandidateEvaluator:
         """This evaluator, same sandbox and data, drawing its workloads under `data_seed`
-        (the leaderboard's: evolve/leaderboard.py)."""
+        (the leaderboard's: evolve/leaderboard.py), whose texts have that seed redacted too."""
         other = copy.copy(self)
         other.data_seed = data_seed
+        other.redactor = Redactor([*self.redactor.secrets, str(data_seed)])
         return other
 
     def request(self, code: str, split: str, function: str | None = None) -> EvalRequest:

@@ -41,8 +41,8 @@ def _programs(runs_dir, run_id):
 def test_run_finds_an_improvement_and_archives_it(tmp_path):
     replies = [Reply("I am not sure what to do."), IMPROVED, binpack_reply("funsearch_weibull"),
                binpack_reply("worst_fit")]
-    with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, iterations=6))
+    with ScriptedLLM.from_list(replies) as srv:  # its end scores the best on the leaderboard too
+        r = evolve(*run_args(srv.base_url, tmp_path, iterations=6), timeout=400)
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.splitlines()[0].strip()
     assert run_id.startswith("binpack-")
