@@ -67,11 +67,11 @@ def _is_trusted() -> bool:
     return getattr(_state, "depth", 0) > 0
 
 
-def rules(program: str, private: list[str]) -> list[tuple[str, int]]:
+def rules(program: str, private: list[str], homes: list[str]) -> list[tuple[str, int]]:
     """(path, Landlock rights) of an evaluator's child: run and read the system and the
     interpreter's libraries (never a folder of `private`, nor one holding it), the tools,
-    the program's file; read a vendored crate folder the problem's cargo config names;
-    write the scratch (cwd, HOME, TMPDIR) and /dev/null."""
+    the program's file; write the scratch (`homes`: the harness's cwd, HOME, TMPDIR when it
+    started, each unless it holds or lies in a private folder) and /dev/null."""
     dirs, files = worker_grants.grants({"private": private})
     out = [(d, landlock.EXEC_DIR) for d in dirs]
     out += [(f, landlock.READ_FILE | landlock.FS_EXECUTE) for f in files]
@@ -82,12 +82,11 @@ def rules(program: str, private: list[str]) -> list[tuple[str, int]]:
             out.append((root, landlock.EXEC_DIR))
     out += [(p, landlock.READ_DIR) for p in _READ_DIRS]
     out += [(p, landlock.READ_FILE) for p in (*_SYSTEM_FILES, os.path.realpath(program))]
-    for home in dict.fromkeys(
-        os.path.realpath(p)
-        for p in (os.getcwd(), os.environ.get("HOME"), os.environ.get("TMPDIR"))
-        if p and os.path.isabs(p)
-    ):
-        if home != "/" and not any(worker_grants.under(p, home) for p in private if p != home):
+    for home in homes:
+        others = [p for p in private if p not in homes]
+        if home != "/" and not any(
+            worker_grants.under(p, home) or worker_grants.under(home, p) for p in others
+        ):
             out.append((home, landlock.WRITE_DIR))
     out += private_tmp()
     out.append(("/dev/null", landlock.WRITE_FILE))
@@ -127,12 +126,16 @@ def confine(req: dict, program: str, env: dict[str, str]) -> str | None:
     real_program = os.path.realpath(program)
     if os.path.dirname(real_program) != os.path.realpath(os.getcwd()):
         private.append(os.path.dirname(real_program))  # Docker's /in: the request lies there
-    private = [p for p in worker_grants.private_paths([p for p in private if p])]
-    grants = rules(program, private)
-    grants += [(d, landlock.READ_DIR) for d in vendored(problem)]
-    spec = json.dumps([[p, a] for p, a in grants])
+    homes = list(
+        dict.fromkeys(
+            os.path.realpath(p)
+            for p in (os.getcwd(), os.environ.get("HOME"), os.environ.get("TMPDIR"))
+            if p and os.path.isabs(p)
+        )
+    )
     _installed = {
-        "spec": spec,
+        "spec": None,  # made by the first process started (`_spec`): most evaluations start none
+        "make_spec": lambda: _make_spec(program, [p for p in private if p], homes, problem),
         "env": dict(env),
         "execute_child": subprocess.Popen._execute_child,  # type: ignore[attr-defined]
         "system": os.system,
@@ -145,6 +148,21 @@ def confine(req: dict, program: str, env: dict[str, str]) -> str | None:
         os.posix_spawn = _posix_spawn
         os.posix_spawnp = _posix_spawnp
     return None
+
+
+def _make_spec(program: str, private: list[str], homes: list[str], problem: str) -> str:
+    """The rules as exec_confined.py takes them; the private folders of the modules loaded by
+    now too (a simulator the evaluator imported late)."""
+    grants = rules(program, worker_grants.private_paths(private), homes)
+    grants += [(d, landlock.READ_DIR) for d in vendored(problem)]
+    return json.dumps([[p, a] for p, a in grants])
+
+
+def _spec() -> str:
+    assert _installed is not None
+    if _installed["spec"] is None:
+        _installed["spec"] = _installed["make_spec"]()
+    return _installed["spec"]
 
 
 def _child_env(env: Mapping | None) -> dict:
@@ -174,7 +192,7 @@ def _resolve(name: str, env: dict, search: bool) -> str:
 
 def _wrapped(target: str, argv: list) -> list:
     assert _installed is not None
-    return [sys.executable, "-I", "-S", WRAPPER, _installed["spec"], target, *argv]
+    return [sys.executable, "-I", "-S", WRAPPER, _spec(), target, *argv]
 
 
 def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env, *rest):  # type: ignore[no-untyped-def]
