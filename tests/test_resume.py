@@ -18,7 +18,7 @@ from tests.cli_helpers import archive_json, evolve, popen, run_args
 from tests.scripted_llm import Reply, ScriptedLLM
 
 EVALUATOR = '''
-import hashlib, importlib.util, os, time, uuid
+import hashlib, os, time, uuid
 
 from evaluators import kit
 
@@ -26,11 +26,12 @@ def evaluate(program_path, split):
     code = open(program_path).read()
     h = hashlib.sha256(code.encode()).hexdigest()[:16]
     marks = os.environ["EVOLVE_DATA_DIR"]  # one file per mark: sandbox slots may run as other users
-    spec = importlib.util.spec_from_file_location("cand", program_path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
+    # the candidate runs in the kit's worker: an evaluator that imported it here would be
+    # Landlocked with it in the fallback, and could not write its marks
+    f = kit.load(program_path, "f")
     time.sleep(0.15)
-    value = float(m.f(3))
+    value = float(f(3))
+    f.close()
     data = kit.seed(1)  # which data: the run's own, or the leaderboard's (evolve/leaderboard.py)
     open(os.path.join(marks, f"end-{h}-{data}-{uuid.uuid4().hex}"), "w").close()
     return {"outputs": {"value": value}}

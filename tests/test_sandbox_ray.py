@@ -63,11 +63,16 @@ from evaluators import kit
 
 def evaluate(program_path, split):
     code = open(program_path).read()
-    spec = importlib.util.spec_from_file_location("cand", program_path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    value = float(m.f(3))
     marks = os.environ.get("MARKS")
+    if marks:  # in the kit's worker: an evaluator that runs its candidate itself is Landlocked
+        f = kit.load(program_path, "f")  # with it in the fallback, and could not write marks
+        value = float(f(3))
+        f.close()
+    else:  # in this process, where the candidate may fork its marked sleeper
+        spec = importlib.util.spec_from_file_location("cand", program_path)
+        m = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(m)
+        value = float(m.f(3))
     if marks:  # one file per finished evaluation (the sandbox's isolation is off for this)
         h = hashlib.sha256(code.encode()).hexdigest()[:16]
         data = kit.seed(1)  # the run's data, or the leaderboard's (evolve/leaderboard.py)
