@@ -34,8 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WRAPPER = os.path.join(HERE, "exec_confined.py")
 TOOL_DIRS_ENV = "EVOLVE_TOOL_DIRS"  # evaluators/toolchain.py: Toolchain.roots
 PRIVATE_TMP_ENV = "EVOLVE_PRIVATE_TMP"  # evaluators/sandbox.py: "1" where /tmp is private
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_SYSTEM_FILES = (
+# what a program and the tools it runs read besides its libraries (and openevolve_run)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_FILES = (
     "/etc/ld.so.cache",
     "/etc/localtime",
     "/etc/nsswitch.conf",
@@ -75,13 +76,13 @@ def rules(program: str, private: list[str], homes: list[str]) -> list[tuple[str,
     dirs, files = worker_grants.grants({"private": private})
     out = [(d, landlock.EXEC_DIR) for d in dirs]
     out += [(f, landlock.READ_FILE | landlock.FS_EXECUTE) for f in files]
-    roots = [*_SYSTEM_DIRS, *os.environ.get(TOOL_DIRS_ENV, "").split(os.pathsep)]
+    roots = [*SYSTEM_DIRS, *os.environ.get(TOOL_DIRS_ENV, "").split(os.pathsep)]
     for root in roots:
         real = os.path.realpath(root) if root else ""
         if real and real != "/" and not any(worker_grants.under(p, real) for p in private):
             out.append((root, landlock.EXEC_DIR))
     out += [(p, landlock.READ_DIR) for p in _READ_DIRS]
-    out += [(p, landlock.READ_FILE) for p in (*_SYSTEM_FILES, os.path.realpath(program))]
+    out += [(p, landlock.READ_FILE) for p in (*SYSTEM_FILES, os.path.realpath(program))]
     for home in homes:
         others = [p for p in private if p not in homes]
         if home != "/" and not any(

@@ -28,6 +28,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evaluators.inside.children import SYSTEM_DIRS, SYSTEM_FILES, TOOL_DIRS_ENV
+
 COPY_MAX_FILE = 1 << 20  # larger files are linked to the read-only original, not copied
 COPY_MAX_TOTAL = 64 << 20  # and so is everything once this much has been copied
 SKIP_DIRS = frozenset({".git", "__pycache__", "openevolve_output", ".venv", "venv"})
@@ -67,22 +69,9 @@ def private_copy(src: str, parent: str) -> str:
     return dst
 
 
-# what a Python program and the tools it runs read besides its libraries
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_SYSTEM_FILES = (
-    "/etc/ld.so.cache",
-    "/etc/localtime",
-    "/etc/nsswitch.conf",
-    "/etc/passwd",
-    "/etc/group",
-    "/dev/urandom",
-    "/dev/random",
-    "/dev/zero",
-)
 # /dev/shm for multiprocessing's semaphores; /proc for the harness's count of what is left
 # (Landlock judges a file by where it really lies: /proc/self/root/... leads nowhere new)
 _SHARED = ("/dev/shm", "/sys/devices/system/cpu", "/proc")
-TOOL_DIRS_ENV = "EVOLVE_TOOL_DIRS"  # evaluators/toolchain.py: Toolchain.roots, os.pathsep-joined
 
 
 def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]]:
@@ -100,12 +89,12 @@ def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]
     readable |= {os.environ.get(v, "") for v in ("EVOLVE_DATA_DIR", "EVOLVE_INCLUDE_DIR")}
     # the toolchains the problem declared (`tools`: cargo, g++) where the sandbox bound them
     libs |= set(os.environ.get(TOOL_DIRS_ENV, "").split(os.pathsep))
-    rules = [(p, ll.EXEC_DIR) for p in sorted({*libs, *_SYSTEM_DIRS}) if p]
+    rules = [(p, ll.EXEC_DIR) for p in sorted({*libs, *SYSTEM_DIRS}) if p]
     for p in sorted(readable):
         real = os.path.realpath(p) if p else ""
         if real and real != "/" and not here.startswith(real.rstrip("/") + "/"):
             rules.append((p, ll.READ_DIR))
-    rules += [(p, ll.READ_FILE) for p in (*_SYSTEM_FILES, os.path.realpath(program))]
+    rules += [(p, ll.READ_FILE) for p in (*SYSTEM_FILES, os.path.realpath(program))]
     rules += [(scratch, ll.WRITE_DIR), ("/dev/null", ll.WRITE_FILE)]
     rules += [(_SHARED[0], ll.WRITE_DIR), (_SHARED[1], ll.READ_DIR), (_SHARED[2], ll.READ_DIR)]
     return rules
