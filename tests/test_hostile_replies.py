@@ -157,7 +157,7 @@ def test_a_deep_expression_is_never_walked_and_never_tuned(problem):
     tuner = Tuner(4)
     deep_stack(lambda: tuner.finished(row, 3.0, True), 600)
     assert tuner.pending == [] and literals(program) == []
-    assert MAX_AST_DEPTH == 100
+    assert MAX_AST_DEPTH == 60
 
 
 def test_think_and_fences_are_read_as_before(problem):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 REPLY_BYTES = 1 << 20  # 1 MiB: the least any problem's replies may be before parsing
-MAX_AST_DEPTH = 100  # the deepest syntax tree read (real programs: 20-35); ~3 frames a level
+MAX_AST_DEPTH = 60  # the deepest syntax tree read (real programs: 20-35); up to ~5 frames a level
 MAX_EDIT_BLOCKS = 100  # SEARCH/REPLACE blocks in one reply
 PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
 
