@@ -327,7 +327,8 @@ def test_two_real_iterations_with_the_bundled_model(tmp_path):
     cache = tmp_path / "cache"
     r = subprocess.run(
         [sys.executable, "-m", "evolve.cli", "run", str(BINPACK), "--iterations", "2", "--runs-dir",
-         str(tmp_path), "--no-progress", "--max-tokens", "384", "--crossover-rate", "0"],
+         str(tmp_path), "--no-progress", "--max-tokens", "384", "--crossover-rate", "0",
+         "--tune-evals", "0"],  # two model-written programs, not tuned children
         capture_output=True, text=True, env=env(EVOLVE_CACHE_DIR=str(cache)), cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "model local" in r.stderr and "OPENAI_API_KEY is unset" in r.stderr
