@@ -184,14 +184,15 @@ def topological_order(wf: Workflow) -> list[int]:
     return order
 
 
-def load_workflows(split: str) -> list[Workflow]:
+def load_workflows(split: str, evaluator_file: str = __file__) -> list[Workflow]:
     """The split's workflows: the published executions, or for `test` under a run's private
-    data seed, a private variant of each (private_variant)."""
+    data seed, a private variant of each (private_variant). `evaluator_file`: the problem
+    whose data/ holds them (dag_modular includes this module and ships its own copy)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {list(SPLITS)}")
     out = []
     for name in SPLITS[split]:
-        path = kit.data_path(__file__, name)
+        path = kit.data_path(evaluator_file, name)
         wf = parse_wfformat(name, kit.read_json(path))
         if split == "test" and kit.private_data():
             wf = private_variant(wf, random.Random(kit.seed(PRIVATE_SEED, name)))
@@ -365,6 +366,66 @@ def simulate(wf: Workflow, schedule: list[tuple[int, int]], plat: dict) -> dict:
         "makespan": max(finish, default=0.0),
         "comm_s": comm,
     }
+
+
+# ---------------------------------------------------------------- the score
+
+
+def checked_schedules(
+    workflows: list, schedules: list, n_procs: int
+) -> list[list[tuple[int, int]]]:
+    """Each schedule as checked (task, processor) pairs, or kit.Invalid naming the workflow."""
+    out = []
+    for wf, raw in zip(workflows, schedules, strict=True):
+        try:
+            out.append(check_schedule(raw, wf, n_procs))
+        except kit.Invalid as e:
+            raise kit.Invalid(f"workflow {wf.name}: {e}") from None
+    return out
+
+
+def judge(outputs: object, workflows: list[Workflow]) -> dict:
+    """Trusted side: re-check each schedule of `outputs` ({"schedules": [...]}, one per
+    workflow) and replay it in the simulator; the score is -(geometric mean SLR)."""
+    plat = platform()
+    if not isinstance(outputs, dict) or not isinstance(outputs.get("schedules"), list):
+        raise kit.Invalid("outputs must be a dict with a 'schedules' list")
+    if len(outputs["schedules"]) != len(workflows):
+        raise kit.Invalid(
+            f"expected {len(workflows)} schedules (one per workflow), got {len(outputs['schedules'])}"
+        )
+    checked = checked_schedules(workflows, outputs["schedules"], len(plat["speed"]))
+    metrics: dict[str, float] = {}
+    logs, slrs, speedups, work_ratios, parts = [], [], [], [], []
+    for wf, sched in zip(workflows, checked, strict=True):
+        res = simulate(wf, sched, plat)
+        span, cp = res["makespan"], cp_bound(wf, plat)
+        slr = span / cp
+        wr = span / work_bound(wf, plat)
+        slrs.append(slr)
+        logs.append(math.log(slr))
+        speedups.append(sequential_time(wf, plat) / span)
+        work_ratios.append(wr)
+        metrics[f"slr_{wf.slug}"] = slr
+        metrics[f"makespan_s_{wf.slug}"] = span
+        parts.append(
+            f"{wf.slug}: makespan {span:.2f} s, {slr:.3f} x CP bound {cp:.2f} s, "
+            f"{wr:.3f} x work bound, {res['comm_s']:.1f} s of transfers"
+        )
+    ratio = math.exp(sum(logs) / len(logs))
+    metrics = {
+        "makespan_ratio": ratio,
+        "mean_slr": sum(slrs) / len(slrs),
+        "speedup": sum(speedups) / len(speedups),
+        "work_ratio": sum(work_ratios) / len(work_ratios),
+        **metrics,
+    }
+    hint = (
+        "; ".join(parts) + ". CP bound = longest path of runtime / fastest speed; work bound = "
+        "total runtime / total speed (no schedule beats either). makespan_ratio is the geometric "
+        "mean of makespan / CP bound."
+    )
+    return {"score": -ratio, "metrics": metrics, "artifacts": {"hint": hint}}
 
 
 # ---------------------------------------------------------------- bounds
