@@ -62,7 +62,9 @@ def encode(files: Mapping[str, str]) -> str:
         check_path(path)
         for n, line in enumerate(text.split("\n"), 1):
             if line.startswith(HEADER):
-                raise TreeError(f"{path}: line {n} starts with '{HEADER.strip()}', which only a tree's headers may")
+                raise TreeError(
+                    f"{path}: line {n} starts with '{HEADER.strip()}', which only a tree's headers may"
+                )
         if text and not text.endswith("\n"):
             text += "\n"
         parts.append(f"{HEADER}{path}\n{text}")

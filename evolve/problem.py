@@ -27,6 +27,7 @@ from evolve.problem_model import (
     Stage,
 )
 from evolve.problem_shinka import is_shinka, load_shinka
+from evolve.problem_tree import read_tree
 from evolve.settings import ProblemToml, SettingsError, validate
 from evolve.settings.environ import resolve_env
 from evolve.settings.errors import Style
@@ -110,13 +111,26 @@ def _load_native(root: Path, shown: Path, ov: Overrides) -> Problem:
             )
         stages.append(Stage(split=st.split, threshold=st.threshold))
     stages.append(Stage(split=ev.train_split))
-    seed_path, seed_code = _seed(ov, root, p.entry, f"{toml_path}: [problem] entry", shown)
+    tree = None
+    if cfg.program is not None:
+        tree = read_tree(
+            root, shown, cfg.program, p.entry, 1024 * ev.max_code_kb, ov.initial_program
+        )
+    if tree is not None and len(tree.files) > 1:
+        seed_path, seed_code, entry = tree.base, tree.code, p.entry
+        language = by_suffix(Path(entry).suffix)
+    else:
+        if tree is not None:  # a program of one file: that file, as ever
+            seed_path, seed_code = tree.base / tree.files[0], tree.code
+        else:
+            seed_path, seed_code = _seed(ov, root, p.entry, f"{toml_path}: [problem] entry", shown)
+        entry, language = seed_path.name, _language(seed_path)
     problem = Problem(
         name=p.name,
         description=p.description,
         root=root,
         fmt="native",
-        entry=seed_path.name,
+        entry=entry,
         seed_code=seed_code,
         metric=p.metric,
         direction=p.direction,
@@ -141,8 +155,10 @@ def _load_native(root: Path, shown: Path, ov: Overrides) -> Problem:
         env=_env(ev.env, f"{toml_path}: [evaluation] env"),
         seed_path=seed_path,
         resources=Resources(**ev.resources.model_dump()),
-        language=_language(seed_path),
+        language=language,
         tools=tuple(ev.tools),
+        files=tree.files if tree is not None and len(tree.files) > 1 else (),
+        fixed_files=tree.fixed if tree is not None and len(tree.files) > 1 else (),
     )
     _check_evaluator(root, shown)
     return problem
@@ -195,8 +211,10 @@ def require_blocks(problem: Problem) -> None:
     """ProblemError unless the seed marks what may change: a native problem's seed must (a
     rewrite of its whole file may change the API the evaluator calls), so `evolve check`
     and `evolve run` refuse it without markers. An OpenEvolve folder's unmarked seed
-    evolves as a whole file (`problem.whole_file`), as OpenEvolve itself runs it."""
-    if problem.whole_file:
+    evolves as a whole file (`problem.whole_file`), as OpenEvolve itself runs it. A program
+    of several files has its API in its fixed files and its blocks: an evolving file without
+    markers evolves whole."""
+    if problem.whole_file or problem.files:
         return
     if not find_blocks(problem.seed_code):
         raise ProblemError(

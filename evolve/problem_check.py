@@ -17,6 +17,8 @@ from pathlib import Path
 
 from evaluators.sandbox import EvalResult, Sandbox, Status
 from evaluators.toolchain import missing_line
+from evaluators.tree import decode
+from evolve.edits.blocks import find_blocks
 from evolve.evaluation import CandidateEvaluator
 from evolve.problem import Problem
 from evolve.problem_imports import missing_lines
@@ -88,6 +90,7 @@ def describe(problem: Problem) -> list[str]:
         f"{problem.name} ({problem.fmt}): {problem.description}",
         f"  initial program: {problem.seed_file}",
         *([f"  seed has no EVOLVE-BLOCK markers: {WHOLE_FILE}"] if problem.whole_file else []),
+        *tree_lines(problem),
         f"  splits {', '.join(problem.splits)}, held-out {problem.test_split or '-'}",
         f"  cascade: {_cascade(problem)}",
         f"  limits: timeout {problem.timeout_s:g} s"
@@ -124,6 +127,22 @@ def describe(problem: Problem) -> list[str]:
     files = relative_files(problem.root)
     if files:
         lines.append(f"  data its code reads from its folder: {', '.join(files)}")
+    return lines
+
+
+def tree_lines(problem: Problem) -> list[str]:
+    """A program of several files: its files, which evolve (in blocks or whole), which are fixed."""
+    if not problem.files:
+        return []
+    files = decode(problem.seed_code, problem.entry)
+    lines = [f"  program: {len(problem.files)} files, entry {problem.entry}"]
+    for path in problem.files:
+        if path in problem.fixed_files:
+            how = "fixed"
+        else:
+            n = len(find_blocks(files[path]))
+            how = f"evolves in {n} EVOLVE-BLOCK{'s' if n > 1 else ''}" if n else "evolves whole"
+        lines.append(f"    {path}: {how}")
     return lines
 
 

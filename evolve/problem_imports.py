@@ -114,8 +114,10 @@ def folder_imports(problem: Problem) -> dict[str, list[str]]:
     reach and the included files; files that do not parse (other languages) add nothing."""
     root = problem.root
     local = local_modules(root) | {p.stem for p in problem.include}
+    local |= {Path(f).parts[0].removesuffix(".py") for f in problem.files}  # a tree's own
+    seed = [problem.seed_file / f for f in problem.files] or [problem.seed_file]
     # evaluator.py (native, OpenEvolve) or evaluate.py (ShinkaEvolve): whichever is there
-    todo = [problem.seed_file, root / "evaluator.py", root / "evaluate.py", *problem.include]
+    todo = [*seed, root / "evaluator.py", root / "evaluate.py", *problem.include]
     seen: set[Path] = set()
     found: dict[str, list[str]] = {}
     while todo:

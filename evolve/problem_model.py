@@ -117,11 +117,22 @@ class Problem:
     # Python's checks; `tools`: programs the evaluator runs, which the sandbox must offer
     language: Language = PYTHON
     tools: tuple[str, ...] = ()
+    # a program of several files (problem.toml's [program]): every tree path in order, and
+    # those that never evolve; () for a one-file program. seed_code is then the encoded tree
+    # (evaluators/tree.py), entry the tree path of the file the evaluator loads, and
+    # seed_path the folder the tree was read from
+    files: tuple[str, ...] = ()
+    fixed_files: tuple[str, ...] = ()
 
     @property
     def prompt_dir(self) -> Path:
         """Per-problem template overrides live here."""
         return self.root / "prompts"
+
+    @property
+    def evolving_files(self) -> tuple[str, ...]:
+        """The tree paths an edit may change, in order (() for a one-file program)."""
+        return tuple(f for f in self.files if f not in self.fixed_files)
 
     @property
     def seed_file(self) -> Path:

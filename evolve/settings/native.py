@@ -69,6 +69,16 @@ class EvolutionTable(Section):
     edit_format: Literal["diff", "block", "full"] | None = None
 
 
+class ProgramTable(Section):
+    """A program of several files: `files` (paths relative to the problem folder, which are
+    the tree's paths too) or `folder` (every file under it, paths relative to it); `fixed`
+    names tree files laid out beside the evolving ones and never edited."""
+
+    files: list[str] = []
+    folder: str | None = None
+    fixed: list[str] = []
+
+
 class DataEntry(Section):
     path: str
     url: str | None = None
@@ -82,4 +92,5 @@ class ProblemToml(Section):
     features: FeaturesTable = FeaturesTable()
     evolution: EvolutionTable = EvolutionTable()
     search: SearchTable = SearchTable()
+    program: ProgramTable | None = None
     data: list[DataEntry] = []
