@@ -13,6 +13,7 @@ from evaluators.sandbox import Status
 from evolve.archive import LlmCall, ProgramRow
 from evolve.edits import EditOutcome, apply_reply, normalized_hash
 from evolve.edits.bounds import reply_limit, text_bytes
+from evolve.edits.files import Layout, apply_tree_reply, layout
 from evolve.problem import Problem
 from evolve.search.versions import block_functions, unversioned
 from evolve.size_cap import oversized, refused, size_reason
@@ -104,4 +105,15 @@ def edit_of(reply: str, fmt: str, parent_code: str, problem: Problem) -> EditOut
         )
     if fmt == "funsearch":  # the model wrote NAME_vK: back to NAME
         reply = unversioned(reply, block_functions(parent_code))
-    return apply_reply(parent_code, reply, ASKED.get(fmt, fmt), problem.max_code_bytes)
+    asked = ASKED.get(fmt, fmt)
+    if problem.files:  # a program of several files: each edit under its file's path
+        return apply_tree_reply(
+            parent_code, reply, asked, tree_layout(problem), problem.max_code_bytes
+        )
+    return apply_reply(parent_code, reply, asked, problem.max_code_bytes)
+
+
+def tree_layout(problem: Problem) -> Layout:
+    """What an edit of the problem's tree may touch (its files, the evolving ones, the
+    seed's fixed files)."""
+    return layout(problem.files, problem.fixed_files, problem.entry, problem.seed_code)

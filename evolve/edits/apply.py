@@ -32,6 +32,7 @@ from evolve.edits.search_replace import EditError, Oversized, apply_search_repla
 from evolve.edits.tidy import tidy
 
 FORMATS = ("diff", "block", "full")
+NO_CHANGE = "the edit does not change the program"
 SIMILAR_CHARS = 20_000
 
 
@@ -200,7 +201,7 @@ _APPLY = {
 def _check(parent: str, child: str) -> str | None:
     """Final gate every candidate passes, whichever way it was made."""
     if child == parent:
-        return "the edit does not change the program"
+        return NO_CHANGE
     if not child.strip():
         return "the edit leaves an empty program"
     try:
