@@ -76,7 +76,9 @@ class Controller:
         self.evaluator, self.llm = evaluator, llm
         self.observer: RunObserver = observer or NullObserver()
         self.prompts = prompts or PromptBuilder(problem)
-        self.features = Features(problem.seed_code, problem.feature_dims, problem.feature_bins)
+        self.features = Features(
+            problem.seed_code, problem.feature_dims, problem.feature_bins, problem.fixed_files
+        )
         self.pop = Population(cfg.num_islands, SelectionPolicy(), cfg.seed)
         self.proposer = Proposer(
             archive,
@@ -98,7 +100,9 @@ class Controller:
                 cfg.seed,
             )
         )
-        self.tuner = Tuner(cfg.tune_evals if problem.language.is_python else 0)
+        self.tuner = Tuner(
+            cfg.tune_evals if problem.language.is_python else 0, fixed=problem.fixed_files
+        )
         self.board = Leaderboard(archive, evaluator)  # the cross-run ranking's data
         self.notes = ""  # the latest meta-notes, shown in every prompt
         self.replaying = False  # rebuild: decisions are replayed from the archive, not taken

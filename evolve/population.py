@@ -80,8 +80,11 @@ class Features:
     a tanh squash, so any metric scale lands in the grid).
     """
 
-    def __init__(self, seed_code: str, dims: tuple[str, ...], bins: int):
-        self.seed_text = evolvable_text(seed_code)
+    def __init__(
+        self, seed_code: str, dims: tuple[str, ...], bins: int, fixed: tuple[str, ...] = ()
+    ):
+        self.fixed = fixed  # a tree's files that never change: no part of its text here
+        self.seed_text = evolvable_text(seed_code, fixed)
         self.seed_lines = self.seed_text.splitlines()
         self.seed_len = max(1, len(self.seed_text))
         self.dims = dims or ("code_length", "diversity")
@@ -89,7 +92,7 @@ class Features:
 
     def values(self, code: str, metrics: dict) -> dict[str, float]:
         try:
-            text = evolvable_text(code)
+            text = evolvable_text(code, self.fixed)
         except ValueError:  # malformed markers (a stored program never has them): all of it
             text = code
         out: dict[str, float] = {}

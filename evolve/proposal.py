@@ -78,14 +78,22 @@ class Proposer:
             ctx = PromptContext(
                 parent=shown(parent, full=True),
                 edit_format=fmt,
-                inspirations=[shown(p) for p in inspirations],
+                inspirations=[
+                    shown(p, fixed=self.prompts.problem.fixed_files) for p in inspirations
+                ],
                 attempts=self.pop.attempts(parent.program_id),
                 second=shown(second, full=True) if second else None,
                 notes=notes,
                 hint=self._hint(),
                 retry=RETRY_NOTE if resample else "",
             )
-            if self.prompts.style == "funsearch" and second is None:
+            # FunSearch's versions are of one function: a program of several files is asked
+            # with the plain prompts
+            if (
+                self.prompts.style == "funsearch"
+                and second is None
+                and not self.prompts.problem.files
+            ):
                 ctx = funsearch_context(ctx, parent, inspirations[:1])
             try:
                 return Proposal(parent, second, ctx.edit_format, self.prompts.build(ctx))
@@ -153,9 +161,9 @@ def funsearch_context(
     )
 
 
-def shown(p: ProgramRow, full: bool = False) -> ShownProgram:
+def shown(p: ProgramRow, full: bool = False, fixed: tuple[str, ...] = ()) -> ShownProgram:
     """A program as a prompt shows it: a parent whole with its feedback, an inspiration
-    as its EVOLVE-BLOCKs only."""
+    as its EVOLVE-BLOCKs only (of a tree, its evolving files': `fixed` the others)."""
     arts = {
         k: (v if len(v) <= ARTIFACT_CHARS else "..." + v[-ARTIFACT_CHARS:])
         for k, v in p.artifacts.items()
@@ -163,6 +171,6 @@ def shown(p: ProgramRow, full: bool = False) -> ShownProgram:
     }
     if p.code is None:
         raise ValueError(f"program {p.program_id} has no code")
-    code = p.code if full else evolvable_text(p.code)
+    code = p.code if full else evolvable_text(p.code, fixed)
     metrics = {k: v for k, v in p.metrics.items() if not k.startswith(PRIVATE_PREFIX)}
     return ShownProgram(code=code, score=p.score, metrics=metrics, artifacts=arts if full else {})

@@ -13,8 +13,10 @@ import difflib
 import hashlib
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
-from evaluators.inside.languages import PYTHON, Language
+from evaluators.inside.languages import PYTHON, Language, by_suffix
+from evaluators.tree import TreeError, decode, is_tree
 from evolve.edits.blocks import (
     extract_bodies,
     find_blocks,
@@ -311,7 +313,19 @@ def _drop_docstrings(tree: ast.AST) -> None:
 def normalized_hash(code: str, language: Language = PYTHON) -> str:
     """sha256 of code with comments, docstrings, blank lines and formatting removed,
     so candidates that differ only in those count as duplicates. Python is compared by
-    its syntax tree; another language by its text, its own comments and whitespace out."""
+    its syntax tree; another language by its text, its own comments and whitespace out.
+    A program of several files: each file's, by its own suffix's language, with its path."""
+    if is_tree(code):
+        try:
+            files = decode(code, "")
+        except TreeError:
+            files = {}
+        if files:
+            parts = [
+                f"{p}\0{normalized_hash(t, by_suffix(PurePosixPath(p).suffix))}"
+                for p, t in files.items()
+            ]
+            return hashlib.sha256(("tree:" + "\n".join(parts)).encode()).hexdigest()
     if not language.is_python:
         text = "txt:" + _textual_form(code, language.comments)
     else:

@@ -14,6 +14,7 @@ fixed code unchanged, no fixed name shadowed.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 from evaluators.inside.markers import END as END
 from evaluators.inside.markers import START as START
@@ -27,12 +28,22 @@ from evaluators.inside.markers import (
     split_lines,
 )
 from evaluators.inside.markers import replace_block as replace_block
+from evaluators.tree import TreeError, decode, encode, is_tree
 
 _DEF_RE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)")
 
 
-def evolvable_text(code: str) -> str:
-    """What a model may change: the block bodies joined (the whole file without markers)."""
+def evolvable_text(code: str, fixed: Collection[str] = ()) -> str:
+    """What a model may change: the block bodies joined (the whole file without markers).
+    Of a program of several files, each evolving file's, under its path's header (`fixed`:
+    the tree's files that never change, left out)."""
+    if is_tree(code):
+        try:
+            files = decode(code, "")
+        except TreeError:
+            return code
+        kept = {p: evolvable_text(t) for p, t in files.items() if p not in fixed}
+        return encode(kept) if kept else ""
     blocks = find_blocks(code)
     return "\n".join(b.body for b in blocks) if blocks else code
 

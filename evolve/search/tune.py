@@ -17,9 +17,11 @@ from __future__ import annotations
 import ast
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from itertools import zip_longest
 
+from evaluators.tree import TreeError, decode, encode, is_tree
 from evolve.archive import ProgramRow, Status
 from evolve.edits.blocks import find_blocks, split_lines
 from evolve.edits.bounds import parse_python
@@ -130,9 +132,13 @@ def _scaled(value: int | float, factor: float) -> int | float | None:
     return None if new == value or new == 0 or not math.isfinite(new) else new
 
 
-def variants(code: str) -> list[str]:
+def variants(code: str, fixed: Collection[str] = ()) -> list[str]:
     """One program per literal and factor, that literal scaled, all else unchanged (the
-    text around it byte for byte): the first literal doubled, then halved, then the next."""
+    text around it byte for byte): the first literal doubled, then halved, then the next.
+    A program of several files: the numbers of every evolving file (never a fixed file's, nor
+    a tree header), one file's then the next's in turn, so each file is reached early."""
+    if is_tree(code):
+        return _tree_variants(code, fixed)
     lines = split_lines(code)
     out: list[str] = []
     for lit in literals(code):
@@ -143,6 +149,23 @@ def variants(code: str) -> list[str]:
             line = lines[lit.line]
             changed = line[: lit.col] + _literal_text(new) + line[lit.end_col :]
             out.append("".join(lines[: lit.line] + [changed] + lines[lit.line + 1 :]))
+    return out
+
+
+def _tree_variants(code: str, fixed: Collection[str]) -> list[str]:
+    try:
+        files = decode(code, "")
+    except TreeError:
+        return []
+    per_file = [
+        [(path, v) for v in variants(text)] for path, text in files.items() if path not in fixed
+    ]
+    out = []
+    for round_ in zip_longest(*per_file):
+        for item in round_:
+            if item is not None:
+                path, text = item
+                out.append(encode({**files, path: text}))
     return out
 
 
@@ -173,6 +196,7 @@ class Tuner:
     them all scored exactly as their base."""
 
     budget: int
+    fixed: tuple[str, ...] = ()  # a tree's files whose numbers are never tuned
     pending: list[_Pending] = field(default_factory=list)  # a heap
     root: dict[str, str] = field(default_factory=dict)  # tuned child -> its model-written root
     spent: dict[str, int] = field(default_factory=dict)  # root -> tuned children so far
@@ -205,7 +229,7 @@ class Tuner:
             root = row.program_id
             base = row.status == Status.OK and row.score != parent_score
         if base and novel and row.score is not None:
-            for c in variants(row.code):
+            for c in variants(row.code, self.fixed):
                 key = (-row.score, self.queued)
                 heapq.heappush(self.pending, _Pending(key, row.program_id, root, c))
                 self.queued += 1
