@@ -21,6 +21,7 @@ from evolve.inert import strip_controls
 from evolve.llm.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
 from evolve.population import Attempt
 from evolve.problem import Problem
+from evolve.prompt_files import cut_to_signatures, files_view, per_file
 from prompts import TEMPLATES_DIR  # package data: the generic templates
 
 EDIT_FORMATS = ("diff", "block", "full")
@@ -40,6 +41,7 @@ class ShownProgram:
     score: float | None
     metrics: dict = field(default_factory=dict)
     artifacts: dict = field(default_factory=dict)
+    about: tuple[str, ...] = ()  # a tree's files the call is about: in full the longest
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class PromptBuilder:
             autoescape=False,
             finalize=_inert,  # every {{ value }}: the candidate's text included
         )
+        self.env.filters["files"] = lambda code: files_view(code, self.problem)
 
     @classmethod
     def for_config(
@@ -126,8 +129,9 @@ class PromptBuilder:
 
     def _template(self, name: str) -> str:
         """NAME.j2, or NAME_short.j2 in the short style where there is one; a problem's own
-        NAME.j2 wins over our generic short one. FunSearch prompts are short ones."""
-        if self.style in ("short", "funsearch"):
+        NAME.j2 wins over our generic short one. FunSearch prompts are short ones. A program
+        of several files is shown file by file: the full templates."""
+        if self.style in ("short", "funsearch") and not self.problem.files:
             own = self.problem.prompt_dir
             if (own / f"{name}_short.j2").is_file() or (
                 not (own / f"{name}.j2").is_file()
@@ -152,6 +156,7 @@ class PromptBuilder:
             versions=ctx.versions,
             target=ctx.target,
             last=ctx.versions[-1].name if ctx.versions else "",
+            edit_format=ctx.edit_format,
         )
         return [
             {"role": "system", "content": system.strip()},
@@ -200,7 +205,7 @@ class PromptBuilder:
             ctx = replace(
                 ctx, attempts=list(ctx.attempts)[-self.max_attempts :] if self.max_attempts else []
             )
-        if self.style in ("short", "funsearch"):
+        if self.style in ("short", "funsearch") and not self.problem.files:
             ctx = _shorten(ctx)
         self.last_dropped = []
         if self.budget is None:
@@ -250,7 +255,7 @@ class PromptBuilder:
         if ctx.second is not None:
             yield lambda c, p: (
                 "the second parent's fixed code",
-                replace(c, second=replace(c.second, code=elide_fixed(c.second.code))),
+                replace(c, second=replace(c.second, code=per_file(c.second.code, elide_fixed))),
                 p,
             )
             yield lambda c, p: (
@@ -258,11 +263,22 @@ class PromptBuilder:
                 replace(c, second=None, edit_format="block"),
                 p,
             )
+        if self.problem.files:  # a tree: the fixed files, then the others but the call's
+            yield lambda c, p: (
+                "the fixed files (shown as signatures)",
+                replace(c, parent=self._cut(c.parent, self.problem.evolving_files)),
+                p,
+            )
+            yield lambda c, p: (
+                "the files the call is not about (shown as signatures)",
+                replace(c, parent=self._cut(c.parent, c.parent.about)),
+                p,
+            )
         yield lambda c, p: (
             "the fixed code",
             replace(
                 c,
-                parent=replace(c.parent, code=elide_fixed(c.parent.code)),
+                parent=replace(c.parent, code=per_file(c.parent.code, elide_fixed)),
                 edit_format="block" if c.edit_format == "full" else c.edit_format,
             ),
             p,
@@ -270,6 +286,10 @@ class PromptBuilder:
         if self.problem.domain_notes:
             yield lambda c, p: ("the domain notes", c, replace(p, domain_notes=""))
         yield None
+
+    def _cut(self, shown: ShownProgram, keep: tuple[str, ...]) -> ShownProgram:
+        keep = keep or self.problem.evolving_files[:1]
+        return replace(shown, code=cut_to_signatures(shown.code, keep, self.problem))
 
 
 def _inert(value: object) -> object:

@@ -17,6 +17,8 @@ from evolve.archive import Archive, ProgramRow
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import PromptTooLong
 from evolve.population import Population
+from evolve.problem import Problem
+from evolve.prompt_files import about
 from evolve.prompts import PromptBuilder, PromptContext, ShownProgram, Version, evolving_code
 from evolve.search.versions import block_functions, versioned
 
@@ -76,13 +78,11 @@ class Proposer:
                 self.program(m.program_id) for m in self.pop.inspirations(island, parent.program_id)
             ]
             ctx = PromptContext(
-                parent=shown(parent, full=True),
+                parent=shown(parent, full=True, problem=self.prompts.problem),
                 edit_format=fmt,
-                inspirations=[
-                    shown(p, fixed=self.prompts.problem.fixed_files) for p in inspirations
-                ],
+                inspirations=[shown(p, problem=self.prompts.problem) for p in inspirations],
                 attempts=self.pop.attempts(parent.program_id),
-                second=shown(second, full=True) if second else None,
+                second=shown(second, full=True, problem=self.prompts.problem) if second else None,
                 notes=notes,
                 hint=self._hint(),
                 retry=RETRY_NOTE if resample else "",
@@ -104,7 +104,11 @@ class Proposer:
 
     def repair(self, failed: ProgramRow, notes: str = "") -> Proposal | None:
         """A call that fixes a failed child, shown its error; None if it cannot fit."""
-        ctx = PromptContext(parent=shown(failed, full=True), edit_format="repair", notes=notes)
+        ctx = PromptContext(
+            parent=shown(failed, full=True, problem=self.prompts.problem),
+            edit_format="repair",
+            notes=notes,
+        )
         try:
             return Proposal(failed, None, "repair", self.prompts.build(ctx))
         except PromptTooLong:
@@ -161,9 +165,10 @@ def funsearch_context(
     )
 
 
-def shown(p: ProgramRow, full: bool = False, fixed: tuple[str, ...] = ()) -> ShownProgram:
+def shown(p: ProgramRow, full: bool = False, problem: Problem | None = None) -> ShownProgram:
     """A program as a prompt shows it: a parent whole with its feedback, an inspiration
-    as its EVOLVE-BLOCKs only (of a tree, its evolving files': `fixed` the others)."""
+    as its EVOLVE-BLOCKs only (of a tree, its evolving files', and the files the call is
+    about: `problem` says which files are whose)."""
     arts = {
         k: (v if len(v) <= ARTIFACT_CHARS else "..." + v[-ARTIFACT_CHARS:])
         for k, v in p.artifacts.items()
@@ -171,6 +176,10 @@ def shown(p: ProgramRow, full: bool = False, fixed: tuple[str, ...] = ()) -> Sho
     }
     if p.code is None:
         raise ValueError(f"program {p.program_id} has no code")
+    fixed = problem.fixed_files if problem else ()
     code = p.code if full else evolvable_text(p.code, fixed)
     metrics = {k: v for k, v in p.metrics.items() if not k.startswith(PRIVATE_PREFIX)}
-    return ShownProgram(code=code, score=p.score, metrics=metrics, artifacts=arts if full else {})
+    on = about(p.diff or "", arts, problem) if problem and problem.files and full else ()
+    return ShownProgram(
+        code=code, score=p.score, metrics=metrics, artifacts=arts if full else {}, about=on
+    )
