@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from os.path import abspath
 
+from evaluators import tree
 from evaluators.harness_result import MISSING, ProcRun, has_score_fn, to_result
 from evaluators.sandbox import EvalRequest, EvalResult, Status
 
@@ -28,11 +29,31 @@ Launch = Callable[[str, dict, dict[str, str]], ProcRun]
 Session = tuple[EvalRequest, Launch]
 
 
-def check_name(name: str) -> str:
-    """The candidate's file name, which becomes a path in the sandbox: a plain name only."""
+def check_name(name: str, is_tree: bool = False) -> str:
+    """The candidate's file name, which becomes a path in the sandbox: a plain name only; for
+    a tree, its entry's relative path (tree.check_path)."""
+    if is_tree:
+        try:
+            return tree.check_path(name)
+        except tree.TreeError as e:
+            raise ValueError(f"program_name: {e}") from None
     if not name or name in (".", "..") or "/" in name or "\0" in name or name.endswith(".json"):
         raise ValueError(f"program_name must be a plain file name, got {name!r}")
     return name
+
+
+def program_files(req: EvalRequest) -> dict[str, str]:
+    """The files the candidate is written as, path -> text: a one-file program's one file, a
+    tree's every file at its relative path. TreeError (the candidate's: its code breaks a
+    rule of trees) where a path escapes, a name is reserved, a file repeats or the tree has
+    no file at the entry's path."""
+    if not tree.is_tree(req.program_code):
+        return {check_name(req.program_name): req.program_code}
+    entry = check_name(req.program_name, is_tree=True)
+    files = tree.decode(req.program_code, entry)  # checks every path
+    if entry not in files:
+        raise tree.TreeError(f"{entry}: the tree has no file at the problem's entry path")
+    return files
 
 
 def absolute(req: EvalRequest) -> EvalRequest:
@@ -50,7 +71,10 @@ def run_then_score(req: EvalRequest, inside: EvalRequest, launch: Launch) -> Eva
     """Run the candidate, then score its outputs on the trusted side when the problem has a
     score(). `req` holds host paths, `inside` the same request as the harness sees it."""
     scored = req.fmt == "native" and has_score_fn(req.problem_dir)
-    files = {check_name(req.program_name): req.program_code, **req.seed_files()}
+    try:
+        files = {**program_files(req), **req.seed_files()}
+    except tree.TreeError as e:  # the candidate's tree breaks a rule: nothing was written
+        return EvalResult(Status.INVALID, artifacts={"error": f"program tree: {e}"})
     run = launch("run", inside.to_json(), files)
     result, outputs = to_result(run, req.limits, "evaluate()", check_score=not scored)
     if not scored or result.status != Status.OK:

@@ -38,6 +38,7 @@ from evaluators.harness_result import (
     read_result_file,
     tail,
 )
+from evaluators.inside.layout import write_tree
 from evaluators.inside.openevolve_run import TOOL_DIRS_ENV
 from evaluators.local import bubblewrap, cgroups, exec_chain, reachable
 from evaluators.local.bubblewrap import SCRATCH, Isolation
@@ -280,8 +281,7 @@ class LocalSandbox(TwoPhaseSandbox):
         parent = self._tmp_root if uid is None else reachable.scratch_parent(self._tmp_root)
         scratch = make_dir("scratch", parent)  # named after us: see leftovers.py
         stack.callback(remove_tree, scratch)
-        for name, text in inputs.items():
-            Path(scratch, name).write_text(text, encoding="utf-8")
+        write_tree(scratch, inputs)  # a tree's folders made, never through a link
         python, harness = sys.executable, HARNESS
         env: dict[str, str] = {}
         if uid is not None:
