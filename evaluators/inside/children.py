@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Mapping
 
-from evaluators.inside import caches, landlock, worker_grants
+from evaluators.inside import caches, landlock, layout, worker_grants
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRAPPER = os.path.join(HERE, "exec_confined.py")
@@ -124,9 +124,9 @@ def confine(req: dict, program: str, env: dict[str, str]) -> str | None:
     private += [os.environ.get(v, "") for v in ("EVOLVE_DATA_DIR", "EVOLVE_INCLUDE_DIR")]
     private += [os.path.dirname(p) for p in (req.get("includes") or []) if isinstance(p, str)]
     private += [os.path.dirname(p) for p in (req.get("hidden") or []) if isinstance(p, str)]
-    real_program = os.path.realpath(program)
-    if os.path.dirname(real_program) != os.path.realpath(os.getcwd()):
-        private.append(os.path.dirname(real_program))  # Docker's /in: the request lies there
+    real_root = layout.tree_root(os.path.realpath(program), str(req.get("program_name") or ""))
+    if real_root != os.path.realpath(os.getcwd()):
+        private.append(real_root)  # Docker's /in: the request lies there
     homes = list(
         dict.fromkeys(
             os.path.realpath(p)

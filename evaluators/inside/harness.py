@@ -277,13 +277,35 @@ def _report_loaded(failure: dict | None) -> None:
         os.close(int(fd))
 
 
+def _tree(req: dict, program: str) -> tuple[str, list[str]]:
+    """(the folder the program's files lie in, the tree's relative paths: [] for one file).
+    A tree's root is our cwd, where the host laid it out; its root goes on sys.path (last:
+    the evaluator's own modules win in this trusted process) for an evaluator that imports
+    the candidate here, and on the kit's worker's (kit.use_tree)."""
+    _provide_kit()
+    from evaluators.inside import layout
+
+    paths = layout.tree_paths(req.get("program_code") or "")
+    root = layout.tree_root(program, req["program_name"]) if paths else os.path.dirname(program)
+    if paths:
+        sys.path.append(root)
+        extra = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (extra, root) if p)
+    return root, paths
+
+
 def run(req: dict) -> dict:
     """`run` mode: import the evaluator and evaluate the candidate (OpenEvolve's
     evaluate_stageN() through its cascade)."""
     program = os.path.abspath(req["program_name"])  # the host wrote it into our cwd
-    if program.endswith(".py") and (bad := _syntax_check(program)) is not None:
-        _report_loaded(None)
-        return bad
+    root, paths = _tree(req, program)
+    for rel in [p for p in paths if p.endswith(".py")] or [""]:
+        path = os.path.join(root, rel) if rel else program
+        if path.endswith(".py") and (bad := _syntax_check(path)) is not None:
+            if rel:  # which file of the tree
+                bad["artifacts"]["error"] = f"{rel}: {bad['artifacts']['error']}"
+            _report_loaded(None)
+            return bad
     _apply_env(req.get("env"))
     if os.path.isfile(os.path.join(req["problem_dir"], ".cargo", "config.toml")):
         _provide_kit()  # the `evaluators` package: the problem vendored its crates
@@ -292,11 +314,13 @@ def run(req: dict) -> dict:
         prepare_cargo(req["problem_dir"])
     if req.get("fmt") == "shinka":
         _release_worker()
-        return _run_shinka(req, program)
+        return _run_shinka(req, program, root)
     if req.get("fmt", "native") != "native":
         _release_worker()
-        return _run_openevolve(req, program)
+        return _run_openevolve(req, program, root)
     kit = _provide_kit()
+    if paths:
+        kit.use_tree(root, paths)
     in_worker = _uses_worker(req["problem_dir"])
     if in_worker:
         kit.prestart(program)  # the worker imports the program's libraries meanwhile
@@ -448,7 +472,7 @@ def _read_fd(fd: int) -> str:
     return b"".join(chunks).decode("utf-8")
 
 
-def _run_openevolve(req: dict, program: str) -> dict:
+def _run_openevolve(req: dict, program: str, root: str) -> dict:
     """An OpenEvolve-format evaluator in a private copy of its folder, through
     OpenEvolve's cascade (openevolve_run.py)."""
     stage = req.get("stage")
@@ -457,14 +481,16 @@ def _run_openevolve(req: dict, program: str) -> dict:
         _provide_kit()  # the `evaluators` package, wherever this harness lies
         from evaluators.inside import openevolve_run as oe
 
-        workdir = oe.private_copy(req["problem_dir"], os.path.dirname(program))
+        workdir = oe.private_copy(req["problem_dir"], root)
         os.chdir(workdir)
-        os.environ["PYTHONPATH"] = workdir
+        os.environ["PYTHONPATH"] = (
+            workdir if root == os.path.dirname(program) else workdir + os.pathsep + root
+        )
         compat = os.path.join(os.path.dirname(os.path.abspath(__file__)), COMPAT)
         oe.use_stand_in(compat)
         fitness_of = oe.fitness_rule(compat, req.get("feature_dims") or [])
         module = _load_evaluator(workdir)
-        oe.confine(req["problem_dir"], os.path.dirname(program), program)  # before any stage
+        oe.confine(req["problem_dir"], root, program)  # before any stage
         name = stage or "evaluate"
         if not callable(getattr(module, name, None)):
             failure = _failure(SANDBOX_ERROR, f"evaluator.py defines no {name}()")
@@ -499,7 +525,7 @@ def _run_openevolve(req: dict, program: str) -> dict:
     return _openevolve(out, fitness_of)
 
 
-def _run_shinka(req: dict, program: str) -> dict:
+def _run_shinka(req: dict, program: str, root: str) -> dict:
     """A ShinkaEvolve-format evaluate.py in a private copy of its folder, started as
     ShinkaEvolve starts it (shinka_run.py), after this process confined itself."""
     failure, limits = None, req.get("limits", {})
@@ -508,18 +534,18 @@ def _run_shinka(req: dict, program: str) -> dict:
         from evaluators.inside import openevolve_run as oe
         from evaluators.inside import shinka_run as sh
 
-        workdir = oe.private_copy(req["problem_dir"], os.path.dirname(program))
+        workdir = oe.private_copy(req["problem_dir"], root)
         if not os.path.isfile(os.path.join(workdir, sh.EVALUATE)):
             failure = _failure(SANDBOX_ERROR, f"no {sh.EVALUATE} in {req['problem_dir']}")
         else:
-            oe.confine(req["problem_dir"], os.path.dirname(program), program)
+            oe.confine(req["problem_dir"], root, program)
     except BaseException as e:
         failure = _failure(SANDBOX_ERROR, f"cannot prepare the ShinkaEvolve evaluator: {e!r}", e)
     _report_loaded(failure)
     if failure is not None:
         return failure
     try:
-        out = sh.evaluate(workdir, program, float(limits.get("timeout_s") or 300))
+        out = sh.evaluate(workdir, program, float(limits.get("timeout_s") or 300), root)
     except sh.EvaluatorTimeout as e:
         return _failure(TIMEOUT, f"{e}; all its processes were killed")
     except BaseException as e:

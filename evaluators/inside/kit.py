@@ -153,6 +153,13 @@ def release() -> None:
     worker_start.release()
 
 
+def use_tree(root: str, paths: Iterable[str]) -> None:
+    """Trusted processes only (the harness): the program is a tree of files laid out under
+    `root` at `paths` (relative); `load` of one of them imports it with the tree's root on
+    the worker's sys.path, so its imports of the tree's modules work."""
+    worker_client.use_tree(root, tuple(paths))
+
+
 def use_data_seed(seed: object) -> None:
     """Trusted processes only (the harness, `kit.main`): the run's private data seed, or None
     for the problem's public data. Never an environment variable: a worker could read those."""

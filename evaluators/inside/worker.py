@@ -30,7 +30,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from evaluators.inside import landlock, records
+from evaluators.inside import landlock, records, tree_import
 from evaluators.inside.channel import Channel
 from evaluators.inside.codec import MAX_REPLY, describe, encode
 from evaluators.inside.worker_grants import confine
@@ -173,8 +173,13 @@ def main(argv: list[str]) -> int:
     sys.argv = [path]
     sys.dont_write_bytecode = True
     _reserve = bytearray(1 << 20)
+    tree = setup.get("tree")
     try:
-        fn = getattr(_exec_program(path, source), name, None)
+        if tree:  # a program of several files: its root on sys.path, its entry a module
+            module = tree_import.load_entry(tree["root"], tree["files"], tree["entry"])
+        else:
+            module = _exec_program(path, source)
+        fn = getattr(module, name, None)
     except BaseException as e:
         _reserve = None
         try:

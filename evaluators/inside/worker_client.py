@@ -127,6 +127,32 @@ def undumpable() -> None:
         pass
 
 
+_tree: tuple[str, tuple[str, ...]] | None = None  # (root, relative paths): `use_tree`
+
+
+def use_tree(root: str, paths: list[str] | tuple[str, ...]) -> None:
+    """Trusted processes only (the harness): the program is a tree of files laid out under
+    `root` at `paths`; a Remote of one of them sends the worker the whole tree."""
+    global _tree
+    _tree = (os.path.abspath(root), tuple(paths)) if paths else None
+
+
+def tree_of(program: str) -> dict | None:
+    """What the worker needs to import `program` as a file of the tree (`use_tree`): the root,
+    every file's source, and `program`'s own path in it; None for a one-file program."""
+    if _tree is None:
+        return None
+    root, paths = _tree
+    entry = os.path.relpath(os.path.abspath(program), root)
+    if entry not in paths:
+        return None
+    files = {}
+    for path in paths:
+        with open(os.path.join(root, path), "rb") as f:
+            files[path] = f.read()
+    return {"root": root, "entry": entry, "files": files}
+
+
 class LoadFailed(BaseException):
     """The program failed to import (or lacks the function) and the evaluator found out at its
     first call: carried past the evaluator's `except Exception` to `kit.evaluate`, which
@@ -168,11 +194,14 @@ class Remote:
         self._pickler.dispatch_table = _reductions
         with open(program, "rb") as f:
             source = f.read()
+        tree = tree_of(program)
         undumpable()
         self._proc, self._out, self._in = worker_start.take(source)
         self._finalizer = weakref.finalize(self, worker_start.reap, self._proc, self._out, self._in)
         try:
             setup = {"private": private_paths(), "confine": confine}
+            if tree is not None:
+                setup["tree"] = tree
             self._send(("load", 0, (os.path.abspath(program), source, name, setup), []))
         except BaseException:
             self.close()

@@ -112,6 +112,9 @@ def confine(setup: dict) -> dict:
     if not setup.get("confine", True):
         return {"confined": False, "error": "landlock not requested"}
     dirs, files = grants(setup)
+    tree = setup.get("tree")
+    if tree:  # the program's own files, each by name (never its folder: the cwd)
+        files += [os.path.join(tree["root"], path) for path in tree["files"]]
     try:
         c = landlock.restrict(dirs, files)
     except OSError as e:

@@ -1,0 +1,177 @@
+"""Programs of several files through the real local sandbox (bubblewrap and the fallback
+without namespaces): the tree laid out at its paths in the scratch folder, its modules
+importable in the candidate's worker (a package entry's relative imports too), and a
+hostile tree (an escaping path, a reserved name, too many files, a planted link) ending
+as one clear line with nothing written outside the scratch folder."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from evaluators import tree
+from evaluators.inside.layout import LayoutError, write_tree
+from evaluators.local.sandbox import LocalSandbox
+from evaluators.sandbox import EvalRequest, Limits, Status
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TREE = FIXTURES / "tree_native"  # kit problem: double(v) from pkg/__init__.py, a trusted score()
+DIRECT = FIXTURES / "sandbox_native" / "direct"  # imports the candidate in-process
+LIMITS = Limits(timeout_s=20.0, memory_mb=1024, max_procs=24, max_file_mb=8, max_output_kb=8)
+ENTRY = "pkg/__init__.py"
+
+
+def seed_files() -> dict[str, str]:
+    seed = TREE / "seed"
+    return {p.relative_to(seed).as_posix(): p.read_text() for p in sorted(seed.rglob("*.py"))}
+
+
+def request(code: str, problem: Path = TREE, entry: str = ENTRY, **kw) -> EvalRequest:
+    return EvalRequest(problem_dir=str(problem), program_code=code, program_name=entry,
+                       split="train", limits=LIMITS, **kw)
+
+
+@pytest.fixture(scope="module", params=["bubblewrap", "fallback"])
+def sandbox(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    isolate = request.param == "bubblewrap"
+    sb = LocalSandbox(max_parallel=2, tmp_root=str(tmp_path_factory.mktemp("tree_tmp")),
+                      isolate=isolate)
+    if isolate and sb.isolation.bwrap is None:
+        sb.close()
+        pytest.skip("no bubblewrap here")
+    yield sb
+    sb.close()
+
+
+def test_seed_tree_scores(sandbox: LocalSandbox) -> None:
+    """The fixture's seed: `from . import ops` and `from pkg.ops import times` in the entry."""
+    res = sandbox.evaluate(request(tree.encode(seed_files())))
+    assert (res.status, res.score) == (Status.OK, 12.0), res.artifacts
+
+
+def test_imports_across_the_tree(sandbox: LocalSandbox) -> None:
+    """Deeper packages, a folder without __init__.py (namespace package), a data file of the
+    tree read beside the module, and __file__ where the tree lies."""
+    files = {
+        ENTRY: (
+            "import os\nfrom .inner import deep\nfrom shapes.square import SIDE\n"
+            "from . import ops\n"
+            "def double(v):\n"
+            "    here = os.path.dirname(__file__)\n"
+            "    with open(os.path.join(here, 'table.txt')) as f:\n"
+            "        k = int(f.read())\n"
+            "    assert here.endswith('/pkg') and deep.__name__ == 'pkg.inner.deep'\n"
+            "    return ops.times(v, k) + deep.ZERO + SIDE - 3\n"
+        ),
+        "pkg/ops.py": "def times(x, k):\n    return x * k\n",
+        "pkg/inner/__init__.py": "",
+        "pkg/inner/deep.py": "from ..ops import times\nZERO = times(0, 5)\n",
+        "pkg/table.txt": "2\n",
+        "shapes/square.py": "SIDE = 3\n",
+    }
+    res = sandbox.evaluate(request(tree.encode(files)))
+    assert (res.status, res.score) == (Status.OK, 12.0), res.artifacts
+
+
+def test_in_process_evaluator_imports_the_tree(sandbox: LocalSandbox) -> None:
+    """An evaluator that imports the candidate itself finds the tree's modules too."""
+    files = {"main.py": "from helpers.values import HALF\ndef solve():\n    return HALF\n",
+             "helpers/values.py": "HALF = 0.5\n"}
+    res = sandbox.evaluate(request(tree.encode(files), DIRECT, entry="main.py"))
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
+
+
+def test_syntax_error_in_another_file(sandbox: LocalSandbox) -> None:
+    files = {**seed_files(), "pkg/ops.py": "def times(x, k)\n    return x * k\n"}
+    res = sandbox.evaluate(request(tree.encode(files)))
+    assert res.status == Status.SYNTAX_ERROR
+    assert "pkg/ops.py" in res.artifacts["error"], res.artifacts
+
+
+def test_one_file_program_unchanged(sandbox: LocalSandbox) -> None:
+    res = sandbox.evaluate(request("def solve():\n    return 0.25\n", DIRECT, entry="cand.py"))
+    assert (res.status, res.score) == (Status.OK, 0.25), res.artifacts
+
+
+def _raw(files: dict[str, str]) -> str:
+    """A tree written by hand, as a hostile reply could make it (tree.encode refuses these)."""
+    return "".join(f"{tree.HEADER}{path}\n{text}" for path, text in files.items())
+
+
+OUTSIDE = "evolve-tree-escape-probe"
+
+
+@pytest.mark.parametrize("path,why", [
+    (f"../{OUTSIDE}", "'..'"),
+    (f"pkg/../../{OUTSIDE}", "'..'"),
+    (f"/tmp/{OUTSIDE}", "must be relative"),
+    ("REQ.json", "reserved"),
+    ("DATA_SEED", "reserved"),
+    ("pkg//x.py", "empty parts"),
+])
+def test_hostile_paths_are_invalid(sandbox: LocalSandbox, path: str, why: str) -> None:
+    code = _raw({**seed_files(), path: "PWNED = 1\n"})
+    res = sandbox.evaluate(request(code))
+    assert res.status == Status.INVALID and why in res.artifacts["error"], res.artifacts
+    assert res.artifacts["error"].startswith("program tree: ") and "\n" not in res.artifacts["error"]
+    assert not any(Path(d, OUTSIDE).exists() for d in ("/tmp", "/", tempfile.gettempdir()))
+
+
+def test_too_many_files_and_missing_entry(sandbox: LocalSandbox) -> None:
+    many = {f"m{i}.py": "" for i in range(tree.MAX_FILES + 1)}
+    res = sandbox.evaluate(request(_raw({ENTRY: "def double(v):\n    return 2 * v\n", **many})))
+    assert res.status == Status.INVALID and "at most 64 files" in res.artifacts["error"]
+    res = sandbox.evaluate(request(_raw({"pkg/ops.py": "X = 1\n", "other.py": ""})))
+    assert res.status == Status.INVALID and "entry" in res.artifacts["error"], res.artifacts
+    twice = _raw({ENTRY: "", "pkg/ops.py": ""}) + _raw({"pkg/ops.py": ""})
+    res = sandbox.evaluate(request(twice))
+    assert res.status == Status.INVALID and "twice" in res.artifacts["error"], res.artifacts
+
+
+def test_planted_link_is_not_followed(sandbox: LocalSandbox, tmp_path: Path) -> None:
+    """A candidate plants links in its scratch folder at run time, pointing outside it; the
+    worker (Landlocked) cannot, the in-process evaluator's candidate tries: nothing lands
+    outside, and the next evaluation lays its tree out in a clean folder."""
+    target = tmp_path / "target"
+    target.mkdir()
+    target.chmod(0o777)
+    plant = (
+        "import os\n"
+        "def solve():\n"
+        f"    for name, to in (('pkg', {str(target)!r}), ('x.py', {str(target / 'x.py')!r})):\n"
+        "        try:\n"
+        "            os.symlink(to, name)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return 0.5\n"
+    )
+    files = {"main.py": plant, "helpers/a.py": ""}
+    res = sandbox.evaluate(request(tree.encode(files), DIRECT, entry="main.py"))
+    assert res.status == Status.OK, res.artifacts
+    res = sandbox.evaluate(request(tree.encode(seed_files())))
+    assert (res.status, res.score) == (Status.OK, 12.0), res.artifacts
+    assert list(target.iterdir()) == []
+
+
+# ---- the writer itself, on a folder with links planted in it --------------------------
+
+
+def test_writer_never_follows_a_link(tmp_path: Path) -> None:
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    os.symlink(outside, scratch / "pkg")
+    os.symlink(outside / "f.py", scratch / "f.py")
+    with pytest.raises(LayoutError, match="pkg/a.py"):
+        write_tree(str(scratch), {"pkg/a.py": "x"})
+    with pytest.raises(LayoutError, match="f.py"):
+        write_tree(str(scratch), {"f.py": "x"})
+    for bad in ("../x.py", "/abs.py", "a/./b.py", ""):
+        with pytest.raises(LayoutError):
+            write_tree(str(scratch), {bad: "x"})
+    assert list(outside.iterdir()) == []
+    write_tree(str(scratch), {"ok/deep/er.py": "y", "top.py": "z"})
+    assert (scratch / "ok/deep/er.py").read_text() == "y" and (scratch / "top.py").read_text() == "z"
