@@ -182,16 +182,18 @@ def evaluate(
 ) -> Evaluation:
     """Score one program file as a run would: the whole cascade on the train split, unless
     `split` names another split (held-out data) or `stage` one stage alone. A program written
-    as its EVOLVE-BLOCKs only (a baseline) gets the seed's fixed code around them. `warn`
+    as its EVOLVE-BLOCKs only (a baseline) gets the seed's fixed code around them; a program of
+    several files is a folder (or a tree's text), completed from the seed's tree. `warn`
     hears the config file read and its unknown keys (default: stderr)."""
     from evolve.edits.blocks import complete_from_seed
+    from evolve.program_input import program_code
 
     s = settings_for("evolve.evaluate", EVALUATE, settings)
     problem = _load(problem_dir, s, blocks=False)
     for line in _config_lines(problem):
         (warn or _stderr)(line)
     path = Path(program)
-    if not path.is_file():
+    if not path.is_file() and not (problem.files and path.is_dir()):
         raise UsageError(f"{program}: no such program file")
     if split and split not in problem.splits:
         raise UsageError(
@@ -210,9 +212,12 @@ def evaluate(
     try:
         ev = CandidateEvaluator(problem, sandbox, data_seed=s.data_seed)
         try:
-            code = complete_from_seed(path.read_text(), problem.seed_code)
+            if problem.files:  # a program of several files: a folder, or a tree's text
+                code = program_code(problem, path)
+            else:
+                code = complete_from_seed(path.read_text(), problem.seed_code)
         except ValueError as e:
-            raise UsageError(f"{program}: {e}") from None
+            raise UsageError(str(e) if problem.files else f"{program}: {e}") from None
         if stage or (split and split != problem.train_split):
             r = ev.run_stage(code, stage) if stage else ev.run_split(code, split or "")
             scores = r.scores or ({stage: r.score} if stage and r.score is not None else {})

@@ -20,6 +20,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from evolve.program_input import program_digest
+
 _SKIP_DIRS = {"__pycache__", ".git", "baselines"}
 
 
@@ -51,11 +53,17 @@ def folder_hash(root: Path) -> str:
 
 
 def baseline_files(root: Path) -> list[Path]:
-    """The folder's `baselines/*.py`, sorted by name."""
+    """The folder's `baselines/*.py`, and for a program of several files its baseline
+    folders (`baselines/NAME/`, laid out like the seed's tree), sorted by name."""
     folder = root / "baselines"
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.glob("*.py") if p.is_file())
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if (p.is_file() and p.suffix == ".py")
+        or (p.is_dir() and not p.is_symlink() and not p.name.startswith((".", "_")))
+    )
 
 
 def cache_file(
@@ -66,7 +74,7 @@ def cache_file(
     salt = b"" if role == "baseline" else role.encode() + b"\0"
     if data_seed is not None:
         salt += f"data_seed={data_seed}".encode() + b"\0"
-    h = hashlib.sha256(salt + key.encode() + program.read_bytes()).hexdigest()[:32]
+    h = hashlib.sha256(salt + key.encode() + program_digest(program)).hexdigest()[:32]
     return cache_dir() / f"{h}.json"
 
 
@@ -88,17 +96,18 @@ def write_cached(path: Path, result: BaselineScore) -> None:
 def score_program(
     root: Path, program: Path, sandbox_name: str, data_seed: int | None = None
 ) -> BaselineScore:
-    """Train (through the cascade, as a run scores) and held-out scores of one program file;
+    """Train (through the cascade, as a run scores) and held-out scores of one program (a file,
+    or a folder for a program of several files);
     a failure is a row with its status and first line, never an exception."""
     from evaluators.backends import make_sandbox
     from evolve.archive import Status
-    from evolve.edits.blocks import complete_from_seed
     from evolve.evaluation import CandidateEvaluator
     from evolve.problem import load_problem
+    from evolve.program_input import program_code
 
     try:
         problem = load_problem(root)
-        code = complete_from_seed(program.read_text(), problem.seed_code)
+        code = program_code(problem, program)
         sandbox = make_sandbox(sandbox_name, 1, problem_dir=str(root), tools=problem.tools)
     except Exception as e:  # a broken folder: shown on its row, never raised
         return BaselineScore(program.name, "error", detail=_first_line(e))
