@@ -1,5 +1,5 @@
-"""Programs of several files through the real local sandbox (bubblewrap and the fallback
-without namespaces): the tree laid out at its paths in the scratch folder, its modules
+"""Programs of several files through the real sandboxes (local with bubblewrap, the local
+fallback without namespaces, Docker where its engine answers): the tree laid out at its paths in the scratch folder, its modules
 importable in the candidate's worker (a package entry's relative imports too), and a
 hostile tree (an escaping path, a reserved name, too many files, a planted link) ending
 as one clear line with nothing written outside the scratch folder."""
@@ -16,6 +16,7 @@ from evaluators import tree
 from evaluators.inside.layout import LayoutError, write_tree
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
+from tests.docker_support import docker_image, wait_gone  # noqa: F401  (a session fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREE = FIXTURES / "tree_native"  # kit problem: double(v) from pkg/__init__.py, a trusted score()
@@ -36,6 +37,15 @@ def request(code: str, problem: Path = TREE, entry: str = ENTRY, **kw) -> EvalRe
 
 @pytest.fixture(scope="module", params=["bubblewrap", "fallback"])
 def sandbox(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    if request.param == "docker":
+        from evaluators.docker.sandbox import DockerSandbox
+
+        image = request.getfixturevalue("docker_image")
+        sb = DockerSandbox(max_parallel=2, run_id=f"test-tree-{os.getpid()}", image=image)
+        yield sb
+        sb.close()
+        assert wait_gone(sb.client, sb.run_id, 60) == []
+        return
     isolate = request.param == "bubblewrap"
     sb = LocalSandbox(max_parallel=2, tmp_root=str(tmp_path_factory.mktemp("tree_tmp")),
                       isolate=isolate)
@@ -50,6 +60,17 @@ def test_seed_tree_scores(sandbox: LocalSandbox) -> None:
     """The fixture's seed: `from . import ops` and `from pkg.ops import times` in the entry."""
     res = sandbox.evaluate(request(tree.encode(seed_files())))
     assert (res.status, res.score) == (Status.OK, 12.0), res.artifacts
+
+
+def test_data_seed_reaches_a_tree(sandbox: LocalSandbox) -> None:
+    """The run's private seed reaches the harness beside a tree as beside one file (Docker
+    passes it as a descriptor: no DATA_SEED lies beside a tree's entry)."""
+    code = tree.encode(seed_files())
+    public = sandbox.evaluate(request(code))
+    private = sandbox.evaluate(request(code, data_seed=123456789))
+    assert public.status == private.status == Status.OK, (public.artifacts, private.artifacts)
+    assert (public.artifacts["private_data"], public.artifacts["seed"]) == ("False", "7")
+    assert private.artifacts["private_data"] == "True" and private.artifacts["seed"] != "7"
 
 
 def test_imports_across_the_tree(sandbox: LocalSandbox) -> None:
@@ -175,3 +196,24 @@ def test_writer_never_follows_a_link(tmp_path: Path) -> None:
     assert list(outside.iterdir()) == []
     write_tree(str(scratch), {"ok/deep/er.py": "y", "top.py": "z"})
     assert (scratch / "ok/deep/er.py").read_text() == "y" and (scratch / "top.py").read_text() == "z"
+
+
+# ---- Ray: the request carries the tree as text to a node, whose sandbox lays it out -----
+
+
+def test_ray_node_runs_a_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray")
+    from evaluators.ray.node import NodeOptions
+    from evaluators.ray.sandbox import RayOptions, RaySandbox
+    from tests.ray_support import AUTH_OFF
+
+    for k, v in AUTH_OFF.items():
+        monkeypatch.setenv(k, v)
+    sb = RaySandbox(RayOptions(node=NodeOptions(sandbox="local")))  # a private instance
+    try:
+        ok = sb.evaluate(request(tree.encode(seed_files()), data_seed=42))
+        bad = sb.evaluate(request(_raw({**seed_files(), f"../{OUTSIDE}": "X = 1\n"})))
+    finally:
+        sb.close()
+    assert (ok.status, ok.score, ok.artifacts["private_data"]) == (Status.OK, 12.0, "True"), ok.artifacts
+    assert bad.status == Status.INVALID and bad.artifacts["error"].startswith("program tree: ")
