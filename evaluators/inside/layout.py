@@ -66,8 +66,9 @@ def _write_one(top: int, path: str, data: bytes, mode: int) -> None:
         for part in parts[:-1]:
             try:
                 os.mkdir(part, 0o755, dir_fd=fd)
+                made = True
             except FileExistsError:
-                pass
+                made = False
             try:
                 sub = os.open(part, _DIR, dir_fd=fd)
             except OSError as e:  # ELOOP: a link; ENOTDIR: a file
@@ -76,11 +77,14 @@ def _write_one(top: int, path: str, data: bytes, mode: int) -> None:
                 ) from None
             os.close(fd)
             fd = sub
+            if made:
+                os.fchmod(fd, 0o755)  # whatever the umask: another uid may read the tree
         try:
             out = os.open(parts[-1], _NEW, mode, dir_fd=fd)
         except OSError as e:  # EEXIST (a link or a file already there), ELOOP
             raise LayoutError(f"{path}: cannot be created in the tree ({e.strerror})") from None
         try:
+            os.fchmod(out, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(out, view) :]
