@@ -192,9 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a run on --sandbox ray: the cluster's address now (default: the one it started with)",
     )
 
-    ev = sub.add_parser("eval", help="score one program file in the sandbox")
+    ev = sub.add_parser("eval", help="score one program in the sandbox")
     ev.add_argument("problem_dir", metavar="PROBLEM_DIR")
-    ev.add_argument("program", metavar="PROGRAM_FILE")
+    ev.add_argument(
+        "program",
+        metavar="PROGRAM",
+        help="the program's file, or for a program of several files the folder holding them",
+    )
     ev.add_argument(
         "--split",
         help="evaluate on this split (default, and for the train split: the whole cascade, "
