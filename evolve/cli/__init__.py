@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "new":
             from evolve.cli.scaffold import scaffold
 
-            path = scaffold(args.name)
+            path = scaffold(args.name, args.files)
             print(safe_text(f"created {path}: fill in the TODOs, then run `evolve check {path}`"))
             return 0
         from evolve.cli.archive import dispatch

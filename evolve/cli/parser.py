@@ -279,6 +279,14 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument(
         "name", metavar="NAME", help="folder to create (its last part names the problem)"
     )
+    new.add_argument(
+        "--files",
+        type=_integer(1),
+        default=1,
+        metavar="N",
+        help="the policy as a tree of N evolving files and a fixed entry composing them "
+        "(default 1: one seed file)",
+    )
 
     add_archive_parser(sub)
     add_ui_parser(sub, SANDBOXES[:-1], _integer)  # baselines score here: no ray

@@ -13,19 +13,20 @@ import random
 import re
 from pathlib import Path
 
+from evolve.cli.scaffold_tree import NOTES, PROGRAM, check_parts, write_tree
+
 PROBLEM_TOML = '''# problem.toml: what the controller needs to know about this problem.
 [problem]
 name = "{name}"
 description = "Order jobs on one machine to minimise mean completion time"  # TODO: one line
-entry = "seed.py"            # the seed program; evolution starts from it
+entry = "{entry}"{entry_note}
 metric = "mean_completion"   # headline metric: a key of the metrics evaluator.score returns
 direction = "minimize"       # of the headline metric; the score itself is always higher-is-better
 # Shown to the LLM in the system prompt: the API, the constraints, what scores well.
 domain_notes = """
-schedule(jobs) receives a list of (job_id, duration) pairs and returns the job ids in
-the order they run on one machine. Every job must appear exactly once.
+{notes}
 """
-
+{program}
 [evaluation]
 timeout_s = 30               # wall-clock limit per evaluation (the sandbox kills it after)
 memory_mb = 1024
@@ -162,7 +163,16 @@ reference numbers beside ours (`evolve eval {name} {name}/baselines/spt.py --spl
 """
 
 
-def scaffold(target: str) -> Path:
+ENTRY_NOTE = "            # the seed program; evolution starts from it"
+TREE_ENTRY = "  # the tree's file the evaluator loads (kit.load)"
+ONE_FILE_NOTES = """schedule(jobs) receives a list of (job_id, duration) pairs and returns the job ids in
+the order they run on one machine. Every job must appear exactly once."""
+
+
+def scaffold(target: str, files: int = 1) -> Path:
+    """The problem folder; `files` > 1: its policy a tree of that many evolving files and a
+    fixed entry (scaffold_tree.py)."""
+    check_parts(files)
     path = Path(target)
     name = re.sub(r"[^A-Za-z0-9_]+", "_", path.name).strip("_")
     if not name:
@@ -175,9 +185,14 @@ def scaffold(target: str) -> Path:
     sha256 = hashlib.sha256(jobs.encode()).hexdigest()
     (path / "data" / "jobs.json").write_text(jobs)
     (path / "data" / "SOURCES.md").write_text(SOURCES.format(sha256=sha256))
-    (path / "problem.toml").write_text(PROBLEM_TOML.format(name=name, sha256=sha256))
-    (path / "seed.py").write_text(SEED)
     (path / "evaluator.py").write_text(EVALUATOR.format())
-    (path / "baselines" / "spt.py").write_text(BASELINE)
-    (path / "README.md").write_text(README.format(name=name))
+    if files > 1:
+        toml = dict(entry="policy/__init__.py", entry_note=TREE_ENTRY, notes=NOTES, program=PROGRAM)
+        write_tree(path, name, files)
+    else:
+        toml = dict(entry="seed.py", entry_note=ENTRY_NOTE, notes=ONE_FILE_NOTES, program="")
+        (path / "seed.py").write_text(SEED)
+        (path / "baselines" / "spt.py").write_text(BASELINE)
+        (path / "README.md").write_text(README.format(name=name))
+    (path / "problem.toml").write_text(PROBLEM_TOML.format(name=name, sha256=sha256, **toml))
     return path
