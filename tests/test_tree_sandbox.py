@@ -21,6 +21,7 @@ from tests.docker_support import docker_image, wait_gone  # noqa: F401  (a sessi
 FIXTURES = Path(__file__).parent / "fixtures"
 TREE = FIXTURES / "tree_native"  # kit problem: double(v) from pkg/__init__.py, a trusted score()
 DIRECT = FIXTURES / "sandbox_native" / "direct"  # imports the candidate in-process
+OPENEVOLVE = FIXTURES / "sandbox_openevolve" / "basic"
 LIMITS = Limits(timeout_s=20.0, memory_mb=1024, max_procs=24, max_file_mb=8, max_output_kb=8)
 ENTRY = "pkg/__init__.py"
 
@@ -103,6 +104,41 @@ def test_in_process_evaluator_imports_the_tree(sandbox: LocalSandbox) -> None:
              "helpers/values.py": "HALF = 0.5\n"}
     res = sandbox.evaluate(request(tree.encode(files), DIRECT, entry="main.py"))
     assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
+
+
+@pytest.mark.parametrize("stage,score", [(None, 0.75), ("evaluate_stage3", 1.5)])
+def test_openevolve_evaluator_imports_the_tree(sandbox: LocalSandbox, stage: str | None,
+                                               score: float) -> None:
+    """An OpenEvolve evaluator imports the candidate in its process, or runs it in a
+    subprocess of its own (stage 3): the tree's modules are found either way."""
+    files = {"main.py": "from lib.values import V\ndef run():\n    return V\n",
+             "lib/values.py": "V = 0.75\n"}
+    res = sandbox.evaluate(request(tree.encode(files), OPENEVOLVE, entry="main.py",
+                                   fmt="openevolve", stage=stage))
+    assert (res.status, res.score) == (Status.OK, score), res.artifacts
+
+
+def test_worker_reads_its_files_and_nothing_new(sandbox: LocalSandbox) -> None:
+    """The candidate's worker reads the tree's files by name; the folder they lie in (the
+    scratch, where the evaluator may write) stays closed to it, as for one file."""
+    probe = (
+        "import os\n"
+        "ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))\n"
+        "def double(v):\n"
+        "    with open(os.path.join(ROOT, 'pkg', 'ops.py')) as f:\n"
+        "        assert 'TWO' in f.read()\n"
+        "    for look in (lambda: os.listdir(ROOT), lambda: os.listdir(os.path.join(ROOT, 'pkg'))):\n"
+        "        try:\n"
+        "            look()\n"
+        "        except PermissionError:\n"
+        "            continue\n"
+        "        return -1\n"
+        "    return 2 * v\n"
+    )
+    res = sandbox.evaluate(request(tree.encode({**seed_files(), ENTRY: probe})))
+    if "isolation" in res.artifacts:
+        pytest.skip(f"the worker is not confined here: {res.artifacts['isolation']}")
+    assert (res.status, res.score) == (Status.OK, 12.0), res.artifacts
 
 
 def test_syntax_error_in_another_file(sandbox: LocalSandbox) -> None:

@@ -314,10 +314,10 @@ def run(req: dict) -> dict:
         prepare_cargo(req["problem_dir"])
     if req.get("fmt") == "shinka":
         _release_worker()
-        return _run_shinka(req, program, root)
+        return _run_shinka(req, program, root, bool(paths))
     if req.get("fmt", "native") != "native":
         _release_worker()
-        return _run_openevolve(req, program, root)
+        return _run_openevolve(req, program, root, bool(paths))
     kit = _provide_kit()
     if paths:
         kit.use_tree(root, paths)
@@ -472,7 +472,7 @@ def _read_fd(fd: int) -> str:
     return b"".join(chunks).decode("utf-8")
 
 
-def _run_openevolve(req: dict, program: str, root: str) -> dict:
+def _run_openevolve(req: dict, program: str, root: str, is_tree: bool) -> dict:
     """An OpenEvolve-format evaluator in a private copy of its folder, through
     OpenEvolve's cascade (openevolve_run.py)."""
     stage = req.get("stage")
@@ -483,9 +483,7 @@ def _run_openevolve(req: dict, program: str, root: str) -> dict:
 
         workdir = oe.private_copy(req["problem_dir"], root)
         os.chdir(workdir)
-        os.environ["PYTHONPATH"] = (
-            workdir if root == os.path.dirname(program) else workdir + os.pathsep + root
-        )
+        os.environ["PYTHONPATH"] = workdir + os.pathsep + root if is_tree else workdir
         compat = os.path.join(os.path.dirname(os.path.abspath(__file__)), COMPAT)
         oe.use_stand_in(compat)
         fitness_of = oe.fitness_rule(compat, req.get("feature_dims") or [])
@@ -525,7 +523,7 @@ def _run_openevolve(req: dict, program: str, root: str) -> dict:
     return _openevolve(out, fitness_of)
 
 
-def _run_shinka(req: dict, program: str, root: str) -> dict:
+def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
     """A ShinkaEvolve-format evaluate.py in a private copy of its folder, started as
     ShinkaEvolve starts it (shinka_run.py), after this process confined itself."""
     failure, limits = None, req.get("limits", {})
@@ -545,7 +543,8 @@ def _run_shinka(req: dict, program: str, root: str) -> dict:
     if failure is not None:
         return failure
     try:
-        out = sh.evaluate(workdir, program, float(limits.get("timeout_s") or 300), root)
+        timeout_s = float(limits.get("timeout_s") or 300)
+        out = sh.evaluate(workdir, program, timeout_s, root if is_tree else None)
     except sh.EvaluatorTimeout as e:
         return _failure(TIMEOUT, f"{e}; all its processes were killed")
     except BaseException as e:

@@ -58,14 +58,11 @@ def stand_in_path() -> str | None:
 
 def evaluate(workdir: str, program: str, timeout_s: float, root: str | None = None) -> Outcome:
     """Run `python evaluate.py --program_path PROGRAM --results_dir RESULTS` in `workdir`;
-    `root`: the folder of the program's tree (where the results go), if not its own."""
-    tree = root is not None and root != os.path.dirname(program)
-    results = os.path.join(root if root else os.path.dirname(program), "shinka_results")
+    `root`: a program of several files' tree root (on the path; the results go there)."""
+    results = os.path.join(root or os.path.dirname(program), "shinka_results")
     os.makedirs(results, exist_ok=True)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (workdir, stand_in_path(), root if tree else None) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (workdir, stand_in_path(), root) if p)
     out_path, err_path = (os.path.join(results, n) for n in ("job_log.out", "job_log.err"))
     cmd = [sys.executable, EVALUATE, "--program_path", program, "--results_dir", results]
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
