@@ -13,9 +13,11 @@ BINPACK = ROOT / "problems" / "binpack"
 OPENEVOLVE_FIXTURE = ROOT / "tests" / "fixtures" / "openevolve_binpack"
 
 
-def block(body: str, note: str = "Here is my idea.") -> str:
-    """A reply rewriting binpack's EVOLVE-BLOCK with `body`."""
-    return f"{note}\n\n```python\n# EVOLVE-BLOCK-START\n{body.strip()}\n# EVOLVE-BLOCK-END\n```\n"
+def block(body: str, note: str = "Here is my idea.", path: str | None = None) -> str:
+    """A reply rewriting binpack's EVOLVE-BLOCK with `body`; `path`: the file of a program of
+    several files whose block it rewrites, named on a line above the code."""
+    named = f"{path}\n" if path else ""
+    return f"{note}\n\n{named}```python\n# EVOLVE-BLOCK-START\n{body.strip()}\n# EVOLVE-BLOCK-END\n```\n"
 
 
 def env(**extra: str) -> dict:

@@ -19,7 +19,16 @@ RUN_DATA_SEED = 2023  # the runs' private data seed in tests that compare number
 def scored_at(
     data_seed: int, evaluator: ModuleType, problem: Path, program: Path, tmp: Path, split: str = "train"
 ) -> dict:
-    """`program` (a whole program or a baseline's blocks) scored on `split` under `data_seed`."""
+    """`program` (a whole program or a baseline's blocks; for a program of several files, a
+    folder) scored on `split` under `data_seed`."""
+    if program.is_dir():
+        from tests.problem_hostile import run_in_process
+
+        kit.use_data_seed(data_seed)
+        try:
+            return run_in_process(problem, evaluator, program, split)
+        finally:
+            kit.use_data_seed(None)
     whole = tmp / f"scored_at_{program.name}"
     whole.write_text(complete_from_seed(program.read_text(), (problem / "seed.py").read_text()))
     kit.use_data_seed(data_seed)

@@ -52,6 +52,10 @@ is data in `problems/<name>/conformance.toml`, read here. A problem's own test m
 A body source is one of `body` (the text), `baseline` (the block of baselines/X),
 `file` (the block of a file of the folder) or `edit` (a canned edit of
 tests/<problem>_edits.py), then `replace = [[old, new], ...]`, `prepend`, `append`.
+A program of several files (problem.toml's [program]) has its baselines as folders laid
+out like the seed's tree (`seed_baseline` and `program` name a folder); a body source
+names the tree file whose block it is with `path = "policy/mapping.py"` (default: the
+first evolving file), and a scripted reply names that file on a line above its code.
 
 A value spec is a number (equal exactly), a decimal string ("5.37": equal when printed
 with that many decimals, as a README prints it), a comparison ("> 0", "<= 0.2") or
@@ -72,6 +76,7 @@ from types import ModuleType
 from typing import Any
 
 from evolve.problem import load_problem
+from evolve.program_input import program_digest
 from tests.problem_hostile import (
     FAKE_PRINT,
     block_body,
@@ -86,7 +91,7 @@ PROBLEMS = ROOT / "problems"
 CONTRACT_FILE = "conformance.toml"
 
 _SOURCE = ("body", "baseline", "file", "edit")
-_SHAPING = ("replace", "prepend", "append")
+_SHAPING = ("replace", "prepend", "append", "path")  # path: the tree file (several files)
 _KEYS = {
     "top": {"seed_baseline", "score_is_metric", "readme", "bad", "tamper", "timeout", "run"},
     "readme": {"program", "split", "via", "metrics", "score", "eval_s"},
@@ -203,8 +208,8 @@ def body_of(c: Contract, spec: dict) -> str:
     kind, value = given[0], spec[given[0]]
     if kind == "body":
         text = value
-    elif kind == "baseline":
-        text = block_body(c.problem / "baselines" / value)
+    elif kind == "baseline":  # of a program of several files: the block of its file `path`
+        text = block_body(c.problem / "baselines" / value / spec.get("path", ""))
     elif kind == "file":
         text = block_body(c.problem / value)
     else:
@@ -223,7 +228,7 @@ def program_for(c: Contract, row: dict, dest: Path) -> Path:
     """The candidate a [[bad]] or [[tamper]] row describes: the seed with its block
     replaced, the row's prelude (and the fake prints) first in the block."""
     prelude = row.get("prelude", "") + (FAKE_PRINT if row.get("fake_print") else "")
-    return with_block(c.problem, body_of(c, row), dest, prelude=prelude)
+    return with_block(c.problem, body_of(c, row), dest, prelude=prelude, path=row.get("path"))
 
 
 def split_of(c: Contract, row: dict) -> str | None:
@@ -328,7 +333,7 @@ def evaluated(problem: Path, program: Path, split: str | None, via: str = "cli")
     """`evolve eval PROBLEM PROGRAM --split SPLIT --json` (or, `via="process"`, evaluate()
     then the trusted score() here, the candidate in its worker), once per session for the
     same program text: the conformance suite and a problem's own checks share it."""
-    key = (str(problem), hashlib.sha256(program.read_bytes()).hexdigest(), str(split), via)
+    key = (str(problem), hashlib.sha256(program_digest(program)).hexdigest(), str(split), via)
     if key not in _EVALS:
         if via == "cli":
             _EVALS[key] = eval_json(problem, program, split)

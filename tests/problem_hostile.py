@@ -15,6 +15,7 @@ keep those tests short:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import json
@@ -24,9 +25,13 @@ import shutil
 import sys
 import tempfile
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
+from evaluators.tree import decode
 from evolve.edits.blocks import complete_from_seed
+from evolve.problem import load_problem
+from evolve.program_input import program_code
 from tests.cli_helpers import archive_json, evolve, run_args
 from tests.scripted_llm import ScriptedLLM
 
@@ -63,24 +68,74 @@ def complete_baseline(problem: Path, baseline: str, dest: Path) -> Path:
     return path
 
 
-def with_block(problem: Path, body: str, dest: Path, prelude: str = "") -> Path:
+def with_block(
+    problem: Path, body: str, dest: Path, prelude: str = "", path: str | None = None
+) -> Path:
     """The problem's seed with its (single) EVOLVE block replaced by `body`, written into dest.
 
     `prelude` goes right after the block's start marker (e.g. module-level patching code).
+    A program of several files is written as a folder: the seed's tree with the block of its
+    file `path` (default: the first evolving file) replaced.
     """
-    seed = (problem / _entry(problem)).read_text()
+    if not is_tree_problem(problem):
+        path_ = Path(dest) / f"cand{next(_ids)}.py"
+        path_.write_text(_with_body((problem / _entry(problem)).read_text(), body, prelude))
+        return path_
+    p = load_problem(problem)
+    files = decode(p.seed_code, p.entry)
+    target = path or p.evolving_files[0]
+    files[target] = _with_body(files[target], body, prelude)
+    return write_tree(files, Path(dest) / f"cand{next(_ids)}")
+
+
+def _with_body(seed: str, body: str, prelude: str) -> str:
     head, rest = seed.split(START, 1)
     tail = rest.split(END, 1)[1]
-    path = Path(dest) / f"cand{next(_ids)}.py"
-    path.write_text(f"{head}{START}\n{prelude}{body.rstrip()}\n{END}{tail}")
-    return path
+    return f"{head}{START}\n{prelude}{body.rstrip()}\n{END}{tail}"
+
+
+def is_tree_problem(problem: Path) -> bool:
+    """Whether the folder's program is several files (its problem.toml has [program])."""
+    return "program" in tomllib.loads((problem / "problem.toml").read_text())
+
+
+def write_tree(files: dict[str, str], folder: Path) -> Path:
+    """A program's files written at their paths under `folder` (returned)."""
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return folder
+
+
+@contextlib.contextmanager
+def laid_out(problem: Path, program: Path) -> Iterator[Path]:
+    """A program for the evaluator's evaluate() in this process: a file as it is; a folder
+    (several files) completed from the seed, laid out in a fresh folder and named to the
+    kit as a tree (as the harness does), its entry's path given."""
+    from evaluators import kit
+
+    if not program.is_dir():
+        yield program
+        return
+    p = load_problem(problem)
+    files = decode(program_code(p, program), p.entry)
+    root = write_tree(files, Path(tempfile.mkdtemp()))
+    kit.use_tree(str(root), list(files))
+    try:
+        yield root / p.entry
+    finally:
+        kit.use_tree(str(root), [])
 
 
 def run_in_process(problem: Path, ev, program: Path, split: str) -> dict:
     """The problem's evaluate() then its trusted score(), in this process (the candidate in
-    its own worker); a block-only file gets the seed's fixed code, as `evolve eval` does."""
+    its own worker); a block-only file gets the seed's fixed code, as `evolve eval` does, and
+    a program of several files (a folder) is completed from the seed's tree and laid out."""
     from evaluators import kit
 
+    if program.is_dir():
+        with laid_out(problem, program) as entry:
+            return kit.evaluate_and_score(ev, str(entry), split)
     code = program.read_text()
     whole = complete_from_seed(code, (problem / _entry(problem)).read_text())
     if whole != code:

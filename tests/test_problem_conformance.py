@@ -32,9 +32,12 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.tree import decode
+from evolve.baselines import baseline_files
 from evolve.data import DataFile, data_dir_for, ensure
 from evolve.edits.blocks import complete_from_seed, evolvable_text, find_blocks, fixed_parts
 from evolve.problem import load_problem, require_blocks
+from evolve.program_input import program_code
 from tests.cli_helpers import block, evolve
 from tests.data_seeds import scored_at
 from tests.problem_contract import (
@@ -59,6 +62,7 @@ from tests.problem_hostile import (
     assert_fails,
     block_body,
     eval_json,
+    laid_out,
     scripted_run,
     short_timeout_copy,
     with_block,
@@ -108,7 +112,7 @@ def test_the_folder_states_its_contract(problem):
     readme = (problem / "README.md").read_text()
     assert re.search(r"(?m)^#+ .*Reference numbers", readme), "README.md: no Reference numbers"
     assert p.metric in readme
-    baselines = {b.name for b in (problem / "baselines").glob("*.py")}
+    baselines = {b.name for b in baseline_files(problem)}  # folders, for several files
     assert c.data.get("seed_baseline") in baselines, "seed_baseline: one of baselines/*.py"
     for name in baselines:
         assert name in readme, f"README.md does not name baselines/{name}"
@@ -131,6 +135,9 @@ def test_the_folder_states_its_contract(problem):
 def test_baselines_hold_only_their_block_and_one_is_the_seed(problem):
     c = _contract(problem)
     p = load_problem(problem)
+    if p.files:
+        _tree_baselines_hold_only_their_blocks(c, p)
+        return
     seed = p.seed_code
     for path in sorted((problem / "baselines").glob("*.py")):
         if path.is_symlink():  # the seed itself
@@ -165,6 +172,28 @@ def test_shipped_data_is_declared_verified_and_sourced(problem, monkeypatch):
         assert Path(f.path).name in sources, f"data/SOURCES.md does not name {f.path}"
     shipped = {str(q.relative_to(data)) for q in data.rglob("*") if q.is_file()}
     assert shipped - {"SOURCES.md"} <= {f.path for f in files}, "every data file is declared"
+
+
+def _tree_baselines_hold_only_their_blocks(c: Contract, p) -> None:
+    """A program of several files: each baseline is a folder of evolving files at their tree
+    paths, each its EVOLVE-BLOCKs only; the seed's baseline holds the seed's blocks."""
+    seed = decode(p.seed_code, p.entry)
+    for folder in baseline_files(c.problem):
+        assert folder.is_dir(), f"{folder.name}: a baseline of a tree is a folder"
+        given = {f.relative_to(folder).as_posix(): f for f in folder.rglob("*") if f.is_file()}
+        assert given and set(given) <= set(p.evolving_files), (folder.name, sorted(given))
+        for rel, path in given.items():
+            text = path.read_text()
+            assert len(find_blocks(text)) == len(find_blocks(seed[rel])) >= 1, (folder.name, rel)
+            outside = ast.parse("".join(fixed_parts(text))).body  # a docstring at most
+            assert len(outside) <= 1, (folder.name, rel)
+            whole = complete_from_seed(text, seed[rel])
+            assert fixed_parts(whole) == fixed_parts(seed[rel]), (folder.name, rel)
+        completed = decode(program_code(p, folder), p.entry)
+        assert list(completed) == list(p.files), folder.name
+        assert all(completed[f] == seed[f] for f in p.fixed_files), folder.name
+    home = c.problem / "baselines" / c.data["seed_baseline"]
+    assert program_code(p, home) == p.seed_code, "seed_baseline: the seed's own blocks"
 
 
 # ---------------------------------------------------------------- the README's numbers
@@ -204,7 +233,8 @@ def test_bad_candidates_fail_with_a_clear_error(problem, row, tmp_path):
     prog = program_for(c, row, tmp_path)
     fragments = row["error"] if isinstance(row["error"], list) else [row["error"]]
     if row.get("in_process"):  # the evaluator's evaluate(), here (the candidate in its worker)
-        r = evaluator(problem).evaluate(str(prog), split_of(c, row))
+        with laid_out(problem, prog) as entry:  # a program of several files: laid out
+            r = evaluator(problem).evaluate(str(entry), split_of(c, row))
         assert r["valid"] is False, r
         error = r["artifacts"]["error"]
         for fragment in fragments:
@@ -244,7 +274,8 @@ def test_a_candidate_that_never_returns_times_out(problem, tmp_path):
     c = _contract(problem)
     slow = short_timeout_copy(problem, tmp_path, 3)
     row = c.data["timeout"]
-    out = eval_json(slow, with_block(slow, body_of(c, row), tmp_path), split_of(c, row))
+    prog = with_block(slow, body_of(c, row), tmp_path, path=row.get("path"))
+    out = eval_json(slow, prog, split_of(c, row))
     assert_fails(out, "timeout", "timeout")
 
 
@@ -275,12 +306,13 @@ def _note(c: Contract, reply: dict) -> str:
 def test_a_scripted_run_improves_on_the_seed(problem, tmp_path):
     c = _contract(problem)
     run = c.data["run"]
-    replies: list[Reply | str] = [
-        Reply(r["text"])
-        if "text" in r
-        else block(body_of(c, run["reference"] if r.get("reference") else r), _note(c, r))
-        for r in run["replies"]
-    ]
+    replies: list[Reply | str] = []
+    for r in run["replies"]:
+        source = run["reference"] if r.get("reference") else r
+        if "text" in r:
+            replies.append(Reply(r["text"]))
+        else:  # a program of several files: the reply names the file it rewrites
+            replies.append(block(body_of(c, source), _note(c, r), path=source.get("path")))
     seed = run.get("data_seed")
     best = scripted_run(problem, replies, tmp_path / "runs", data_seed=seed)
     assert best["iteration"] > 0 and run["code"] in best["code"], best["code"]
@@ -297,10 +329,11 @@ def test_a_scripted_run_improves_on_the_seed(problem, tmp_path):
             got = {"score": best[score], "metrics": best[metrics]}
             check_values(got, row, f"best vs {run['matches']} on {split}", keys=("score",))
     else:  # a program scored in this process on the run's own workloads (its data seed)
-        ref_prog = with_block(problem, body_of(c, run["reference"]), tmp_path)
-        ref = scored_at(seed, evaluator(problem), problem, ref_prog, tmp_path)
+        ref = run["reference"]
+        ref_prog = with_block(problem, body_of(c, ref), tmp_path, path=ref.get("path"))
+        got_ref = scored_at(seed, evaluator(problem), problem, ref_prog, tmp_path)
         key, tol = run.get("key", "score"), run.get("abs", 0.0)
-        got, want = (best[key], ref[key]) if key == "score" else (best["metrics"][key], ref["metrics"][key])
+        got, want = (best[key], got_ref[key]) if key == "score" else (best["metrics"][key], got_ref["metrics"][key])
         if run["compare"] == "beats":
             assert got > want, (got, want)
         elif run["compare"] == "at_least":
