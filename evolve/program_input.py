@@ -3,8 +3,8 @@ run carries.
 
 A one-file problem's program is a file, written whole or as its EVOLVE-BLOCKs only (a
 baseline), completed with the seed's fixed code as ever. A program of several files is a
-folder laid out like the seed's tree (what `evolve archive checkout` writes, or a baseline
-holding only the files it changes), or a file holding the tree's one text (`archive best
+folder laid out like the seed's tree (all of a program's files, or a baseline holding only
+the files it changes), or a file holding the tree's one text (`archive best
 --json`'s code): each evolving file given is completed from the seed's file the same way,
 every file not given is the seed's, and a fixed file may appear only unchanged.
 """
