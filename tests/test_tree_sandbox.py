@@ -253,3 +253,24 @@ def test_ray_node_runs_a_tree(monkeypatch: pytest.MonkeyPatch) -> None:
         sb.close()
     assert (ok.status, ok.score, ok.artifacts["private_data"]) == (Status.OK, 12.0, "True"), ok.artifacts
     assert bad.status == Status.INVALID and bad.artifacts["error"].startswith("program tree: ")
+
+
+# ---- kit.main: `python evaluator.py FOLDER`, the trusted way to score one's own tree -----
+
+
+def test_kit_main_takes_a_folder(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    given = tmp_path / "mine"
+    (given / "pkg").mkdir(parents=True)  # only the file it changes: the rest is the seed's
+    (given / "pkg" / "ops.py").write_text("TWO = 3\ndef times(x, k):\n    return x * k\n")
+    runs = {}
+    for name, program in (("seed", TREE / "seed"), ("mine", given)):
+        r = subprocess.run([sys.executable, "evaluator.py", str(program), "train"], cwd=TREE,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs[name] = json.loads(r.stdout.splitlines()[-1])
+    assert runs["seed"]["score"] == 12.0
+    assert runs["mine"]["valid"] is False and "wrong doubles: [3, 6, 9]" in runs["mine"]["error"]

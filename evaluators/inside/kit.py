@@ -293,7 +293,8 @@ def evaluate_and_score(evaluator: ModuleType, program_path: str, split: str) -> 
 
 def main(evaluator: ModuleType | str, splits: Iterable[str], argv: list[str] | None = None) -> int:
     """`python evaluator.py [--data-seed N] PROGRAM [SPLIT ...]`: evaluate and score, one JSON
-    line per split.
+    line per split. PROGRAM is a file, or for a program of several files a folder holding
+    them (the files it lacks are the seed's).
 
     Runs the candidate in the kit's confined worker process but without a
     sandbox's limits (time, memory, processes): for trusted programs
@@ -323,7 +324,10 @@ def _whole_program(path: str, root: str, tmp: str) -> str:
     from evaluators.inside.markers import complete_from_seed  # kit.main only: the host side
 
     with open(os.path.join(root, "problem.toml"), "rb") as f:
-        entry = tomllib.load(f)["problem"]["entry"]
+        table = tomllib.load(f)
+    entry = table["problem"]["entry"]
+    if "program" in table:  # a program of several files: a folder of them
+        return _tree_program(path, root, tmp, table)
     with open(os.path.join(root, entry), encoding="utf-8") as f:
         seed = f.read()
     with open(path, encoding="utf-8") as f:
@@ -335,6 +339,35 @@ def _whole_program(path: str, root: str, tmp: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(whole)
     return path
+
+
+def _tree_program(path: str, root: str, tmp: str, table: dict) -> str:
+    """A program of several files (problem.toml's [program]) laid out under `tmp` from the
+    folder `path` at the tree's paths, each file not there the seed's; its entry's path. The
+    tree's modules import each other in the worker (`use_tree`)."""
+    from evaluators.inside.layout import write_tree
+
+    program = table["program"]
+    if program.get("folder"):
+        base = os.path.join(root, program["folder"])
+        paths = sorted(
+            os.path.relpath(os.path.join(d, name), base).replace(os.sep, "/")
+            for d, _, names in os.walk(base)
+            for name in names
+            if "__pycache__" not in d and not name.endswith((".pyc", ".pyo"))
+        )
+    else:
+        base, paths = root, [*program.get("files", []), *program.get("fixed", [])]
+    if not os.path.isdir(path):
+        raise SystemExit(f"{path}: this problem's program is several files; give a folder")
+    files = {}
+    for rel in paths:
+        given = os.path.join(path, rel)
+        with open(given if os.path.isfile(given) else os.path.join(base, rel), "rb") as f:
+            files[rel] = f.read()
+    write_tree(tmp, files)
+    use_tree(tmp, paths)
+    return os.path.join(tmp, table["problem"]["entry"])
 
 
 def _print_split(module: ModuleType, program: str, split: str) -> None:
