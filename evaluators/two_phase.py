@@ -45,14 +45,19 @@ def check_name(name: str, is_tree: bool = False) -> str:
 def program_files(req: EvalRequest) -> dict[str, str]:
     """The files the candidate is written as, path -> text: a one-file program's one file, a
     tree's every file at its relative path. TreeError (the candidate's: its code breaks a
-    rule of trees) where a path escapes, a name is reserved, a file repeats or the tree has
-    no file at the entry's path."""
+    rule of trees) where a path escapes, a name is reserved, a file repeats, a file is no
+    UTF-8 text or the tree has no file at the entry's path."""
     if not tree.is_tree(req.program_code):
         return {check_name(req.program_name): req.program_code}
     entry = check_name(req.program_name, is_tree=True)
     files = tree.decode(req.program_code, entry)  # checks every path
     if entry not in files:
         raise tree.TreeError(f"{entry}: the tree has no file at the problem's entry path")
+    for path, text in files.items():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: no file can hold it as UTF-8
+            raise tree.TreeError(f"{path}: not UTF-8 text (character {e.start})") from None
     return files
 
 

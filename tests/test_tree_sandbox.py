@@ -177,7 +177,7 @@ def test_hostile_paths_are_invalid(sandbox: LocalSandbox, path: str, why: str) -
     assert not any(Path(d, OUTSIDE).exists() for d in ("/tmp", "/", tempfile.gettempdir()))
 
 
-def test_too_many_files_and_missing_entry(sandbox: LocalSandbox) -> None:
+def test_too_many_files_missing_entry_repeats_and_bad_text(sandbox: LocalSandbox) -> None:
     many = {f"m{i}.py": "" for i in range(tree.MAX_FILES + 1)}
     res = sandbox.evaluate(request(_raw({ENTRY: "def double(v):\n    return 2 * v\n", **many})))
     assert res.status == Status.INVALID and "at most 64 files" in res.artifacts["error"]
@@ -186,6 +186,9 @@ def test_too_many_files_and_missing_entry(sandbox: LocalSandbox) -> None:
     twice = _raw({ENTRY: "", "pkg/ops.py": ""}) + _raw({"pkg/ops.py": ""})
     res = sandbox.evaluate(request(twice))
     assert res.status == Status.INVALID and "twice" in res.artifacts["error"], res.artifacts
+    lone = _raw({ENTRY: "def double(v):\n    return 2 * v\n", "pkg/ops.py": "X = '\ud800'\n"})
+    res = sandbox.evaluate(request(lone))
+    assert res.status == Status.INVALID and "pkg/ops.py: not UTF-8" in res.artifacts["error"]
 
 
 def test_planted_link_is_not_followed(sandbox: LocalSandbox, tmp_path: Path) -> None:

@@ -163,9 +163,9 @@ def command(
 
     `readable`: host paths bound read-only at the same place (the harness, the
     problem, the data); `hidden`: files among them that read as empty (other
-    splits' data), each with an empty fd to copy. `inputs`: file name -> fd whose contents
-    become /scratch/<name>, owned by root, so the candidate cannot rewrite
-    its own request.
+    splits' data), each with an empty fd to copy. `inputs`: file name (a tree's relative
+    path: bubblewrap makes the folders between) -> fd whose contents become
+    /scratch/<name>, owned by root, so the candidate cannot rewrite its own request.
     """
     assert iso.bwrap is not None
     # --die-with-parent: PR_SET_PDEATHSIG, which fires when the forking *thread* exits; the
