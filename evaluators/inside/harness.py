@@ -39,6 +39,7 @@ RUNTIME_ERROR = "runtime_error"
 SANDBOX_ERROR = "sandbox_error"
 TIMEOUT = "timeout"
 COMPAT = "openevolve_compat"  # the stand-in `openevolve` package, beside this file
+TREE_HEADER = "# evolve-file: "  # evaluators/tree.py's: a program of several files
 
 TRACEBACK_CHARS = 8000
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # run mode: where to say whether the evaluator loaded
@@ -282,15 +283,17 @@ def _tree(req: dict, program: str) -> tuple[str, list[str]]:
     A tree's root is our cwd, where the host laid it out; its root goes on sys.path (last:
     the evaluator's own modules win in this trusted process) for an evaluator that imports
     the candidate here, and on the kit's worker's (kit.use_tree)."""
+    code = req.get("program_code") or ""
+    if not code.startswith(TREE_HEADER):  # one file: nothing to do
+        return os.path.dirname(program), []
     _provide_kit()
     from evaluators.inside import layout
 
-    paths = layout.tree_paths(req.get("program_code") or "")
-    root = layout.tree_root(program, req["program_name"]) if paths else os.path.dirname(program)
-    if paths:
-        sys.path.append(root)
-        extra = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (extra, root) if p)
+    paths = layout.tree_paths(code)
+    root = layout.tree_root(program, req["program_name"])
+    sys.path.append(root)
+    extra = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (extra, root) if p)
     return root, paths
 
 
