@@ -337,6 +337,9 @@ def test_an_archive_of_schema_2_gains_the_skip_column(tmp_path):
     for table in ("decisions", "meta_notes", "bench_runs"):
         db.execute(f"DROP TABLE {table}")
     db.execute("ALTER TABLE runs DROP COLUMN data_seed")  # schema 5's
+    db.execute("ALTER TABLE programs DROP COLUMN code_files")  # schema 7's
+    for table in ("blobs", "program_files"):
+        db.execute(f"DROP TABLE {table}")
     db.execute("PRAGMA user_version=2")
     db.commit()
     db.close()

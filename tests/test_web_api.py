@@ -307,6 +307,9 @@ def _schema_3_archive(runs) -> None:
     for table in ("decisions", "meta_notes", "bench_runs"):
         db.execute(f"DROP TABLE {table}")
     db.execute("ALTER TABLE runs DROP COLUMN data_seed")  # schema 5's
+    db.execute("ALTER TABLE programs DROP COLUMN code_files")  # schema 7's
+    for table in ("blobs", "program_files"):
+        db.execute(f"DROP TABLE {table}")
     db.execute(
         "INSERT INTO runs (run_id, problem, problem_dir, config_json, status, stop_reason,"
         " iterations_target, created_at, updated_at) VALUES ('old', 'toy', '/nowhere', '{}',"
@@ -359,10 +362,10 @@ def test_an_archive_of_schema_3_reads_as_it_is_and_once_migrated(tmp_path):
     assert c.execute("PRAGMA user_version").fetchone()[0] == 3
     c.close()
 
-    # the next evolve that writes it migrates it (3 -> 6), and it reads the same
+    # the next evolve that writes it migrates it (3 -> 7), and it reads the same
     Archive(runs).close()
     c = sqlite3.connect(db_file)
-    assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     assert {"purpose", "outcome", "temperature", "decision"} <= {
         r[1] for r in c.execute("PRAGMA table_info(llm_calls)")
     }

@@ -3,7 +3,7 @@
 schema: the tables and their migrations; rows: ProgramRow, LlmCall and the statuses
 (Status, RunStatus, CallOutcome) they hold; faults: one-line errors naming the path;
 lease: the per-run lock that says who owns a run; ids: how a person names a run or a
-program; store: the Archive, the loop's, whose every state change is one committed
+program; trees: programs of several files stored by content, each file's text once; store: the Archive, the loop's, whose every state change is one committed
 transaction; reader: the ArchiveReader, read-only, for everything else (the command line's
 `archive`, the web view, exports and reports), built on readonly (the read-only connection,
 the columns an older schema lacks), call_queries (its queries over LLM calls) and

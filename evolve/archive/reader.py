@@ -20,6 +20,7 @@ from evolve.archive.lease import is_locked, lock_file, owner_holds_lock
 from evolve.archive.readonly import has_table, list_cols, or_null
 from evolve.archive.rows import ProgramRow, RunStatus, Status, member, row_to_program
 from evolve.archive.summaries import BenchRun, BenchSummary, RunSummary
+from evolve.archive.trees import load
 
 # The owner (schema 2) and data seed (schema 5) of each run.
 _RUN_COLS = ("owner_pid", "owner_host", "data_seed")
@@ -137,12 +138,12 @@ class ArchiveReader(CallQueries, BoardQueries):
                 " ORDER BY iteration",
                 (run_id, after_iteration),
             ).fetchall()
-        return [row_to_program(r) for r in rows]
+            return load(db, rows)
 
     def program(self, program_id: str) -> ProgramRow | None:
         with self._db() as db:
             r = db.execute("SELECT * FROM programs WHERE program_id = ?", (program_id,)).fetchone()
-        return row_to_program(r) if r is not None else None
+            return load(db, [r])[0] if r is not None else None
 
     def resolve_program(self, text: str) -> ProgramRow | None:
         """The program `text` names, as a person types it (ids.resolve_program)."""
@@ -162,7 +163,7 @@ class ArchiveReader(CallQueries, BoardQueries):
             args.append(run_id)
         with self._db() as db:
             r = db.execute(sql + " ORDER BY score DESC, created_at LIMIT 1", args).fetchone()
-        return row_to_program(r) if r else None
+            return load(db, [r])[0] if r else None
 
     def children(self, program_id: str) -> list[ProgramRow]:
         with self._db() as db:

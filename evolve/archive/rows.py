@@ -121,11 +121,14 @@ def member(kind: type[E], value: str) -> E | str:
         return value
 
 
-def insert_statement(p: ProgramRow) -> tuple[str, list]:
-    """The INSERT that stores `p` and its values; an unset created_at becomes now."""
-    cols = list(PLAIN_COLS)
-    values = [getattr(p, c) for c in cols]
-    values[-1] = p.created_at or time.time()
+def insert_statement(p: ProgramRow, code: str | None, code_files: int) -> tuple[str, list]:
+    """The INSERT that stores `p` and its values, with `code` and `code_files` as the archive
+    keeps its code (trees.store: a tree's files are stored apart); an unset created_at
+    becomes now."""
+    cols = [*PLAIN_COLS, "code_files"]
+    values = [getattr(p, c) for c in PLAIN_COLS] + [code_files]
+    values[cols.index("code")] = code
+    values[cols.index("created_at")] = p.created_at or time.time()
     for attr, col in JSON_COLS.items():
         cols.append(col)
         values.append(json.dumps(getattr(p, attr)))

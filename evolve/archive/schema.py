@@ -7,9 +7,11 @@ transaction, which also sets user_version: a crash mid-way leaves the old archiv
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from evolve.archive.faults import ArchiveError
+from evolve.archive.trees import move_whole_trees
 
 # The schema's version, kept in `PRAGMA user_version`. 1 is the first released schema
 # (its archives say 0: it predates the versioning); 2 records each run's owner; 3 why a
@@ -18,8 +20,10 @@ from evolve.archive.faults import ArchiveError
 # search decisions, its meta-notes and `evolve bench` results; 5 each run's private data seed
 # (runs.data_seed: NULL for a run on the public data, as every run before 5); 6 one private
 # leaderboard seed per problem (leaderboards) and the scores of programs under it
-# (leaderboard_scores), so that programs of different runs are ranked on the same data.
-SCHEMA_VERSION = 6
+# (leaderboard_scores), so that programs of different runs are ranked on the same data;
+# 7 programs whose code is a tree of files stored by content (blobs, program_files and
+# programs.code_files: evolve/archive/trees.py), each file's text once per archive.
+SCHEMA_VERSION = 7
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -47,7 +51,8 @@ CREATE TABLE IF NOT EXISTS programs (
     kind TEXT NOT NULL,            -- seed | mutation | crossover
     edit_kind TEXT,                -- diff | block | full | none
     model TEXT,
-    code TEXT,
+    code TEXT,                     -- NULL for a tree stored by its files (code_files > 0)
+    code_files INTEGER NOT NULL DEFAULT 0,  -- a tree's files in program_files; 0: code holds it
     code_hash TEXT,
     diff TEXT,
     status TEXT NOT NULL,          -- pending | ok | invalid_edit | syntax_error | runtime_error | timeout | invalid | duplicate | rejected | sandbox_error
@@ -143,6 +148,17 @@ CREATE TABLE IF NOT EXISTS leaderboard_scores (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS leaderboard_scores_problem ON leaderboard_scores(problem, score);
+CREATE TABLE IF NOT EXISTS blobs (
+    sha256 TEXT PRIMARY KEY,       -- of the text's UTF-8 bytes: each file's text is kept once
+    text TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS program_files (
+    program_id TEXT NOT NULL,      -- a program whose code is a tree (programs.code_files > 0)
+    position INTEGER NOT NULL,     -- the file's place in the tree, from 0
+    path TEXT NOT NULL,            -- relative POSIX path, as in the tree's header
+    sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+    PRIMARY KEY (program_id, position)
+) WITHOUT ROWID;
 """
 
 
@@ -159,12 +175,27 @@ def statements(script: str) -> list[str]:
 
 V4_TABLES = ("decisions", "meta_notes", "bench_runs")
 V6_TABLES = ("leaderboards", "leaderboard_scores")
+V7_TABLES = ("blobs", "program_files")
 
 
 def _names_table(stmt: str, tables: tuple[str, ...]) -> bool:
     """A CREATE TABLE or CREATE INDEX statement of one of `tables`."""
     head = stmt.split("(")[0].split()
     return bool(head) and head[-1] in tables
+
+
+def _added_column(table: str, name: str) -> str:
+    """The ALTER TABLE that gives an older archive SCHEMA's column `name` of `table`, its
+    definition read from SCHEMA (written once)."""
+    create = next(
+        st
+        for st in statements(SCHEMA)
+        if st.startswith("CREATE TABLE") and _names_table(st, (table,))
+    )
+    for line in create.splitlines()[1:]:
+        if line.split()[:1] == [name]:
+            return f"ALTER TABLE {table} ADD COLUMN {line.split('--')[0].strip().rstrip(',')}"
+    raise KeyError(f"{table}.{name}")
 
 
 # Each step takes an archive from the version before it to its key, inside the one
@@ -184,7 +215,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     5: ("ALTER TABLE runs ADD COLUMN data_seed INTEGER",),
     6: tuple(st for st in statements(SCHEMA) if _names_table(st, V6_TABLES)),
+    7: (
+        _added_column("programs", "code_files"),
+        *(st for st in statements(SCHEMA) if _names_table(st, V7_TABLES)),
+    ),
 }
+
+# What a step does beyond its SQL, after it, in the same transaction.
+MOVES: dict[int, Callable[[sqlite3.Connection], None]] = {7: move_whole_trees}
 
 
 def user_version(db: sqlite3.Connection) -> int:
@@ -218,4 +256,6 @@ def upgrade(db: sqlite3.Connection, path: Path) -> None:
         for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
             for stmt in MIGRATIONS[step]:
                 db.execute(stmt)
+            if step in MOVES:
+                MOVES[step](db)
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")

@@ -36,9 +36,9 @@ from evolve.archive.rows import (
     call_insert,
     insert_statement,
     row_to_call,
-    row_to_program,
 )
 from evolve.archive.schema import SCHEMA_VERSION, refuse_newer, upgrade, user_version
+from evolve.archive.trees import load, store
 
 
 class Archive(BoardStore):
@@ -230,7 +230,8 @@ class Archive(BoardStore):
     # ---- programs ---------------------------------------------------------
     def insert_program(self, p: ProgramRow) -> None:
         with self.tx() as db:
-            db.execute(*insert_statement(p))
+            code, code_files = store(db, p.program_id, p.code)  # a tree: by its files
+            db.execute(*insert_statement(p, code, code_files))
 
     def finish_program(self, p: ProgramRow) -> None:
         """Record an evaluation's outcome in one transaction."""
@@ -270,7 +271,7 @@ class Archive(BoardStore):
             sql += " AND status=?" if pending else " AND status!=?"
             args.append(Status.PENDING)
         rows = self.db.execute(sql + " ORDER BY iteration", args).fetchall()
-        return [row_to_program(r) for r in rows]
+        return load(self.db, rows)
 
     def finished(self, run_id: str) -> int:
         """The run's iterations done: the model's candidates (not the seed, not a tuned
@@ -298,7 +299,7 @@ class Archive(BoardStore):
     def get_program(self, program_id: str) -> ProgramRow | None:
         """The program with exactly this id."""
         r = self.db.execute("SELECT * FROM programs WHERE program_id=?", (program_id,)).fetchone()
-        return row_to_program(r) if r is not None else None
+        return load(self.db, [r])[0] if r is not None else None
 
     def hash_seen(self, run_id: str, code_hash: str) -> str | None:
         r = self.db.execute(
@@ -314,7 +315,7 @@ class Archive(BoardStore):
             " ORDER BY score DESC, created_at LIMIT 1",
             (Status.OK, run_id),
         ).fetchone()
-        return row_to_program(r) if r else None
+        return load(self.db, [r])[0] if r else None
 
     # ---- LLM calls and migrations ------------------------------------------
     def insert_llm_call(self, call: LlmCall) -> int:
