@@ -1,4 +1,4 @@
-"""`evolve archive ...`: look at runs, best programs, lineage and diffs.
+"""`evolve archive ...`: look at runs, best programs, lineage and diffs; check a program out.
 
 Best-per-problem is a query over the one database that holds every run,
 never a copy kept in sync by hand. Every command reads through the read-only
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from rich import box
 from rich.cells import cell_len
@@ -18,8 +19,8 @@ from rich.text import Text
 
 from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Ranked, Status
 from evolve.archive.rows import public_dict
+from evolve.cli import program_view as view
 from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax, safe_text
-from evolve.edits import unified_diff
 
 Cell = Text | str  # of a table
 
@@ -75,6 +76,16 @@ def add_parser(sub) -> None:
         metavar="OTHER_ID",
         help="compare with this program instead of the parent",
     )
+    co = common(
+        asub.add_parser(
+            "checkout",
+            help="write a program's files (a tree's at their paths, a one-file program's under"
+            " its problem's entry name) into a new or empty folder",
+        ),
+        False,
+    )
+    co.add_argument("program_id", metavar="PROGRAM_ID")
+    co.add_argument("folder", metavar="DIR", help="the folder to create (or an empty one)")
     pl = common(
         asub.add_parser("plot", help="write the score curve and lineage pictures of a run"), False
     )
@@ -135,19 +146,22 @@ def dispatch(args) -> int:
                     + (f" --problem {args.problem}" if args.problem else "")
                     + f" --run {run_id}"
                 )
-            return _show(out, p, args.json, args.code, reader.proposal(p))
+            return _show(out, p, args.json, args.code, reader.proposal(p), reader=reader)
         if args.problem:  # across runs: ranked on the leaderboard data
             top = cross.problem_best(reader, args.problem)
             if top is None:
                 raise UsageError(f"no evaluated program matches --problem {args.problem}")
             cross.warn_unranked(top)
-            return _show(out, top.program, args.json, args.code, reader.proposal(top.program), top)
+            proposal = reader.proposal(top.program)
+            return _show(out, top.program, args.json, args.code, proposal, top, reader)
         found = [cross.problem_best(reader, name) for name in reader.problems()]
-        return _best_per_problem(out, [r for r in found if r is not None], args.json, args.code)
+        return _best_per_problem(
+            out, [r for r in found if r is not None], args.json, args.code, reader
+        )
     if cmd in ("show", "lineage", "diff"):
         p = _program(reader, args.program_id)
         if cmd == "show":
-            return _show(out, p, args.json, args.code, reader.proposal(p))
+            return _show(out, p, args.json, args.code, reader.proposal(p), reader=reader)
         if cmd == "lineage":
             chain = reader.lineage(p.program_id)
             if args.json:
@@ -172,7 +186,13 @@ def dispatch(args) -> int:
             other = reader.program(p.parent_id) if p.parent_id else None
         if other is None:
             raise UsageError(f"{p.program_id}: nothing to compare with (it has no parent)")
-        sys.stdout.write(for_stream(unified_diff(other.code or "", p.code or ""), sys.stdout))
+        view.write_diff(reader, other, p)
+        return 0
+    if cmd == "checkout":
+        p = _program(reader, args.program_id)
+        written = view.checkout(reader, p, Path(args.folder))
+        n = len(written)
+        print(safe_text(f"{args.folder}: {n} file{'s' if n != 1 else ''} of {p.program_id}"))
         return 0
     if cmd == "plot":
         from evolve.export.pictures import write_run_pictures
@@ -278,7 +298,9 @@ def _print_table(
     out.print(t)
 
 
-def _best_per_problem(out: Console, best: list[Ranked], as_json: bool, code: bool) -> int:
+def _best_per_problem(
+    out: Console, best: list[Ranked], as_json: bool, code: bool, reader: ArchiveReader
+) -> int:
     """`archive best` without --problem or --run: one program per problem, each ranked on
     its leaderboard data (evolve/cli/best.py)."""
     from evolve.cli import best as cross
@@ -293,7 +315,7 @@ def _best_per_problem(out: Console, best: list[Ranked], as_json: bool, code: boo
                 f"--code: the archive holds {len(best)} problems ({names}); name one with --problem"
             )
         return _show(out, best[0].program, False, True)
-    rows = cross.per_problem(out, best, as_json)
+    rows = cross.per_problem(out, best, as_json, reader)
     if not as_json:
         _print_table(out, cross.PER_PROBLEM_COLUMNS, rows, title=cross.PER_PROBLEM_TITLE)
     return 0
@@ -306,15 +328,17 @@ def _show(
     code_only: bool = False,
     proposal: dict | None = None,
     ranked: Ranked | None = None,
+    reader: ArchiveReader | None = None,
 ) -> int:
-    """One program; `ranked`: the answer of a cross-run question, with its leaderboard scores."""
+    """One program; `ranked`: the answer of a cross-run question, with its leaderboard scores.
+    --json: `files` (path -> text) beside `code`."""
     from evolve.cli import best as cross
 
     if as_json:
         board = cross.board_fields(ranked) if ranked is not None else {}
-        print(
-            json.dumps({**public_dict(p), **board, **({"proposal": proposal} if proposal else {})})
-        )
+        files = {"files": view.files_json(reader, p)} if reader is not None else {}
+        extra = {**board, **({"proposal": proposal} if proposal else {})}
+        print(json.dumps({**public_dict(p), **files, **extra}))
         return 0
     if code_only:
         sys.stdout.write(for_stream(p.code or "", sys.stdout))
@@ -366,7 +390,9 @@ def _show(
         reply = c["reply"] or ""
         more = f"\n... {len(reply) - 2000} more characters (--json has them all)"
         out.print(safe_rich(reply[:2000] + (more if len(reply) > 2000 else "")), highlight=False)
-    if p.code:
+    if view.has_files(p.code):
+        view.print_files(out, p.code or "")
+    elif p.code:
         out.print(safe_syntax(p.code, "python", line_numbers=True))
     return 0
 

@@ -70,11 +70,17 @@ def board_rows(r: Ranked) -> list[tuple[str, str | Text]]:
     ]
 
 
-def per_problem(out: Console, best: list[Ranked], as_json: bool) -> list[list]:
-    """`archive best` with neither flag: JSON lines, or the table's rows."""
+def per_problem(
+    out: Console, best: list[Ranked], as_json: bool, reader: ArchiveReader
+) -> list[list]:
+    """`archive best` with neither flag: JSON lines (with each program's `files` map), or
+    the table's rows."""
+    from evolve.cli.program_view import files_json
+
     if as_json:
         for r in best:
-            print(json.dumps({**public_dict(r.program), **board_fields(r)}))
+            d = {**public_dict(r.program), "files": files_json(reader, r.program)}
+            print(json.dumps({**d, **board_fields(r)}))
         return []
     for r in best:
         warn_unranked(r)
