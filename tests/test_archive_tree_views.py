@@ -165,3 +165,24 @@ def _tree(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+def test_exports_carry_the_files(runs, tmp_path):
+    import json
+
+    import pandas as pd
+
+    for fmt in ("jsonl", "parquet", "csv"):
+        r = evolve(
+            "archive", "export", "t", "--format", fmt, "--out", tmp_path / f"p.{fmt}",
+            "--runs-dir", runs,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert rows[1]["files"] == CHILD and rows[1]["code"] == tree.encode(CHILD)
+    assert rows[3]["files"] == {"seed.py": rows[3]["code"]} and rows[4]["files"] is None
+    pq = pd.read_parquet(tmp_path / "p.parquet")
+    assert dict(pq.loc[1, "files"]) == CHILD and [k for k, _ in pq.loc[1, "files"]] == list(CHILD)
+    assert pq.loc[4, "files"] is None
+    csv = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert json.loads(csv.loc[1, "files"]) == CHILD and csv.loc[4, "files"] == ""

@@ -25,7 +25,17 @@ from evolve.edits import unified_diff
 from evolve.export import pictures
 from evolve.export.atomic import replacing
 from evolve.export.report_template import CSS, TEMPLATE
-from evolve.web.render import FILTERS, code_html, delta, diff_html, pygments_css, shown
+from evolve.program_files import entry_name, file_diffs, files_of, has_files
+from evolve.web.render import (
+    FILTERS,
+    code_html,
+    delta,
+    diff_html,
+    file_diffs_html,
+    files_html,
+    pygments_css,
+    shown,
+)
 
 _ENV = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True, finalize=shown)
 _ENV.filters.update(FILTERS)
@@ -71,16 +81,24 @@ def render_report(reader: ArchiveReader, run: RunSummary) -> str:
         Step(p, delta(p.score, prev.score) if prev else "")
         for prev, p in zip([None, *chain], chain, strict=False)
     ]
+    entry = entry_name(run.problem_dir)  # a one-file program's name beside a tree
     diff = None
     if best is not None and seed is not None and best.program_id != seed.program_id:
-        diff = diff_html(
-            unified_diff(
-                seed.code or "",
-                best.code or "",
-                f"seed {seed.program_id}",
-                f"best {best.program_id}",
+        if has_files(seed.code) or has_files(best.code):  # a tree: file by file
+            diff = file_diffs_html(file_diffs(seed.code or "", best.code or "", entry))
+        else:
+            diff = diff_html(
+                unified_diff(
+                    seed.code or "",
+                    best.code or "",
+                    f"seed {seed.program_id}",
+                    f"best {best.program_id}",
+                )
             )
-        )
+    code = None
+    if best is not None:
+        tree = has_files(best.code)
+        code = files_html(files_of(best.code, entry)) if tree else code_html(best.code)
     return _PAGE.render(
         run=run,
         best=best,
@@ -94,7 +112,7 @@ def render_report(reader: ArchiveReader, run: RunSummary) -> str:
         metrics=_metrics(best) if best else [],
         steps=steps,
         diff=diff,
-        code=code_html(best.code) if best else None,
+        code=code,
         artifacts=_artifacts(seed) if best is None and seed is not None else [],
         css=Markup(CSS + pygments_css()),  # noqa: S704 (our own stylesheet, no archive text)
         version=evolve.__version__,

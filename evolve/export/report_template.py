@@ -27,6 +27,10 @@ table.grid th { background: var(--soft); } table.grid .n { text-align: right; }
 .notice { border: 1px solid #e9c46a; background: #fff8e1; border-radius: 6px; padding: .6em .9em; }
 .src { border: 1px solid var(--line); border-radius: 6px; overflow: auto; max-height: 80vh; }
 .src pre, pre.artifact { margin: 0; padding: .6em .8em; font: 12.5px/1.45 ui-monospace, Menlo, monospace; }
+.file-list { margin: .5em 1em; font: 12.5px/1.6 ui-monospace, Menlo, monospace; }
+.file-list .lines { color: #6a737d; }
+h3.file-path { font: 600 13px/1.4 ui-monospace, Menlo, monospace; margin: .8em .8em .3em; }
+.code.file td.linenos { width: 1%; }
 pre.artifact { white-space: pre-wrap; word-break: break-word; background: #fbfcfd; border: 1px solid var(--line); }
 .hl table { border-collapse: collapse; } .hl .linenos { color: #aab; padding-right: .6em; border-right: 1px solid var(--line); }
 footer { margin-top: 2.5em; padding-top: .8em; border-top: 1px solid var(--line); font-size: .85em; }

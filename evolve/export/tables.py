@@ -17,15 +17,19 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from evolve.archive import ArchiveReader, BoardScore, RunSummary
 from evolve.archive.rows import ProgramRow
 from evolve.export.atomic import replacing
 from evolve.inert import inert_cell, strip_controls
+from evolve.program_files import entry_name, files_of
 
 
 class ExportError(ValueError):
@@ -42,7 +46,10 @@ PROGRAM_COLS = (
 # The dict fields, flattened one level to `<prefix>.<name>` columns.
 FLAT = (("metric", "metrics"), ("test_metric", "test_metrics"), ("stage", "scores"),
         ("feature", "features"))  # fmt: skip
-TEXT_COLS = ("artifacts", "code", "diff")  # large: last, so a spreadsheet stays readable
+# large: last, so a spreadsheet stays readable. `files`: path -> text of the program's files
+# (a tree's, or a one-file program's under its problem's entry name): a map in JSONL and
+# parquet, its JSON text in CSV; `code` stays the one text it always was.
+TEXT_COLS = ("artifacts", "code", "files", "diff")
 CALL_COLS = (
     "call_id", "run_id", "iteration", "island", "model", "edit_format", "prompt", "reply",
     "error", "prompt_tokens", "completion_tokens", "cost_usd", "latency_s", "created_at",
@@ -80,7 +87,9 @@ def _cell(v: Any) -> Any:
 BOARD_COLS = ("run_status", "leaderboard_score", "leaderboard_test_score")  # not ProgramRow's
 
 
-def _program_record(p: ProgramRow, run_status: str, board: BoardScore | None) -> dict[str, Any]:
+def _program_record(
+    p: ProgramRow, run_status: str, board: BoardScore | None, entry: str
+) -> dict[str, Any]:
     rec: dict[str, Any] = {c: getattr(p, c) for c in PROGRAM_COLS if c not in BOARD_COLS}
     rec["run_status"] = run_status
     rec["leaderboard_score"] = board.score if board else None
@@ -90,6 +99,7 @@ def _program_record(p: ProgramRow, run_status: str, board: BoardScore | None) ->
             rec[f"{prefix}.{_text(strip_controls(name))}"] = _cell(value)
     rec["artifacts"] = _json(p.artifacts)
     rec["code"], rec["diff"] = p.code, p.diff
+    rec["files"] = files_of(p.code, entry) if p.code is not None else None
     return rec
 
 
@@ -115,8 +125,9 @@ def programs_frame(reader: ArchiveReader, run_ids: list[str]) -> pd.DataFrame:
     records = []
     for run in _summaries(reader, run_ids):
         boards = reader.board_scores(run.run_id)
+        entry = entry_name(run.problem_dir)
         records += [
-            _program_record(p, run.status, boards.get(p.program_id))
+            _program_record(p, run.status, boards.get(p.program_id), entry)
             for p in reader.programs(run.run_id, code=True)
         ]
     extra = sorted({k for rec in records for k in rec} - set(PROGRAM_COLS) - set(TEXT_COLS))
@@ -145,6 +156,26 @@ def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _files_as(df: pd.DataFrame, convert: Callable[[dict], Any]) -> pd.DataFrame:
+    """The table with each `files` map converted (a missing one stays missing)."""
+    if "files" not in df.columns:
+        return df
+    df = df.copy()
+    df["files"] = df["files"].map(lambda v: None if _missing(v) else convert(v)).astype(object)
+    return df
+
+
+def _parquet(df: pd.DataFrame, f: BinaryIO) -> None:
+    """Parquet with `files` as a map<string, string> column (path -> text) in its place."""
+    files = df.pop("files") if "files" in df.columns else None
+    at = len(df.columns) if files is None else list(df.columns).index("code") + 1
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if files is not None:
+        items = [None if _missing(v) else list(v.items()) for v in files]
+        table = table.add_column(at, "files", pa.array(items, pa.map_(pa.string(), pa.string())))
+    pq.write_table(table, f)
+
+
 def _inert_csv(df: pd.DataFrame) -> pd.DataFrame:
     """The table with every text cell that starts like a formula (`=`, `+`, `-`, `@`,
     tab, CR) quoted, as OWASP advises: the replies, code and errors are candidates' text."""
@@ -168,11 +199,12 @@ def _write(df: pd.DataFrame, path: Path, fmt: str) -> None:
                 # CRLF rows (RFC 4180): Python's csv quotes a cell holding a character of the
                 # line terminator only, and a bare CR in an unquoted cell would split its row
                 text = io.TextIOWrapper(f, encoding="utf-8", newline="")
+                df = _files_as(df, _json)
                 _inert_csv(df).to_csv(text, index=False, lineterminator="\r\n")
                 text.flush()
                 text.detach()
             elif fmt == "parquet":
-                _arrow_safe(df).to_parquet(f, engine="pyarrow", index=False)
+                _parquet(_arrow_safe(df), f)
             else:
                 text = df.to_json(
                     orient="records",

@@ -48,6 +48,8 @@ def _templates() -> jinja2.Environment:
     env.globals.update(
         code_html=render.code_html,
         diff_html=render.diff_html,
+        files_html=render.files_html,
+        file_diffs_html=render.file_diffs_html,
         delta=render.delta,
         status_color={**charts.STATUS_COLORS, **charts.RUN_COLORS},
     )
@@ -153,6 +155,7 @@ def make_app(
         return JSONResponse(
             {
                 **views.program_json(detail["program"], code=True),
+                "files": detail["files_map"],
                 "diff_to_parent": detail["diff"],
                 "llm_call": render.finite(call.__dict__) if call is not None else None,
                 "proposal": render.finite(reader.proposal(detail["program"])),

@@ -3,7 +3,7 @@
 Pygments' HtmlFormatter escapes every character of its input, so candidate code with
 `</textarea><script>` in it comes out as text; the templates autoescape the rest. Control
 and invisible format characters (a bidi override reorders a line as shown: "Trojan
-Source") are shown as their escapes, `\\u202e`, in code, diffs, every `{{ value }}`
+Source") are shown as their escapes, `\\u202e`, in code, diffs, file paths, every `{{ value }}`
 (`shown`, the templates' finalize) and the charts' text (`shown_data`).
 """
 
@@ -13,12 +13,15 @@ import datetime as dt
 import math
 from typing import Any
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer, PythonLexer
+from pygments.lexer import Lexer
+from pygments.lexers import DiffLexer, PythonLexer, TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
 
 from evolve.inert import visible
+from evolve.program_files import FileDiff
 
 _CODE = HtmlFormatter(linenos="table", cssclass="hl", wrapcode=True)
 _DIFF = HtmlFormatter(cssclass="hl", wrapcode=True)
@@ -31,6 +34,45 @@ def code_html(code: str | None) -> Markup:
 
 def diff_html(diff: str | None) -> Markup:
     return Markup(highlight(visible(diff or ""), DiffLexer(), _DIFF))  # noqa: S704
+
+
+def _lexer(path: str) -> Lexer:
+    """The lexer a file's name calls for (plain text for a name Pygments does not know)."""
+    try:
+        return get_lexer_for_filename(path)
+    except ClassNotFound:
+        return TextLexer()
+
+
+def _path(path: str) -> str:
+    """A file path (the candidate's text) as HTML: escaped, invisible characters shown."""
+    return str(escape(visible(path)))
+
+
+def files_html(files: dict[str, str], anchor: str = "file") -> Markup:
+    """A tree's files: the list of their paths, each a link to the file below it under its
+    path, highlighted as its name calls for."""
+    items, bodies = [], []
+    for i, (path, text) in enumerate(files.items(), 1):
+        n = text.count("\n") + (not text.endswith("\n") and bool(text))
+        items.append(
+            f'<li><a href="#{anchor}-{i}">{_path(path)}</a> <span class="lines">{n} line{"s" if n != 1 else ""}</span></li>'
+        )
+        code = highlight(visible(text), _lexer(path), _CODE)
+        bodies.append(
+            f'<h3 class="file-path" id="{anchor}-{i}">{_path(path)}</h3><div class="code file">{code}</div>'
+        )
+    return Markup(f'<ul class="file-list">{"".join(items)}</ul>{"".join(bodies)}')  # noqa: S704
+
+
+def file_diffs_html(diffs: list[FileDiff]) -> Markup:
+    """The diff of two trees, file by file: each file's path, what became of it, its diff."""
+    out = [
+        f'<h3 class="file-path">{_path(d.path)} <span class="tag change-{d.change}">{d.change}</span></h3>'
+        f'<div class="code diff">{highlight(visible(d.diff), DiffLexer(), _DIFF)}</div>'
+        for d in diffs
+    ]
+    return Markup("".join(out))  # noqa: S704
 
 
 def shown(v: Any) -> Any:

@@ -22,6 +22,7 @@ from evolve.archive.summaries import BenchSummary
 from evolve.benchmark.record import from_rows
 from evolve.benchmark.table import ProblemSummary
 from evolve.edits import unified_diff
+from evolve.program_files import FALLBACK_ENTRY, entry_name, file_diffs, files_of, has_files
 from evolve.web import charts
 from evolve.web.baselines import Baselines
 from evolve.web.render import finite
@@ -127,9 +128,17 @@ def program_detail(reader: ArchiveReader, program_id: str) -> dict:
         diff = unified_diff(parent.code, p.code, parent.program_id, p.program_id)
     call = reader.llm_call(p.llm_call_id) if p.llm_call_id is not None else None
     run = reader.run(p.run_id)
+    entry = entry_name(run.problem_dir) if run is not None else FALLBACK_ENTRY  # one file's name
+    diffs = None
+    if parent is not None and parent.code is not None and p.code is not None:
+        if has_files(p.code) or has_files(parent.code):
+            diffs = file_diffs(parent.code, p.code, entry)
     return {
         "program": p,
         "parent": parent,
+        "files": files_of(p.code, entry) if has_files(p.code) else None,  # a tree's, shown
+        "files_map": files_of(p.code, entry) if p.code is not None else None,  # the API's
+        "file_diffs": diffs,  # None: one-file programs, `diff` as it always was
         "diff": diff or "",
         "call": call,
         "rejected": reader.rejected_calls(p.run_id, p.iteration) if p.iteration > 0 else [],
