@@ -8,8 +8,14 @@ problems/dag_modular/conformance.toml."""
 
 from __future__ import annotations
 
+import collections
 import importlib
+import itertools
+import signal
+import sqlite3
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,11 +25,11 @@ from evaluators.tree import decode
 from evolve.edits.blocks import complete_from_seed
 from evolve.problem import load_problem
 from evolve.program_input import program_code
-from tests.cli_helpers import archive_json
+from tests.cli_helpers import archive_json, block, evolve, popen, run_args
 from tests.dag_modular_edits import BEST_OF_RULES
 from tests.problem_contract import contract, evaluator, readme_output
 from tests.problem_hostile import load_module, run_in_process, scripted_run, write_tree
-from tests.scripted_llm import Reply
+from tests.scripted_llm import Reply, ScriptedLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "dag_modular"
@@ -171,3 +177,96 @@ def test_a_scripted_run_edits_both_files_and_never_a_fixed_one(tmp_path):
     first = archive_json(runs, "show", f"{run['run_id']}:1")  # the first reply: the fixed file
     assert first["status"] == "invalid_edit" and first["score"] is None, first
     assert "'policy/__init__.py', a fixed file that no edit may change" in first["artifacts"]["error"]
+
+
+def _two_file_replies():
+    """Reply k rewrites both modules with its own constants (every program new)."""
+    counter = itertools.count(1)
+    lock = threading.Lock()
+
+    def answer(request: dict) -> Reply:
+        with lock:
+            k = next(counter)
+        ordering = (
+            "def prepare(wf, platform):\n    return upward_ranks(wf, platform)\n\n\n"
+            "def select(ready, timeline, rank):\n"
+            f"    return max(ready, key=lambda i: (rank[i] + {k % 5} * 0.01 * timeline.wf['runtime'][i], -i))\n"
+        )
+        mapping = (
+            "def prepare(wf, platform):\n    return None\n\n\n"
+            "def choose(task, timeline, state):\n"
+            "    procs = range(len(timeline.platform['speed']))\n"
+            f"    return min(procs, key=lambda p: (timeline.eft(task, p) + {k} * 1e-4 * p, p))\n"
+        )
+        return Reply(
+            block(ordering, f"Variant {k}.", path="policy/ordering.py")
+            + "\n"
+            + block(mapping, "", path="policy/mapping.py").lstrip(),
+            delay_s=0.05,
+        )
+
+    return answer
+
+
+def _programs(runs: Path, run_id: str) -> dict[int, tuple]:
+    db = sqlite3.connect(runs / "archive.db")
+    try:
+        return {
+            r[0]: r
+            for r in db.execute(
+                "SELECT iteration, status, score, test_score, code_hash, code FROM programs "
+                "WHERE run_id=? AND status!='pending'",
+                (run_id,),
+            )
+        }
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return {}
+    finally:
+        db.close()
+
+
+def test_kill_9_and_resume_lose_and_repeat_nothing_with_trees(tmp_path):
+    """A run of the two-module program killed twice (kill -9) and resumed: every program
+    finished before a kill is unchanged afterwards (its tree, hash and scores), every
+    iteration is filled once, no stored reply is asked for again, and every program's code is
+    the whole tree with both modules rewritten."""
+    args = ["--sandbox", "local", "--parallel", "2", "--llm-parallel", "2", "--tune-evals", "0"]
+    iterations = 8
+    runs = tmp_path / "killed"
+    before: dict[int, tuple] = {}
+    with ScriptedLLM(_two_file_replies()) as srv:
+        cmd = run_args(srv.base_url, runs, *args, "--run-id", "k", problem=PROBLEM, iterations=iterations)
+        proc = popen(*cmd)
+        for wanted in (2, 5):
+            deadline = time.monotonic() + 200
+            while proc.poll() is None and time.monotonic() < deadline:
+                if (runs / "archive.db").exists() and len(_programs(runs, "k")) >= wanted:
+                    break
+                time.sleep(0.02)
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            before.update(_programs(runs, "k"))
+            if wanted == 2:
+                proc = popen("resume", "k", "--runs-dir", runs, "--no-progress")
+        resumed = evolve("resume", "k", "--runs-dir", runs, "--no-progress", timeout=400)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+    after = _programs(runs, "k")
+    [run] = archive_json(runs, "runs")
+    assert run["status"] == "finished" and run["iterations_done"] == iterations
+    assert sorted(after) == list(range(iterations + 1))
+    for it, row in before.items():  # finished before a kill: the same afterwards
+        assert after[it][:3] == row[:3] and after[it][4:] == row[4:], it
+    seed = decode(load_problem(PROBLEM).seed_code, "policy/__init__.py")
+    for it, row in after.items():
+        files = decode(row[5], "policy/__init__.py")
+        assert list(files) == list(seed) and files["policy/__init__.py"] == seed["policy/__init__.py"]
+        if it > 0:
+            assert "* 1e-4 * p" in files["policy/mapping.py"] and "* 0.01 *" in files["policy/ordering.py"]
+    assert archive_json(runs, "best", "--problem", "dag_modular")["test_score"] is not None
+    db = sqlite3.connect(runs / "archive.db")
+    asked = collections.Counter(
+        r[0] for r in db.execute("SELECT iteration FROM llm_calls WHERE run_id='k' AND reply IS NOT NULL")
+    )
+    db.close()
+    assert max(asked.values()) == 1
