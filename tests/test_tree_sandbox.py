@@ -36,7 +36,10 @@ def request(code: str, problem: Path = TREE, entry: str = ENTRY, **kw) -> EvalRe
                        split="train", limits=LIMITS, **kw)
 
 
-@pytest.fixture(scope="module", params=["bubblewrap", "fallback"])
+eval_request = request  # for the tests that take pytest's `request` fixture
+
+
+@pytest.fixture(scope="module", params=["bubblewrap", "fallback", "docker"])
 def sandbox(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     if request.param == "docker":
         from evaluators.docker.sandbox import DockerSandbox
@@ -240,18 +243,22 @@ def test_writer_never_follows_a_link(tmp_path: Path) -> None:
 # ---- Ray: the request carries the tree as text to a node, whose sandbox lays it out -----
 
 
-def test_ray_node_runs_a_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("node", ["local", "docker"])
+def test_ray_node_runs_a_tree(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
+                              node: str) -> None:
     pytest.importorskip("ray")
+    if node == "docker":
+        monkeypatch.setenv("EVOLVE_SANDBOX_IMAGE", request.getfixturevalue("docker_image"))
     from evaluators.ray.node import NodeOptions
     from evaluators.ray.sandbox import RayOptions, RaySandbox
     from tests.ray_support import AUTH_OFF
 
     for k, v in AUTH_OFF.items():
         monkeypatch.setenv(k, v)
-    sb = RaySandbox(RayOptions(node=NodeOptions(sandbox="local")))  # a private instance
+    sb = RaySandbox(RayOptions(node=NodeOptions(sandbox=node)))  # a private instance
     try:
-        ok = sb.evaluate(request(tree.encode(seed_files()), data_seed=42))
-        bad = sb.evaluate(request(_raw({**seed_files(), f"../{OUTSIDE}": "X = 1\n"})))
+        ok = sb.evaluate(eval_request(tree.encode(seed_files()), data_seed=42))
+        bad = sb.evaluate(eval_request(_raw({**seed_files(), f"../{OUTSIDE}": "X = 1\n"})))
     finally:
         sb.close()
     assert (ok.status, ok.score, ok.artifacts["private_data"]) == (Status.OK, 12.0, "True"), ok.artifacts

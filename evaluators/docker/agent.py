@@ -80,6 +80,7 @@ HOMES = {RUN_UID: SCRATCH, SCORE_UID: SCORE_DIR}  # each launch uid's own folder
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "harness.py")
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # harness.py: run mode's "evaluator loaded" line
+SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"  # harness.py: the run's data seed, as a descriptor
 RESULT_FD, STATUS_FD = 3, 4  # in the harness child
 RESULT_MAX_BYTES = 16 * 2**20  # the host may ask for less
 PREAMBLE_MAX_BYTES = 64 * 1024
@@ -395,6 +396,23 @@ def read_result(fd: int, max_bytes: int) -> tuple[str | None, str | None]:
     return base64.b64encode(data).decode("ascii"), None
 
 
+def _lay_out(paths: list[str], home: str) -> None:
+    """A tree's files, from /in/tree/ into the scratch at their paths (as the run uid, before
+    anything of the candidate runs; inside/layout.py never follows a link), and the run's
+    data seed as a descriptor: the harness finds no DATA_SEED beside a tree's entry."""
+    import layout  # evaluators/inside/layout.py, beside this file in the image
+
+    files = {}
+    for path in paths:
+        with open(os.path.join(IN, "tree", path), "rb") as f:
+            files[path] = f.read()
+    layout.write_tree(home, files)
+    if os.path.isfile(f"{IN}/DATA_SEED"):
+        fd = os.open(f"{IN}/DATA_SEED", os.O_RDONLY | os.O_CLOEXEC)
+        os.environ[SEED_FD_ENV] = str(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
+        os.close(fd)
+
+
 def _child(req: dict, src: str, fds: dict[int, int]) -> None:
     """In the forked child: confine, redirect, then become the harness. Never returns."""
     code, ready = 70, False
@@ -422,7 +440,9 @@ def _child(req: dict, src: str, fds: dict[int, int]) -> None:
         except OSError:
             pass
         os.chdir(home)
-        if req.get("program"):
+        if req.get("tree"):
+            _lay_out(req["tree"], home)
+        elif req.get("program"):
             os.symlink(f"{IN}/{req['program']}", f"{home}/{req['program']}")
         os.environ["HOME"] = os.environ["TMPDIR"] = home
         if STATUS_FD in fds:

@@ -60,12 +60,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 
+from evaluators import tree
 from evaluators.docker.agent_link import Box
 from evaluators.docker.image import find_image, wanted_image
 from evaluators.harness_result import RESULT_MAX_BYTES, ProcRun, read_preamble
+from evaluators.inside.layout import write_tree
 from evaluators.local import leftovers
 from evaluators.local.liveness import owner_alive, owner_id
-from evaluators.sandbox import EvalRequest, Limits
+from evaluators.sandbox import DATA_SEED_FILE, EvalRequest
 from evaluators.two_phase import Session, TwoPhaseSandbox
 
 AGENT_CMD = ["python3", "-s", "/opt/evolve/agent.py"]
@@ -73,6 +75,7 @@ USER = "0:0"  # only to start: the agent becomes AGENT_UID before it reads a req
 AGENT_UID, RUN_UID, SCORE_UID = 10000, 10001, 10002
 AGENT_CAPS = ["SETUID", "SETGID", "SETPCAP", "KILL"]
 PROBLEM, DATA, IN, INCLUDE = "/problem", "/data", "/in", "/include"
+TREE_DIR = "tree"  # /in/tree: a tree's files, which the agent lays out in the scratch
 LABEL = "evolve"  # its value is the run id
 OWNER_LABEL = "evolve.owner"  # host:pid:start:boot of the controller (liveness.owner_id)
 GRACE_S = 10.0  # beyond the agent's own deadline, before the host gives up on the container
@@ -254,19 +257,32 @@ class DockerSandbox(TwoPhaseSandbox):
                 self._drop(boxes.pop())
                 boxes.append(self._checkout(req))
             try:
-                return self._launch_in(boxes[-1], req.limits, mode, payload, files)
+                return self._launch_in(boxes[-1], req, mode, payload, files)
             except _Refused:
                 boxes[-1].broken = True
         raise RuntimeError(f"{LAUNCH_TRIES} sandbox containers in a row were not clean")
 
     def _launch_in(
-        self, box: Box, limits: Limits, mode: str, payload: dict, files: dict[str, str]
+        self, box: Box, req: EvalRequest, mode: str, payload: dict, files: dict[str, str]
     ) -> ProcRun:
-        """One harness process in the box's container; the agent cleans up after it."""
+        """One harness process in the box's container; the agent cleans up after it. A tree's
+        files go to /in/tree/ at their paths, and the agent copies them into the scratch."""
+        limits = req.limits
         for old in os.listdir(box.in_dir):
-            os.unlink(os.path.join(box.in_dir, old))
+            path = os.path.join(box.in_dir, old)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
         src = "REQ.json" if mode == "run" else "OUTPUTS.json"
+        is_tree = bool(files) and tree.is_tree(req.program_code)
+        paths = [p for p in files if p != DATA_SEED_FILE] if is_tree else []
+        if paths:
+            os.mkdir(os.path.join(box.in_dir, TREE_DIR), 0o755)
+            write_tree(os.path.join(box.in_dir, TREE_DIR), {p: files[p] for p in paths})
         for fname, text in {**files, src: json.dumps(payload)}.items():
+            if fname in paths:
+                continue
             path = os.path.join(box.in_dir, fname)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -275,7 +291,8 @@ class DockerSandbox(TwoPhaseSandbox):
             "op": "launch",
             "mode": mode,
             "src": src,
-            "program": next(iter(files), None),
+            "program": req.program_name if is_tree else next(iter(files), None),
+            "tree": paths,
             "timeout_s": limits.timeout_s,
             "memory_mb": limits.memory_mb,
             "max_file_mb": limits.max_file_mb,
