@@ -1,7 +1,8 @@
 """Programs of several files in other languages, laid out as Python trees are: a C++ program
 whose main.cpp includes the evolving policy.hpp beside it, and a Rust crate (Cargo.toml,
 src/main.rs, src/sched.rs) that cargo builds where the tree lies; each scored by
-`evolve eval PROBLEM DIR` on the local sandbox (C++ with bubblewrap and without namespaces).
+`evolve eval PROBLEM DIR` on the local sandbox (C++ with bubblewrap and without namespaces,
+and on Docker).
 Skipped only where the machine lacks the tool."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import evolve
+from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CPP = FIXTURES / "cpp_knapsack_tree"  # main.cpp (fixed) + policy.hpp (evolving)
@@ -82,3 +84,15 @@ def test_rust_crate_of_two_modules(tmp_path: Path, how: str) -> None:
     rc, out, err = _eval(RUST, _program(tmp_path / "broken", {"src/sched.rs": broken}), how)
     assert rc == 1 and out is not None and "cargo build failed" in out["artifacts"]["error"]
     assert "sched::order" in out["artifacts"]["stderr"] or "order" in out["artifacts"]["stderr"]
+
+
+@need_gpp
+@pytest.mark.timeout(900)  # the first call builds the layer: g++ installed in the image
+def test_cpp_with_a_header_on_the_docker_sandbox(tmp_path: Path, docker_image) -> None:  # noqa: F811
+    header = (CPP / "policy.hpp").read_text()
+    r = evolve("eval", CPP, _program(tmp_path, {"policy.hpp": header}), "--json", "--sandbox",
+               "docker", timeout=580)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert r.returncode == 0 and lines, r.stdout + r.stderr
+    out = json.loads(lines[-1])
+    assert out["status"] == "ok" and out["score"] == pytest.approx(CPP_SEED_SCORE)
