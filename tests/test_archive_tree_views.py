@@ -143,6 +143,13 @@ def test_checkout_refuses_what_it_must(runs, tmp_path):
         evolve("archive", "checkout", "t:1", tmp_path / "file", "--runs-dir", runs),
         "not a folder",
     )
+    (tmp_path / "target").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    _one_line(
+        evolve("archive", "checkout", "t:1", tmp_path / "link", "--runs-dir", runs),
+        "symbolic link",
+    )
+    assert not any((tmp_path / "target").iterdir())
     _one_line(
         evolve("archive", "checkout", "t:4", tmp_path / "none", "--runs-dir", runs),
         "t:4",

@@ -76,7 +76,9 @@ def checkout(reader: ArchiveReader, p: ProgramRow, folder: Path) -> list[str]:
     except tree.TreeError as e:
         raise UsageError(f"{p.program_id}: {e}") from None
     where = f"checkout {folder}"
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+    if folder.is_symlink():
+        raise UsageError(f"{where}: is a symbolic link (checkout writes only into a real folder)")
+    if folder.exists() and not folder.is_dir():
         raise UsageError(f"{where}: exists and is not a folder")
     if folder.is_dir() and any(folder.iterdir()):
         raise UsageError(f"{where}: not empty (checkout writes only into a new or empty folder)")
@@ -95,7 +97,7 @@ def checkout(reader: ArchiveReader, p: ProgramRow, folder: Path) -> list[str]:
             with open(target, "x", encoding="utf-8", newline="") as f:
                 f.write(text)
         tmp.chmod(0o755 & ~_umask())
-        os.rename(tmp, folder)  # onto a missing or an empty folder: one step
+        _move(tmp, folder)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise UsageError(f"{where}: cannot write it ({e.strerror or e})") from None
@@ -103,6 +105,20 @@ def checkout(reader: ArchiveReader, p: ProgramRow, folder: Path) -> list[str]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return list(files)
+
+
+def _move(tmp: Path, folder: Path) -> None:
+    """`tmp` renamed to `folder` in one step (onto a missing or an empty folder); where the
+    empty folder cannot be replaced (the current directory, a mount point), its entries are
+    renamed into it one by one."""
+    try:
+        os.rename(tmp, folder)
+    except OSError:
+        if not folder.is_dir() or any(folder.iterdir()):
+            raise
+        for entry in tmp.iterdir():
+            os.rename(entry, folder / entry.name)
+        tmp.rmdir()
 
 
 def _umask() -> int:
