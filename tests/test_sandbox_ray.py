@@ -234,6 +234,29 @@ def test_bundle_carries_the_folder_its_outside_data_and_includes(tmp_path):
         unpack(b.data + b"x", b.digest, str(tmp_path / "other"))
 
 
+def test_an_include_beside_the_problem_lies_where_the_kit_looks_for_it(tmp_path):
+    """problem.toml's `include = ["../other/sim.py"]`: the kit resolves it next to the
+    evaluator, so on the node it must lie at `problem/../other/sim.py` as on the controller
+    (it lay in include/0/, and every problem with an include failed on Ray)."""
+    problems = tmp_path / "problems"
+    (problems / "p").mkdir(parents=True)
+    (problems / "other").mkdir()
+    (problems / "p" / "evaluator.py").write_text("x = 1\n")
+    (problems / "other" / "sim.py").write_text("y = 2\n")
+    far = tmp_path / "far.py"  # an include above the problems' folder keeps the old place
+    far.write_text("z = 3\n")
+    includes = (str(problems / "p" / ".." / "other" / "sim.py"), str(far))
+    b = pack(str(problems / "p"), None, includes)
+    where = unpack(b.data, b.digest, str(tmp_path / "node"))
+    assert (where / "problem" / ".." / "other" / "sim.py").read_text() == "y = 2\n"
+    req = EvalRequest(problem_dir=str(problems / "p"), program_code="", program_name="seed.py",
+                      split="train", includes=includes)  # fmt: skip
+    moved = relocate(req, b.roots, where)
+    assert Path(moved.includes[0]).resolve() == (where / "other" / "sim.py").resolve()
+    assert Path(moved.includes[1]).read_text() == "z = 3\n"
+    assert Path(moved.includes[1]).parent.parent == where / "include"
+
+
 # ---------------------------------------------------------------- the same scores, both nodes
 
 

@@ -49,7 +49,7 @@ def pack(problem_dir: str, data_dir: str | None = None, includes: tuple[str, ...
     for i, inc in enumerate(includes):
         path = Path(inc).resolve()
         if not any(_inside(path, Path(r)) for r, _ in roots):
-            roots.append((str(path), f"include/{i}/{path.name}"))
+            roots.append((str(path), _include_name(path, Path(roots[0][0]), i)))
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
         for src, name in roots:
@@ -62,6 +62,19 @@ def pack(problem_dir: str, data_dir: str | None = None, includes: tuple[str, ...
             f"at most {MAX_BUNDLE_MB} MB (put large data on the nodes and point EVOLVE_DATA_DIR at it)"
         )
     return Bundle(hashlib.sha256(data).hexdigest(), data, tuple(roots))
+
+
+def _include_name(path: Path, problem: Path, i: int) -> str:
+    """Where an include outside the problem lies in the bundle: where it lies relative to the
+    problem on the controller (`../other/sim.py` -> `other/sim.py`, beside `problem/`), so
+    that the kit's `include`, which resolves the path next to the evaluator, finds it on the
+    node as it does on the controller; `include/I/NAME` where that would leave the bundle or
+    meet another root."""
+    name = os.path.normpath(os.path.join("problem", os.path.relpath(path, problem)))
+    first = Path(name).parts[0]
+    if os.path.isabs(name) or first in ("..", "problem", "data", "include"):
+        return f"include/{i}/{path.name}"
+    return Path(name).as_posix()
 
 
 def _inside(path: Path, root: Path) -> bool:
