@@ -162,3 +162,44 @@ def test_a_forged_log_is_rechecked_on_replay():
         "scenario code_quick, iteration 0: preempt: request 0 is in the plan too; "
         "a preempted request cannot run"
     )
+
+
+def _with_module(tmp_path: Path, path: str, body: str, monkeypatch) -> Path:
+    """The seed tree with one module's EVOLVE block replaced, importable in this process."""
+    entry = _seed_tree(tmp_path / "tree")
+    module = entry.parent.parent / path
+    head, rest = module.read_text().split("# EVOLVE-BLOCK-START", 1)
+    module.write_text(
+        f"{head}# EVOLVE-BLOCK-START\n{body}# EVOLVE-BLOCK-END{rest.split('# EVOLVE-BLOCK-END', 1)[1]}"
+    )
+    monkeypatch.setattr(kit, "REMOTE", False)
+    monkeypatch.syspath_prepend(str(entry.parent.parent))
+    for name in [m for m in sys.modules if m == "policy" or m.startswith("policy.")]:
+        monkeypatch.delitem(sys.modules, name)
+    return entry
+
+
+@pytest.mark.parametrize(
+    "body, error",
+    [
+        (
+            "def admit(state):\n    return [999]\n",
+            "policy/admission.py: admit() returned index 999",
+        ),
+        ("def admit(state):\n    return [-1]\n", "policy/admission.py: admit() returned index -1"),
+        ("def admit(state):\n    return [[0]]\n", "admit() must return a 1-d sequence of indices"),
+        ("def admit(state):\n    return [0.5]\n", "admit() must return a 1-d sequence of indices"),
+    ],
+)
+def test_the_entry_names_the_module_that_broke_its_contract(body, error, tmp_path, monkeypatch):
+    entry = _with_module(tmp_path, "policy/admission.py", body, monkeypatch)
+    with pytest.raises((TypeError, ValueError)) as e:
+        ev.evaluate(str(entry), "quick")
+    assert error in str(e.value)
+
+
+def test_admitting_nobody_is_a_policy_not_an_error(tmp_path, monkeypatch):
+    body = "def admit(state):\n    return []\n"  # nothing ever starts: every request misses
+    entry = _with_module(tmp_path, "policy/admission.py", body, monkeypatch)
+    r = kit.evaluate_and_score(ev, str(entry), "quick")
+    assert r["score"] == 0.0 and r["metrics"]["iterations"] == 0.0

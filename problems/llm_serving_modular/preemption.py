@@ -57,6 +57,10 @@ def parse_decision(raw: object, server: sim.Server) -> tuple[list[tuple[int, int
     pending = {i: prompt[i] + gen[i] - cached[i] for i in server.active}
     plan = sim.parse_plan(raw["plan"], pending)
     victims = _ids(raw["preempt"])
+    if len(victims) > len(pending):
+        raise sim.Invalid(
+            f"preempt: {len(victims)} requests; only {len(pending)} are in the system"
+        )
     planned = {rid for rid, _ in plan}
     seen: set[int] = set()
     for rid in victims:

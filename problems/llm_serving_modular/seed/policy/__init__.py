@@ -50,12 +50,15 @@ from policy import admission, batching, eviction
 
 def schedule(state):
     queue = np.asarray(admission.admit(state))
-    if queue.ndim != 1 or (queue.size and not np.issubdtype(queue.dtype, np.integer)):
+    if queue.size == 0:  # nobody admitted ([] is an array of floats)
+        queue = np.zeros(0, dtype=np.int64)
+    elif queue.ndim != 1 or not np.issubdtype(queue.dtype, np.integer):
         raise TypeError("policy/admission.py: admit() must return a 1-d sequence of indices")
     if queue.size and not (0 <= queue.min() and queue.max() < len(state.rid)):
+        bad = int(queue.min() if queue.min() < 0 else queue.max())
         raise ValueError(
-            f"policy/admission.py: admit() returned index {int(queue.max())}; expected indices "
-            f"into the state's arrays (0..{len(state.rid) - 1})"
+            f"policy/admission.py: admit() returned index {bad}; expected indices into the "
+            f"state's arrays (0..{len(state.rid) - 1})"
         )
     plan = batching.form_batch(state, queue)
     if not isinstance(plan, dict):
@@ -75,4 +78,4 @@ def schedule(state):
     if not (isinstance(made, tuple) and len(made) == 2):
         raise TypeError("policy/eviction.py: make_room() must return a pair (plan, preempt)")
     plan, preempt = made
-    return {"plan": plan, "preempt": list(preempt)}
+    return {"plan": plan, "preempt": preempt}  # the evaluator checks both
