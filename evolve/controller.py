@@ -21,7 +21,7 @@ from evolve.candidates import new_row, program_id, reply_to_row
 from evolve.config import RunConfig
 from evolve.edits import normalized_hash, unified_diff
 from evolve.evaluation import CandidateEvaluator
-from evolve.leaderboard import Leaderboard
+from evolve.leaderboard import BestScorer, Leaderboard
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
@@ -103,11 +103,12 @@ class Controller:
         self.tuner = Tuner(
             cfg.tune_evals if problem.language.is_python else 0, fixed=problem.fixed_files
         )
-        self.board = Leaderboard(archive, evaluator)  # the cross-run ranking's data
         self.notes = ""  # the latest meta-notes, shown in every prompt
         self.replaying = False  # rebuild: decisions are replayed from the archive, not taken
         self.meta_lock = asyncio.Lock()
         self.eval_sem = asyncio.Semaphore(cfg.parallel)
+        # the cross-run ranking's data: the seed and each new best scored on it
+        self.board = BestScorer(Leaderboard(archive, evaluator), self.eval_sem)
         self.in_flight_hashes: dict[str, str] = {}
         # Replies are parsed here, one at a time: never behind a long evaluation's thread.
         self.parsing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parse")
@@ -143,7 +144,16 @@ class Controller:
         for island in range(1, self.cfg.num_islands):
             self.archive.add_migration(self.run_id, row.program_id, island, 0)
         await self._rescore_test(row)
-        await self._score_board(row)
+        await self.board.score(row)
+
+    async def resume_scores(self) -> None:
+        """What a kill left unscored on the leaderboard: the seed (now), the best (queued)."""
+        seed = self.archive.get_program(program_id(self.run_id, 0))
+        if seed is not None:
+            await self.board.score(seed)
+        best = self.archive.best(run_id=self.run_id)
+        if best is not None:
+            self.board.offer(best)
 
     def rebuild(self) -> None:
         """Derive the population and the search's state from the archive (fresh start and
@@ -196,6 +206,7 @@ class Controller:
             self._check_prices()
             await self.ensure_seed()
             self.rebuild()
+            await self.resume_scores()
             await self._loop()
             await self._rescore_best()
             status, reason = self._final_status()
@@ -206,6 +217,7 @@ class Controller:
         except RunAborted as e:
             status, reason = RunStatus.FAILED, str(e)
         finally:
+            await self.board.cancel()  # a failed or stopped run: its resume scores the rest
             self.observer.stop()
             self.parsing.shutdown(wait=False)
         self.archive.set_run_status(self.run_id, status, reason)
@@ -573,6 +585,7 @@ class Controller:
         if best:
             self.observer.note(f"new best {row.score:.6g} at iteration {row.iteration}")
             await self._rescore_test(row)
+            self.board.offer(row)  # on the leaderboard's data, in the background
 
     # ---- helpers -------------------------------------------------------------
     async def _apply_outcome(self, row: ProgramRow, out: EvalResult) -> None:
@@ -598,24 +611,16 @@ class Controller:
             self.stats.best_test = res.score
             self._refresh()
 
-    async def _score_board(self, row: ProgramRow) -> None:
-        """The seed, and the run's best as it ends, scored on the problem's leaderboard data,
-        the one score cross-run views rank (evolve/leaderboard.py); never shown to the model."""
-        if not self.board.needs(row):
-            return
-        score = self.board.known(row)  # the same code, scored there by another run
-        if score is None:
-            async with self.eval_sem:
-                score = await asyncio.to_thread(self.board.measure, _code(row))
-        self.board.record(row, score)
-
     async def _rescore_best(self) -> None:
+        """The final best has its held-out score and its leaderboard score (the one score
+        cross-run views rank, evolve/leaderboard.py; never shown to the model)."""
+        await self.board.settle()
         best = self.archive.best(run_id=self.run_id)
         if best is None:
             return
         if best.test_score is None and not best.test_metrics:
             await self._rescore_test(best)
-        await self._score_board(best)  # killed before it is stored: resume's end does it
+        await self.board.score(best)  # killed before it is stored: resume does it
 
     def _maybe_migrate(self) -> None:
         done = self.stats.done

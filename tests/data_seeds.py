@@ -7,6 +7,7 @@ scores the reference on the same workloads here.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from types import ModuleType
 
@@ -36,3 +37,35 @@ def scored_at(
         return kit.evaluate_and_score(evaluator, str(whole), split)
     finally:
         kit.use_data_seed(None)
+
+
+def leaderboard_draw(runs_dir: Path, problem: str, public: int = 1) -> str:
+    """What `kit.seed(public)` gives an evaluation on the archive's leaderboard data (a
+    kill-and-resume test's marks tell those evaluations from the run's own by it)."""
+    db = sqlite3.connect(runs_dir / "archive.db")
+    try:
+        (seed,) = db.execute("SELECT data_seed FROM leaderboards WHERE problem=?", (problem,)).fetchone()
+    finally:
+        db.close()
+    kit.use_data_seed(int(seed))
+    try:
+        return str(kit.seed(public))
+    finally:
+        kit.use_data_seed(None)
+
+
+def leaderboard_scored(runs_dir: Path, run_id: str) -> set[int]:
+    """The iterations of a run whose leaderboard score is recorded: a best's scoring that a
+    kill cut short is measured again on resume, which repeats nothing recorded."""
+    db = sqlite3.connect(runs_dir / "archive.db")
+    try:
+        rows = db.execute(
+            "SELECT p.iteration FROM leaderboard_scores l JOIN programs p USING (program_id)"
+            " WHERE p.run_id=?",
+            (run_id,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # the schema is not there yet
+        rows = []
+    finally:
+        db.close()
+    return {r[0] for r in rows}

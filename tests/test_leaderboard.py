@@ -81,9 +81,11 @@ def _rows(runs: Path, sql: str, *args) -> list[dict]:
         db.close()
 
 
-def _run(srv: ScriptedLLM, runs: Path, problem: Path, run_id: str, *extra: str) -> None:
+def _run(
+    srv: ScriptedLLM, runs: Path, problem: Path, run_id: str, *extra: str, iterations: int = 1
+) -> None:
     args = run_args(srv.base_url, runs, "--run-id", run_id, "--tune-evals", "0", *extra,
-                    problem=problem, iterations=1)  # fmt: skip
+                    problem=problem, iterations=iterations)  # fmt: skip
     r = evolve(*args, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -190,6 +192,27 @@ def test_the_baselines_are_scored_on_the_same_leaderboard_seed(three_runs, tmp_p
         time.sleep(0.1)
         public = scorer.scores(str(problem))
     assert public[0].status == "ok" and public[0].score != five_x["score"]
+
+
+def _reply(body: str) -> str:
+    return f"An idea.\n\n```python\n# EVOLVE-BLOCK-START\n{body}# EVOLVE-BLOCK-END\n```\n"
+
+
+def test_each_new_best_is_scored_on_the_leaderboard_when_it_becomes_best(tmp_path):
+    """Not only the run's final best: a best the run left behind has its leaderboard score
+    too (b:1 is offered while no scoring is under way, so it is never skipped for a newer
+    one; b:2 is the newest)."""
+    problem, runs = seeded_problem(tmp_path / "seeded"), tmp_path / "runs"
+    better = _reply("def f(x):\n    return x * x - 0.5 * x\n")  # mean error 2.5, CHILD's 5
+    with ScriptedLLM.from_list([REPLY, better]) as srv:
+        _run(srv, runs, problem, "b", "--parallel", "1", "--llm-parallel", "1", iterations=2)
+    own = {r["program_id"]: r["score"] for r in _rows(runs, "SELECT * FROM programs")}
+    assert own["b:0"] < own["b:1"] < own["b:2"]  # b:1 was a new best, then left behind
+    lb = {r["program_id"]: r for r in _rows(runs, "SELECT * FROM leaderboard_scores")}
+    assert set(lb) == {"b:0", "b:1", "b:2"}
+    assert lb["b:0"]["score"] < lb["b:1"]["score"] < lb["b:2"]["score"]
+    assert all(lb[p]["test_score"] is not None for p in lb)
+    assert all(lb[p]["score"] != own[p] for p in lb)  # the leaderboard's data, not the run's
 
 
 def test_resume_scores_what_a_kill_left_and_never_scores_twice(tmp_path):
