@@ -16,8 +16,8 @@ import pytest
 # Modules that share something machine-wide run on one xdist worker, one after the other: a
 # local Ray cluster (ray's fixed default ports for its client server and dashboard agent, and
 # the nodes' bundle cache), and the bundled model's server (one llama.cpp process sized for the
-# whole machine).
-_SHARED = {"test_sandbox_ray": "ray", "test_fallback_ray": "ray", "test_local_model": "llama"}
+# whole machine). Every module named test_*_ray starts Ray.
+_SHARED = {"test_local_model": "llama"}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -30,7 +30,8 @@ def pytest_xdist_make_scheduler(config, log):
     class ByModule(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = super()._split_scope(nodeid)  # xdist's own file of a node id
-            return _SHARED.get(Path(path).stem, path)
+            stem = Path(path).stem
+            return "ray" if stem.endswith("_ray") else _SHARED.get(stem, path)
 
     return ByModule(config, log)
 

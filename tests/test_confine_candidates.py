@@ -4,12 +4,12 @@ tests/confine_attack.py's hostile C++ candidates of a native `tools` problem try
 request, the data seed, the run's `--env` secret, the problem folder, the data folder and the
 runs folder's archive.db, at run time and at compile time, and print what they got into
 their stderr artifact: nothing of it may reach the stored result. Each backend: the local
-sandbox (bubblewrap), its fallback without namespaces, Docker, and Ray (a local node).
+sandbox (bubblewrap), its fallback without namespaces, Docker, and Ray (a local node:
+tests/test_confine_ray.py).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -84,31 +84,6 @@ def test_docker_keeps_it_out_of_in_and_the_mounts(places, docker_image):  # noqa
         _attack(sandbox, *places)
     finally:
         sandbox.close()
-
-
-@pytest.mark.timeout(600)
-def test_ray_node_keeps_it_out(places):
-    from evaluators.backends import ray_options
-    from evolve.problem import load_problem
-    from tests.ray_support import AUTH_OFF, LoopbackCluster
-
-    before = {k: os.environ.get(k) for k in AUTH_OFF}
-    os.environ.update(AUTH_OFF)
-    cluster = LoopbackCluster(cpus_per_node=1).start(workers=0)
-    try:
-        options = ray_options(load_problem(places[0]), cluster.address, "local")
-        sandbox = make_sandbox("ray", 1, ray=options)
-        try:
-            _attack(sandbox, *places)
-        finally:
-            sandbox.close()
-    finally:
-        cluster.stop()
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 OPENEVOLVE = Path(__file__).parent / "fixtures" / "sandbox_openevolve" / "basic"
@@ -198,3 +173,38 @@ def test_a_candidate_its_evaluator_runs_in_process_reads_no_archive(isolate, pla
     info = got.artifacts["info"]
     assert attack.ARCHIVE_CANARY not in info and str(attack.SEED) not in info, info
     assert "program_code" not in info and "archive.db" not in info, info
+
+
+IN_FILES = ["/in/REQ.json", "/in/DATA_SEED", "/in/OUTPUTS.json", "/scratch/REQ.json"]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("fmt", ["openevolve", "native"])
+def test_docker_keeps_trusted_files_from_a_candidate_its_evaluator_imports(fmt, docker_image):  # noqa: F811
+    """A Python candidate in its evaluator's own process (an OpenEvolve evaluator, a native
+    one without the kit's worker) reads all its harness may: the request, the `--env`
+    secret and the data seed never lay under /in, and their descriptors are closed."""
+    folder = OPENEVOLVE if fmt == "openevolve" else DIRECT
+    code = IN_PROCESS.format(paths=IN_FILES)
+    if fmt == "openevolve":
+        code += "\n\ndef run():\n    raise RuntimeError('SEEN ' + INFO)\n"
+    sandbox = make_sandbox("docker", 1, problem_dir=str(folder))
+    try:
+        got = sandbox.evaluate(
+            EvalRequest(
+                problem_dir=str(folder),
+                program_code=code,
+                program_name="cand.py",
+                split="train",
+                fmt=fmt,
+                limits=attack.LIMITS,
+                env={attack.ENV_NAME: attack.ENV_VALUE},
+                data_seed=attack.SEED,
+            )
+        )
+    finally:
+        sandbox.close()
+    seen = got.artifacts.get("error" if fmt == "openevolve" else "info", "")
+    assert ("SEEN [" in seen) if fmt == "openevolve" else got.status == Status.OK, got.artifacts
+    assert str(attack.SEED) not in seen and "program_code" not in seen, seen
+    assert attack.ENV_VALUE not in seen and "REQ" not in seen, seen

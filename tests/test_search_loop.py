@@ -7,6 +7,8 @@ import signal
 import sqlite3
 import time
 
+import pytest
+
 from tests.cli_helpers import BINPACK, archive_json, block, evolve, popen, run_args
 from tests.scripted_llm import ScriptedLLM, binpack_reply
 
@@ -209,6 +211,7 @@ def test_tuning_off_in_problem_toml_asks_the_model_every_iteration(tmp_path):
     assert r.returncode == 2 and "[search] tune_evals" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.timeout(900)  # three runs of eight tuned children and their held-out rescoring
 def test_tuning_resumes_where_it_stopped(tmp_path):
     """Tuned children take no iteration: one iteration asks once and tunes its child. A run
     interrupted mid-tuning goes on with the variants not yet evaluated: the same tuned

@@ -240,31 +240,6 @@ def test_writer_never_follows_a_link(tmp_path: Path) -> None:
     assert (scratch / "ok/deep/er.py").read_text() == "y" and (scratch / "top.py").read_text() == "z"
 
 
-# ---- Ray: the request carries the tree as text to a node, whose sandbox lays it out -----
-
-
-@pytest.mark.parametrize("node", ["local", "docker"])
-def test_ray_node_runs_a_tree(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
-                              node: str) -> None:
-    pytest.importorskip("ray")
-    if node == "docker":
-        monkeypatch.setenv("EVOLVE_SANDBOX_IMAGE", request.getfixturevalue("docker_image"))
-    from evaluators.ray.node import NodeOptions
-    from evaluators.ray.sandbox import RayOptions, RaySandbox
-    from tests.ray_support import AUTH_OFF
-
-    for k, v in AUTH_OFF.items():
-        monkeypatch.setenv(k, v)
-    sb = RaySandbox(RayOptions(node=NodeOptions(sandbox=node)))  # a private instance
-    try:
-        ok = sb.evaluate(eval_request(tree.encode(seed_files()), data_seed=42))
-        bad = sb.evaluate(eval_request(_raw({**seed_files(), f"../{OUTSIDE}": "X = 1\n"})))
-    finally:
-        sb.close()
-    assert (ok.status, ok.score, ok.artifacts["private_data"]) == (Status.OK, 12.0, "True"), ok.artifacts
-    assert bad.status == Status.INVALID and bad.artifacts["error"].startswith("program tree: ")
-
-
 # ---- kit.main: `python evaluator.py FOLDER`, the trusted way to score one's own tree -----
 
 

@@ -61,6 +61,7 @@ import base64
 import ctypes
 import fcntl
 import json
+import mmap
 import os
 import resource
 import select
@@ -81,7 +82,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.join(HERE, "harness.py")
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # harness.py: run mode's "evaluator loaded" line
 SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"  # harness.py: the run's data seed, as a descriptor
-RESULT_FD, STATUS_FD = 3, 4  # in the harness child
+RESULT_FD, STATUS_FD, REQ_FD, SEED_FD = 3, 4, 5, 6  # in the harness child
 RESULT_MAX_BYTES = 16 * 2**20  # the host may ask for less
 PREAMBLE_MAX_BYTES = 64 * 1024
 SETUP_FAILED = 121  # the harness child's exit code when it failed before the harness ran
@@ -398,8 +399,7 @@ def read_result(fd: int, max_bytes: int) -> tuple[str | None, str | None]:
 
 def _lay_out(paths: list[str], home: str) -> None:
     """A tree's files, from /in/tree/ into the scratch at their paths (as the run uid, before
-    anything of the candidate runs; inside/layout.py never follows a link), and the run's
-    data seed as a descriptor: the harness finds no DATA_SEED beside a tree's entry."""
+    anything of the candidate runs; inside/layout.py never follows a link)."""
     import layout  # evaluators/inside/layout.py, beside this file in the image
 
     files = {}
@@ -407,13 +407,9 @@ def _lay_out(paths: list[str], home: str) -> None:
         with open(os.path.join(IN, "tree", path), "rb") as f:
             files[path] = f.read()
     layout.write_tree(home, files)
-    if os.path.isfile(f"{IN}/DATA_SEED"):
-        fd = os.open(f"{IN}/DATA_SEED", os.O_RDONLY | os.O_CLOEXEC)
-        os.environ[SEED_FD_ENV] = str(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64))
-        os.close(fd)
 
 
-def _child(req: dict, src: str, fds: dict[int, int]) -> None:
+def _child(req: dict, fds: dict[int, int]) -> None:
     """In the forked child: confine, redirect, then become the harness. Never returns."""
     code, ready = 70, False
     try:
@@ -447,6 +443,8 @@ def _child(req: dict, src: str, fds: dict[int, int]) -> None:
         os.environ["HOME"] = os.environ["TMPDIR"] = home
         if STATUS_FD in fds:
             os.environ[STATUS_FD_ENV] = str(STATUS_FD)
+        if SEED_FD in fds:
+            os.environ[SEED_FD_ENV] = str(SEED_FD)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         # A fresh interpreter would draw fresh seeds; `random` reseeds itself after a
         # fork, numpy's global generator (imported by the agent) does not.
@@ -457,7 +455,7 @@ def _child(req: dict, src: str, fds: dict[int, int]) -> None:
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
         import harness  # preloaded by the agent: a fresh copy of the module state
 
-        sys.argv = [HARNESS, mode, src, f"fd:{RESULT_FD}"]
+        sys.argv = [HARNESS, mode, f"fd:{REQ_FD}", f"fd:{RESULT_FD}"]
         ready = True  # from here on the harness reports its own failures
         code = harness.main(sys.argv)
     except BaseException as e:
@@ -519,8 +517,49 @@ def _open_out(name: str) -> int:
     return os.open(f"{OUT}/{name}", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
 
 
-def launch(req: dict) -> dict | None:
-    """One harness process; None once a reporter child has answered the host (`report`)."""
+def read_secret(name: str, size: int) -> int:
+    """`size` bytes of the host's stream straight into a memfd (through a mapping of it,
+    never a buffer of ours: the agent's memory, which every later harness starts from,
+    holds nothing of a request or a data seed)."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    if size:
+        os.ftruncate(fd, size)
+        with mmap.mmap(fd, size) as mapped:
+            got = 0
+            while got < size:
+                with memoryview(mapped)[got:] as rest:
+                    n = os.readv(0, [rest])
+                if n == 0:
+                    os.close(fd)
+                    raise EOFError("the host's stream ended inside a request")
+                got += n
+    return fd
+
+
+def read_line(limit: int = 1 << 20) -> bytes:
+    """One request line, a byte at a time: no read-ahead ever buffers what follows it."""
+    line = bytearray()
+    while len(line) < limit:
+        byte = os.read(0, 1)
+        if not byte:
+            break
+        line += byte
+        if byte == b"\n":
+            break
+    return bytes(line)
+
+
+def launch(req: dict, secrets: dict[str, int]) -> dict | None:
+    """One harness process; None once a reporter child has answered the host (`report`).
+    `secrets` are the request's and the data seed's memfds (closed here, whatever happens)."""
+    try:
+        return _launch(req, secrets)
+    finally:
+        for fd in secrets.values():
+            os.close(fd)
+
+
+def _launch(req: dict, secrets: dict[str, int]) -> dict | None:
     global _wiped
     t0 = time.monotonic()
     why = drift()
@@ -538,10 +577,13 @@ def launch(req: dict) -> dict | None:
     fds.update({1: _open_out("stdout"), 2: _open_out("stderr"), RESULT_FD: _open_out("result")})
     if req["mode"] == "run":
         fds[STATUS_FD] = _open_out("status")  # the harness's "evaluator loaded" line
+    child_fds = {**fds, REQ_FD: secrets["src"]}
+    if "seed" in secrets:
+        child_fds[SEED_FD] = secrets["seed"]
     try:
         pid = os.fork()
         if pid == 0:
-            _child(req, f"{IN}/{req['src']}", fds)
+            _child(req, child_fds)
         status, timed_out = _wait(pid, float(req["timeout_s"]))
         strays, clean = kill_all(skip=pid)  # at the deadline the harness itself is no stray
         if status is None:  # the deadline: kill_all reaped it
@@ -627,16 +669,17 @@ def main() -> int:
     _START.update(snapshot())  # what drift() compares with, from now on
     version = ".".join(map(str, sys.version_info[:3]))
     _say({"ready": True, "python": version, "uid": os.getuid(), "pid": os.getpid()})
-    stdin = sys.stdin.buffer
     while True:
-        line = stdin.readline()
+        line = read_line()
         if not line:
             return 0  # the host went away: stop the container
         answer: dict | None
         try:
             req = json.loads(line)
             if req.get("op") == "launch":
-                answer = launch(req)  # None: a reporter child answered
+                sizes = req.get("secrets") or {}
+                secrets = {name: read_secret(name, int(sizes[name])) for name in sizes}
+                answer = launch(req, secrets)  # None: a reporter child answered
             elif req.get("op") == "ping":
                 answer = {"pong": True}
             else:

@@ -82,9 +82,11 @@ class Box:
             return None
         return answer
 
-    def call(self, msg: dict, timeout_s: float) -> dict | None:
+    def call(self, msg: dict, timeout_s: float, body: bytes = b"") -> dict | None:
+        """One request line, then `body` raw (the launch's request and data seed, which the
+        agent reads straight into memfds: never a file under /in, never the agent's heap)."""
         try:
-            self.sock.sendall(json.dumps(msg).encode() + b"\n")
+            self.sock.sendall(json.dumps(msg).encode() + b"\n" + body)
         except OSError:
             self.broken = True
             return None

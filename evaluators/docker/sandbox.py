@@ -16,7 +16,9 @@ another uid (SETUID, SETGID, SETPCAP, KILL), which no harness keeps;
 no-new-privileges; a private IPC namespace; only the environment built here.
 The problem folder is mounted read-only at /problem, the data folder at /data
 (whole, for every split), and a per-container input folder at /in holds the
-candidate and the request, read-only inside.
+candidate, read-only inside. The request and the data seed never lie in a file: they
+follow the launch line on the agent's channel, and the harness reads each from a
+memfd it closes before any candidate code runs.
 
 Uids (docker/agent.py has the details): the agent starts as root and at once
 becomes 10000, keeping only those capabilities; the `run` harness (and so the
@@ -274,13 +276,18 @@ class DockerSandbox(TwoPhaseSandbox):
                 shutil.rmtree(path)
             else:
                 os.unlink(path)
-        src = "REQ.json" if mode == "run" else "OUTPUTS.json"
+        # The request and the data seed travel after the launch line: the agent hands them
+        # to the harness as descriptors it closes before any candidate code runs.
+        secrets = {"src": json.dumps(payload).encode()}
+        if mode == "run" and DATA_SEED_FILE in files:
+            secrets["seed"] = files[DATA_SEED_FILE].encode()
+        files = {k: v for k, v in files.items() if k != DATA_SEED_FILE}
         is_tree = bool(files) and tree.is_tree(req.program_code)
-        paths = [p for p in files if p != DATA_SEED_FILE] if is_tree else []
+        paths = list(files) if is_tree else []
         if paths:
             os.mkdir(os.path.join(box.in_dir, TREE_DIR), 0o755)
             write_tree(os.path.join(box.in_dir, TREE_DIR), {p: files[p] for p in paths})
-        for fname, text in {**files, src: json.dumps(payload)}.items():
+        for fname, text in files.items():
             if fname in paths:
                 continue
             path = os.path.join(box.in_dir, fname)
@@ -290,7 +297,7 @@ class DockerSandbox(TwoPhaseSandbox):
         msg = {
             "op": "launch",
             "mode": mode,
-            "src": src,
+            "secrets": {name: len(data) for name, data in secrets.items()},
             "program": req.program_name if is_tree else next(iter(files), None),
             "tree": paths,
             "timeout_s": limits.timeout_s,
@@ -299,7 +306,7 @@ class DockerSandbox(TwoPhaseSandbox):
             "max_output_kb": limits.max_output_kb,
             "max_result_bytes": RESULT_MAX_BYTES,
         }
-        answer = box.call(msg, limits.timeout_s + GRACE_S)
+        answer = box.call(msg, limits.timeout_s + GRACE_S, b"".join(secrets.values()))
         if answer is None:
             if box.timed_out:  # the agent did not reclaim it: the container goes, and all in it
                 return ProcRun(None, -9, True, "", "", 0, None)

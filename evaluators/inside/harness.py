@@ -329,15 +329,11 @@ def run(req: dict) -> dict:
         kit.prestart(program)  # the worker imports the program's libraries meanwhile
     else:
         kit.release()  # the worker main() forked is not needed
-    # the run's data seed (sandbox.DATA_SEED_FILE, beside the program the host wrote; Docker
-    # links the program into our cwd), read only now that the worker is forked
+    # the run's data seed, a descriptor the sandbox passed (never a file), read only now
+    # that the worker is forked
     seed_fd = os.environ.pop(SEED_FD_ENV, None)
-    seed_file = os.path.join(os.path.dirname(os.path.realpath(program)), "DATA_SEED")
-    if seed_fd is not None and seed_fd.isdigit():  # the local sandbox: never a file
+    if seed_fd is not None and seed_fd.isdigit():
         kit.use_data_seed(int(_read_fd(int(seed_fd))))
-    elif os.path.isfile(seed_file):  # Docker's /in: closed to the candidate's processes
-        with open(seed_file, encoding="ascii") as f:
-            kit.use_data_seed(int(f.read()))
     try:
         return _run_native(req, program, in_worker)
     finally:
