@@ -11,7 +11,7 @@ As evolution makes them, each child takes a parent among the programs so far and
 of its files (a few lines of it: a constant, a line added, a line removed), and each row carries
 the unified diff to its parent that the loop stores (`--no-diff`: none, the code alone). Both
 archives are read back and checked against what was written, then checkpointed and vacuumed;
-it prints their sizes and the ratio, and writes results/tree_storage.json.
+it prints their sizes and the ratio, and writes bench/results/tree_storage.json.
 """
 
 from __future__ import annotations

@@ -52,6 +52,11 @@ class BenchSpec:
     # workloads, so normalised scores compare like with like (None: the public data)
     data_seed: int | None = None
 
+    def reference_sandbox(self) -> str:
+        """Where the seed and the baselines are scored: here, when the runs go to Ray (their
+        scores do not depend on where they run; a private Ray instance per program would)."""
+        return "auto" if self.sandbox == "ray" else self.sandbox
+
     def run_id(self, problem: str, seed: int) -> str:
         return f"{self.bench_id}-{problem}-s{seed}"
 
@@ -177,7 +182,7 @@ def run_bench(
     out: list[ProblemSummary] = []
     with shared_local_server(spec.model, log):
         for problem in spec.problems:
-            refs = references(problem.folder, spec.sandbox, spec.data_seed)
+            refs = references(problem.folder, spec.reference_sandbox(), spec.data_seed)
             tell("references", problem, refs)
             results = [_one_run(spec, problem, seed, refs, tell) for seed in range(spec.seeds)]
             out.append(summarise(problem.name, problem.folder, refs, results))

@@ -73,9 +73,11 @@ def add_parser(sub, integer, data_seed) -> None:
     )
     b.add_argument(
         "--sandbox",
-        choices=("auto", "local", "docker"),
+        choices=("auto", "local", "docker", "ray"),
         default="auto",
-        help="where candidates, the seed and the baselines run (default auto)",
+        help="where candidates, the seed and the baselines run (default auto); ray: the "
+        "runs' candidates on Ray (a cluster: --run-arg=--ray-address=HOST:PORT), the seed "
+        "and the baselines here",
     )
     b.add_argument(
         "--run-arg",
