@@ -3,7 +3,8 @@ killed and resumed, then benchmarked (issue 38's measure).
 
     .venv/bin/python bench/tree_backends.py [--backends local,docker,ray] [--iterations 6]
 
-For each of problems/dag_modular and problems/llm_serving_modular, and each backend, with a
+For each of problems/dag_modular, problems/llm_serving_modular and a problem just made by
+`evolve new scaffold --files 3` (and checked), and each backend, with a
 scripted OpenAI-compatible server whose every reply rewrites two modules of the tree (what
 tests/dag_modular_edits.py and tests/llm_serving_modular_edits.py hold; later replies vary a
 constant so each program is new):
@@ -11,7 +12,8 @@ constant so each program is new):
      second program is stored, then `evolve resume` to the end;
   2. checks the archive: the run finished with every iteration once, every program's code
      is the whole tree, no reply was asked for twice; `evolve archive checkout` writes the
-     best's tree and `evolve eval PROBLEM DIR` scores it as the run did;
+     best's tree and `evolve eval PROBLEM DIR` scores it as the run did; `archive show` and
+     `archive diff` answer with its files named, and so does `evolve ui`'s program page;
   3. `evolve bench PROBLEM --sandbox B --calls 2 --seeds 1`.
 Prints a line per (problem, backend) with the best's train and held-out scores and the wall
 time as a ratio against the local backend measured in the same run; writes
@@ -27,12 +29,15 @@ import json
 import os
 import platform
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +73,19 @@ def _dag_reply(k: int) -> str:
     return dag.BEST_OF_RULES.replace("for _ in range(8):", f"for _ in range({8 + k}):")
 
 
-PROBLEMS = {"dag_modular": _dag_reply, "llm_serving_modular": _serving_reply}
+def _scaffold_reply(k: int) -> str:
+    """`evolve new NAME --files 3`'s policy: one module's priority term per reply."""
+    part = k % 3 + 1
+    term = ("duration", "-job_id", "duration * duration")[k % 3]
+    body = f"def priority(job_id, duration):\n    return {term} * {k}\n"
+    return f"Weigh part {part} by {term}.\n\n" + _fenced(f"policy/part{part}.py", body)
+
+
+PROBLEMS = {
+    "dag_modular": _dag_reply,
+    "llm_serving_modular": _serving_reply,
+    "scaffold": _scaffold_reply,  # `evolve new scaffold --files 3`, made in the run's folder
+}
 
 
 def _answers(make):
@@ -146,6 +163,9 @@ def _check(problem: Path, runs: Path, n: int, work: Path) -> dict:
         raise SystemExit(f"checkout failed: {r.stderr[-500:]}")
     ev = _evolve("eval", problem, out, "--data-seed", DATA_SEED, "--json")
     scored = json.loads(ev.stdout) if ev.returncode == 0 else {"error": ev.stderr[-300:]}
+    paths = list(tree.decode(best.code or "", ""))
+    shown = _evolve("archive", "show", best.program_id, "--runs-dir", runs)
+    diff = _evolve("archive", "diff", best.program_id, "--runs-dir", runs)
     return {
         "status": getattr(run, "status", None),
         "iterations_once": sorted(iterations) == list(range(n + 1)) and max(iterations.values()) == 1,
@@ -157,7 +177,33 @@ def _check(problem: Path, runs: Path, n: int, work: Path) -> dict:
         "best_test": best.test_score,
         "eval_train": scored.get("score"),
         "eval_matches_run": scored.get("score") == best.score,
+        "show_and_diff_name_files": shown.returncode == diff.returncode == 0
+        and all(p in shown.stdout for p in paths),
+        "web_page_shows_files": _web_shows(runs, best.program_id, paths),
     }
+
+
+def _web_shows(runs: Path, program_id: str, paths: list[str]) -> bool:
+    """`evolve ui`'s program page names every file of the tree."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ui = subprocess.Popen([EVOLVE, "ui", "--runs-dir", str(runs), "--port", str(port),
+                           "--no-baselines"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, env=_env())  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/programs/{urllib.parse.quote(program_id)}"
+        for _ in range(600):
+            try:
+                with urllib.request.urlopen(url, timeout=10) as page:
+                    html = page.read().decode()
+                return all(p in html for p in paths)
+            except OSError:
+                time.sleep(0.1)
+        return False
+    finally:
+        ui.terminate()
+        ui.wait()
 
 
 def _bench(problem: Path, backend: str, runs: Path, url: str) -> dict:
@@ -169,10 +215,18 @@ def _bench(problem: Path, backend: str, runs: Path, url: str) -> dict:
     return {"ok": True, "summary": json.loads(r.stdout)}
 
 
-def measure(problem: Path, backend: str, n: int) -> dict:
-    work = Path(tempfile.mkdtemp(prefix=f"tree-{problem.name}-{backend}-"))
+def measure(name: str, backend: str, n: int) -> dict:
+    work = Path(tempfile.mkdtemp(prefix=f"tree-{name}-{backend}-"))
     t0 = time.monotonic()
-    with ScriptedLLM(_answers(PROBLEMS[problem.name])) as srv:
+    problem = ROOT / "problems" / name
+    if name == "scaffold":
+        problem = work / name
+        made = subprocess.run([EVOLVE, "new", name, "--files", "3"], cwd=work, env=_env(),
+                              capture_output=True, text=True)  # fmt: skip
+        checked = _evolve("check", problem, "--sandbox", "local")
+        if made.returncode or checked.returncode:
+            raise SystemExit(f"evolve new --files 3: {made.stderr}{checked.stderr[-800:]}")
+    with ScriptedLLM(_answers(PROBLEMS[name])) as srv:
         row = _killed_and_resumed(problem, backend, work / "runs", srv.base_url, n)
         row.update(_check(problem, work / "runs", n, work))
         row["run_s"] = time.monotonic() - t0
@@ -191,7 +245,7 @@ def main() -> int:
     for name in args.problems.split(","):
         local_s = None
         for backend in args.backends.split(","):
-            row = measure(ROOT / "problems" / name, backend, args.iterations)
+            row = measure(name, backend, args.iterations)
             local_s = row["wall_s"] if backend == "local" else local_s
             ratio = f"{row['wall_s'] / local_s:.2f}x local" if local_s else "-"
             bench = "bench ok" if row["bench"]["ok"] else f"bench FAILED {row['bench']['error']}"
@@ -200,7 +254,8 @@ def main() -> int:
                 f"{row['iterations_once']}, trees {row['all_trees']}, replies once "
                 f"{row['no_reply_asked_twice']}; best {row['best_train']:.4f} held-out "
                 f"{row['best_test']}; eval of its checkout {row['eval_train']} "
-                f"(same: {row['eval_matches_run']}); {bench}; {row['wall_s']:.0f} s ({ratio})",
+                f"(same: {row['eval_matches_run']}); show/diff {row['show_and_diff_name_files']}, "
+                f"web {row['web_page_shows_files']}; {bench}; {row['wall_s']:.0f} s ({ratio})",
                 flush=True,
             )
             rows.append({"problem": name, "backend": backend, **row})
@@ -211,7 +266,8 @@ def main() -> int:
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     print(f"written: {out.relative_to(ROOT)}")
     ok = all(r["status"] == "finished" and r["iterations_once"] and r["all_trees"]
-             and r["eval_matches_run"] and r["no_reply_asked_twice"] and r["bench"]["ok"] for r in rows)  # fmt: skip
+             and r["eval_matches_run"] and r["no_reply_asked_twice"] and r["bench"]["ok"]
+             and r["show_and_diff_name_files"] and r["web_page_shows_files"] for r in rows)  # fmt: skip
     return 0 if ok else 1
 
 
