@@ -262,7 +262,7 @@ def _check_evaluator(root: Path, shown: Path) -> None:
         tree = ast.parse((root / "evaluator.py").read_text())
     except SyntaxError as e:
         raise ProblemError(f"{path}:{e.lineno}: does not parse: {e.msg}") from None
-    bound = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    bound = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     bound |= {
         t.id
         for n in tree.body
@@ -276,7 +276,7 @@ def _check_evaluator(root: Path, shown: Path) -> None:
 
 def openevolve_stage_functions(root: Path) -> list[str]:
     tree = ast.parse((root / "evaluator.py").read_text())
-    funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    funcs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     return [f"evaluate_stage{i}" for i in (1, 2, 3) if f"evaluate_stage{i}" in funcs]
 
 

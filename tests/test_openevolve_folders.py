@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli_helpers import ROOT
+from tests.cli_helpers import ROOT, evolve
 from tests.cli_helpers import env as cli_env
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 from tests.openevolve_reference import DIRECT_CHILD, openevolve_score
@@ -285,3 +285,34 @@ def test_a_run_layers_the_folders_requirements_on_the_docker_image(docker_image,
     rows = json.loads(best.stdout)
     row = rows[0] if isinstance(rows, list) else rows
     assert row["score"] == pytest.approx(DOCKER_CASES["requirements_txt"][1], rel=1e-9)
+
+
+ASYNC_EVALUATOR = '''
+import asyncio
+import importlib.util
+
+
+async def evaluate(program_path):
+    await asyncio.sleep(0)
+    spec = importlib.util.spec_from_file_location("program", program_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {"combined_score": float(module.run())}
+'''
+
+
+def test_an_async_evaluate_is_awaited(tmp_path):
+    """OpenEvolve 0.4.1 never awaits `async def evaluate` (it stores 0.0); we await it, and
+    `check` no longer reports it missing."""
+    folder = tmp_path / "async_eval"
+    folder.mkdir()
+    (folder / "evaluator.py").write_text(ASYNC_EVALUATOR)
+    (folder / "initial_program.py").write_text(
+        "# EVOLVE-BLOCK-START\ndef run():\n    return 0.625\n# EVOLVE-BLOCK-END\n"
+    )
+    checked = evolve("check", folder, "--sandbox", "local")
+    assert checked.returncode == 0, checked.stderr[-1500:]
+    r = evolve("eval", folder, folder / "initial_program.py", "--sandbox", "local", "--json")
+    assert r.returncode == 0, r.stderr[-1500:]
+    got = json.loads(r.stdout)
+    assert (got["status"], got["score"]) == ("ok", 0.625), got

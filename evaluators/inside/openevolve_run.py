@@ -17,6 +17,7 @@ Stdlib only: this runs where only the harness's folder is importable.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.util
 import inspect
@@ -193,7 +194,10 @@ def _call(fn: Callable, program: str, name: str, timeout_s: float) -> tuple[dict
 
     def target() -> None:
         try:
-            box["value"] = fn(program)
+            value = fn(program)
+            if inspect.iscoroutine(value):  # `async def evaluate`: awaited (OpenEvolve stores 0.0)
+                value = asyncio.run(value)
+            box["value"] = value
         except BaseException as e:  # SystemExit too: it would end only this thread
             box["error"] = e
 
