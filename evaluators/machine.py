@@ -159,12 +159,17 @@ def _problem_image(client, problem_dir: str, tools: tuple[str, ...]) -> str | No
             return None  # the sandbox image as it is
         if (image := find_problem_image(client, problem_dir, inputs=inputs)) is not None:
             return image
-        what = "requirements.txt" if inputs.requirements else ""
-        what += (" and " if what else "") + ("tools " + ", ".join(tools) if inputs.tools else "")
-        _say(f"sandbox: layering {problem_dir}'s {what} on the Docker image (once)")
+        _say(layering_notice(problem_dir, bool(inputs.requirements), tools if inputs.tools else ()))
         return problem_image(client, problem_dir, log=_say, tools=tools, inputs=inputs)
     except ImageError as e:
         raise SandboxUnavailable(f"--sandbox docker: {e}") from None
+
+
+def layering_notice(problem_dir: str, requirements: bool, tools: tuple[str, ...]) -> str:
+    what = " and ".join(
+        ["requirements.txt"] * requirements + ["tools " + ", ".join(tools)] * bool(tools)
+    )
+    return f"sandbox: layering {problem_dir}'s {what} on the Docker image (once)"
 
 
 def _say(line: str) -> None:

@@ -421,3 +421,17 @@ def test_the_machine_sandbox_waits_for_a_busy_engine(docker_image) -> None:  # n
         assert sandbox.client.api.timeout == machine.API_TIMEOUT_S
     finally:
         sandbox.close()
+
+
+@pytest.mark.parametrize(
+    "requirements, tools, said",
+    [
+        (True, (), "layering p's requirements.txt on the Docker image (once)"),
+        (False, ("g++",), "layering p's tools g++ on the Docker image (once)"),
+        (True, ("g++", "cargo"), "layering p's requirements.txt and tools g++, cargo on the"),
+    ],
+)
+def test_the_layering_notice_names_what_it_layers(requirements, tools, said):
+    from evaluators.machine import layering_notice
+
+    assert said in layering_notice("p", requirements, tools)
