@@ -108,6 +108,9 @@ def test_markers_in_each_languages_comments():
     assert [b.body for b in find_blocks(sql)] == ["SELECT 2;\n"]
     assert by_suffix(".rs").comment == "//" and by_suffix(".lua").comment == "--"
     assert by_name("C++") == by_suffix(".cpp") and by_name("rust").tools == ("cargo", "rustc")
+    fortran = "program p\n  ! EVOLVE-BLOCK-START\n  x = 1\n  ! EVOLVE-BLOCK-END\nend program p\n"
+    assert [b.body for b in find_blocks(fortran)] == ["  x = 1\n"]  # ShinkaEvolve's Fortran example
+    assert by_suffix(".f90").comment == "!" and by_name("fortran").tools == ("gfortran",)
 
 
 def test_a_normal_form_in_the_languages_own_comments():

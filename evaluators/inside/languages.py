@@ -62,6 +62,9 @@ _KNOWN = (
     Language("haskell", (".hs",), ("--",), "haskell", ("ghc",)),
     Language("verilog", (".v", ".sv"), ("//",), "verilog"),
     Language("vhdl", (".vhd", ".vhdl"), ("--",), "vhdl"),
+    Language(
+        "fortran", (".f90", ".f95", ".f03", ".f08", ".f", ".for"), ("!",), "fortran", ("gfortran",)
+    ),
 )
 _ALIASES = {
     "c++": "cpp",
@@ -76,10 +79,11 @@ _ALIASES = {
     "bash": "shell",
     "sh": "shell",
     "c#": "csharp",
+    "f90": "fortran",
 }
 # Every leader a marker line may start with, whatever the language: a seed of an unknown
 # suffix still has its blocks found, and no Python line starts with the others.
-ALL_COMMENTS = ("#", "//", "--", ";", "%", "/*", "(*", "<!--")
+ALL_COMMENTS = ("#", "//", "--", ";", "%", "/*", "(*", "<!--", "!")
 
 
 def by_name(name: str) -> Language | None:
