@@ -66,10 +66,12 @@ def ensure(
                     f"{target}: missing data file ({how}; ${DATA_ENV} may point elsewhere)"
                 )
             _download(f, target, timeout_s)
-        if f.sha256 and sha256_of(target) != f.sha256.lower():
+        if f.sha256 and (got := sha256_of(target)) != f.sha256.lower():
+            back = "`evolve data fetch` downloads the original again" if f.url else "restore it"
             raise DataError(
-                f"{target}: SHA-256 mismatch (expected {f.sha256}); "
-                "`evolve data fetch` downloads it again"
+                f"{target}: SHA-256 mismatch: the file has {got}, problem.toml's [[data]] "
+                f'path = "{f.path}" expects {f.sha256}; replaced on purpose? set sha256 = '
+                f'"{got}" there (or remove that line); else {back}'
             )
 
 

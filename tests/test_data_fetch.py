@@ -52,3 +52,17 @@ def test_fetch_refuses_a_mismatch_and_keeps_the_old_file(tmp_path):
         assert not list((problem / "data").glob(".part-*"))
     finally:
         server.shutdown()
+
+
+def test_a_data_file_replaced_by_hand_says_which_line_to_change(tmp_path):
+    """The scaffold says to replace data/jobs.json: `check` then names both hashes and the
+    problem.toml line, and does not send the user to a fetch that has no url to fetch."""
+    r = evolve("new", tmp_path / "mine")
+    assert r.returncode == 0, r.stderr
+    jobs = tmp_path / "mine" / "data" / "jobs.json"
+    jobs.write_text(jobs.read_text().replace("[", "[ ", 1))
+    got = hashlib.sha256(jobs.read_bytes()).hexdigest()
+    r = evolve("check", tmp_path / "mine", "--sandbox", "local")
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f'set sha256 = "{got}" there' in r.stderr and 'path = "jobs.json"' in r.stderr
+    assert "evolve data fetch" not in r.stderr and "Traceback" not in r.stderr
