@@ -193,3 +193,11 @@ def test_exports_carry_the_files(runs, tmp_path):
     assert pq.loc[4, "files"] is None
     csv = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
     assert json.loads(csv.loc[1, "files"]) == CHILD and csv.loc[4, "files"] == ""
+
+
+def test_a_one_file_diff_is_labelled_with_both_ids(web_archive):
+    """`archive diff A B` of two programs that are not parent and child names each by its id."""
+    runs, run_id = web_archive.runs_dir, web_archive.run_id
+    r = evolve("archive", "diff", f"{run_id}:1", f"{run_id}:0", "--runs-dir", runs)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"--- {run_id}:0\n+++ {run_id}:1\n"), r.stdout[:200]

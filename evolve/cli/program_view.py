@@ -49,10 +49,11 @@ def print_files(out: Console, code: str) -> None:
 
 
 def write_diff(reader: ArchiveReader, old: ProgramRow, new: ProgramRow) -> None:
-    """The diff of `old` -> `new`: one unified diff for one-file programs (as always), one
-    per file that differs for trees, an added or removed file against /dev/null."""
+    """The diff of `old` -> `new`: one unified diff for one-file programs, labelled with
+    their ids (`new` need not be a child of `old`), one per file that differs for trees, an
+    added or removed file against /dev/null."""
     if not has_files(old.code) and not has_files(new.code):
-        text = unified_diff(old.code or "", new.code or "")
+        text = unified_diff(old.code or "", new.code or "", old.program_id, new.program_id)
     else:
         entry = program_entry(reader, new if not has_files(new.code) else old)
         text = "".join(d.diff for d in file_diffs(old.code, new.code, entry))
