@@ -213,7 +213,7 @@ def test_code_and_diff_are_exact_to_a_pipe(runs):
     rc, out, _ = cli("archive", "best", "--run", "r", "--code", "--runs-dir", runs)
     assert rc == 0 and out == CHILD
     rc, out, _ = cli("archive", "diff", "r:1", "--runs-dir", runs)
-    assert rc == 0 and out == unified_diff(CODE, CHILD)
+    assert rc == 0 and out == unified_diff(CODE, CHILD, "r:0", "r:1")
 
 
 def test_code_and_diff_are_neutralised_on_a_terminal(runs):
@@ -224,7 +224,7 @@ def test_code_and_diff_are_neutralised_on_a_terminal(runs):
     rc, out = cli_tty("archive", "diff", "r:1", "--runs-dir", runs)
     assert rc == 0
     assert_neutral(out, *VISIBLE)
-    assert out == safe_text(unified_diff(CODE, CHILD))
+    assert out == safe_text(unified_diff(CODE, CHILD, "r:0", "r:1"))
 
 
 # ---- evolve eval, check, run -------------------------------------------------------------
