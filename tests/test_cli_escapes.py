@@ -325,3 +325,14 @@ def test_archive_runs_counts_calls_rejected_and_repairs(search_archive):
     assert row.split()[-4:] == ["5", "1", "1", "public"]  # created without a data seed
     rc, out, _ = cli("archive", "runs", "--runs-dir", runs)
     assert "rejected" not in out.splitlines()[0]  # only --wide has room for them
+
+
+def test_show_says_why_a_program_has_no_model():
+    from evolve.cli.archive import _shown
+
+    base = dict(run_id="r", problem="p", island=0, status="ok", code="x = 1\n", model=None)
+    tuned = ProgramRow(program_id="r:5", iteration=5, kind="tune", parent_id="r:1", **base)
+    seed = ProgramRow(program_id="r:0", iteration=0, kind="seed", **base)
+    assert _shown(tuned, "model").startswith("none: a tuned child")
+    assert _shown(seed, "model") == "none: the problem's initial program"
+    assert _shown(seed, "parent_id") == "none" and _shown(tuned, "parent_id") == "r:1"

@@ -345,7 +345,7 @@ def _show(
         return 0
     t = Table(show_header=False, title=safe_rich(p.program_id))
     for k in ("problem", "run_id", "iteration", "island", "kind", "status", "model", "parent_id"):
-        t.add_row(k, safe_rich(getattr(p, k)))
+        t.add_row(k, safe_rich(_shown(p, k)))
     t.add_row("score (train)", _f(p.score))
     t.add_row("score (held out)", _f(p.test_score))
     for name, value in cross.board_rows(ranked) if ranked is not None else []:
@@ -395,6 +395,20 @@ def _show(
     elif p.code:
         out.print(safe_syntax(p.code, "python", line_numbers=True))
     return 0
+
+
+_NO_MODEL = {
+    "tune": "none: a tuned child, its parent's code with a number changed, no call",
+    "seed": "none: the problem's initial program",
+}
+
+
+def _shown(p: ProgramRow, key: str) -> object:
+    """A field of `archive show`; what a missing model or parent means, said in words."""
+    value = getattr(p, key)
+    if value is None and key == "model":
+        return _NO_MODEL.get(p.kind, "none recorded")
+    return "none" if value is None else value
 
 
 def _f(v) -> str:
