@@ -1,7 +1,8 @@
 """Issue 37 on Ray: a hostile reply cannot stop a run whose candidates a Ray node evaluates,
 and the leaderboard scores each new best there as it does locally (a private Ray instance
 per command: tests/conftest.py runs this module with the other Ray modules, one after the
-other)."""
+other; named to run after the loopback-cluster modules, whose GCS a private instance
+started before them left unreachable)."""
 
 from __future__ import annotations
 
