@@ -86,6 +86,26 @@ def test_docker_keeps_it_out_of_in_and_the_mounts(places, docker_image):  # noqa
         sandbox.close()
 
 
+def _evaluate_once(sandbox: Sandbox, folder: Path, code: str, fmt: str, seed: int | None = None):
+    """One candidate `code` of the fixture `folder`, with the run's `--env` secret (and data
+    seed); the sandbox is closed after."""
+    try:
+        return sandbox.evaluate(
+            EvalRequest(
+                problem_dir=str(folder),
+                program_code=code,
+                program_name="cand.py",
+                split="train",
+                fmt=fmt,
+                limits=attack.LIMITS,
+                env={attack.ENV_NAME: attack.ENV_VALUE},
+                data_seed=seed,
+            )
+        )
+    finally:
+        sandbox.close()
+
+
 OPENEVOLVE = Path(__file__).parent / "fixtures" / "sandbox_openevolve" / "basic"
 LOOKER = """
 def run():
@@ -106,21 +126,7 @@ def test_an_openevolve_candidate_finds_no_request_in_its_scratch(isolate):
     a file there."""
     if isolate and bubblewrap.probe().bwrap is None:
         pytest.skip("bubblewrap cannot run here")
-    sandbox = make_sandbox("local", 1, isolate=isolate)
-    try:
-        got = sandbox.evaluate(
-            EvalRequest(
-                problem_dir=str(OPENEVOLVE),
-                program_code=LOOKER,
-                program_name="cand.py",
-                split="train",
-                fmt="openevolve",
-                limits=attack.LIMITS,
-                env={attack.ENV_NAME: attack.ENV_VALUE},
-            )
-        )
-    finally:
-        sandbox.close()
+    got = _evaluate_once(make_sandbox("local", 1, isolate=isolate), OPENEVOLVE, LOOKER, "openevolve")
     error = got.artifacts.get("error", "")
     assert "SEEN [] IN " in error and "cand.py" in error, got.artifacts
     assert "REQ.json" not in error and "program_code" not in error
@@ -154,21 +160,7 @@ def test_a_candidate_its_evaluator_runs_in_process_reads_no_archive(isolate, pla
     runs.chmod(0o755)  # as an older evolve left it: only the Landlock stands in the way
     (runs / "archive.db").chmod(0o644)
     paths = [str(runs / "archive.db"), str(runs / "archive.db-wal"), "/scratch/REQ.json"]
-    sandbox = make_sandbox("local", 1, isolate=isolate)
-    try:
-        got = sandbox.evaluate(
-            EvalRequest(
-                problem_dir=str(DIRECT),
-                program_code=IN_PROCESS.format(paths=paths),
-                program_name="cand.py",
-                split="train",
-                limits=attack.LIMITS,
-                env={attack.ENV_NAME: attack.ENV_VALUE},
-                data_seed=attack.SEED,
-            )
-        )
-    finally:
-        sandbox.close()
+    got = _evaluate_once(make_sandbox("local", 1, isolate=isolate), DIRECT, IN_PROCESS.format(paths=paths), "native", attack.SEED)
     assert got.status == Status.OK and got.score == 0.5, got.artifacts
     info = got.artifacts["info"]
     assert attack.ARCHIVE_CANARY not in info and str(attack.SEED) not in info, info
@@ -188,22 +180,7 @@ def test_docker_keeps_trusted_files_from_a_candidate_its_evaluator_imports(fmt, 
     code = IN_PROCESS.format(paths=IN_FILES)
     if fmt == "openevolve":
         code += "\n\ndef run():\n    raise RuntimeError('SEEN ' + INFO)\n"
-    sandbox = make_sandbox("docker", 1, problem_dir=str(folder))
-    try:
-        got = sandbox.evaluate(
-            EvalRequest(
-                problem_dir=str(folder),
-                program_code=code,
-                program_name="cand.py",
-                split="train",
-                fmt=fmt,
-                limits=attack.LIMITS,
-                env={attack.ENV_NAME: attack.ENV_VALUE},
-                data_seed=attack.SEED,
-            )
-        )
-    finally:
-        sandbox.close()
+    got = _evaluate_once(make_sandbox("docker", 1, problem_dir=str(folder)), folder, code, fmt, attack.SEED)
     seen = got.artifacts.get("error" if fmt == "openevolve" else "info", "")
     assert ("SEEN [" in seen) if fmt == "openevolve" else got.status == Status.OK, got.artifacts
     assert str(attack.SEED) not in seen and "program_code" not in seen, seen
