@@ -70,6 +70,18 @@ def _answers(address: str, timeout_s: float = 5.0) -> str | None:
     return None
 
 
+def _stay_on_loopback(ray: Any) -> None:
+    """Keep a loopback address as given though Ray was imported before the variable was set.
+
+    Ray reads LOOPBACK_ONLY_ENV once, on import; imported earlier in this process (by a
+    user's script, another run), it would swap 127.0.0.1 for the machine's outward
+    address, where a head bound to loopback never answers (ray.init waits for GCS forever).
+    """
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    if constants is not None and getattr(constants, "ENABLE_RAY_CLUSTER", False):
+        constants.ENABLE_RAY_CLUSTER = False
+
+
 class RaySandbox:
     name = "ray"
 
@@ -87,6 +99,8 @@ class RaySandbox:
             raise RayUnavailable(
                 "--sandbox ray: the `ray` package is not installed: pip install -e '.[ray]'"
             ) from None
+        if is_loopback(address):
+            _stay_on_loopback(ray)
         self._ray = ray
         self.options = options
         try:
