@@ -20,6 +20,7 @@ everything in it, since the candidate shares this process in `run` mode.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import importlib.util
@@ -475,7 +476,7 @@ def _run_openevolve(req: dict, program: str, root: str, is_tree: bool) -> dict:
     """An OpenEvolve-format evaluator in a private copy of its folder, through
     OpenEvolve's cascade (openevolve_run.py)."""
     stage = req.get("stage")
-    module, failure = None, None
+    module, failure, given = None, None, program
     try:
         _provide_kit()  # the `evaluators` package, wherever this harness lies
         from evaluators.inside import openevolve_run as oe
@@ -487,6 +488,8 @@ def _run_openevolve(req: dict, program: str, root: str, is_tree: bool) -> dict:
         oe.use_stand_in(compat)
         fitness_of = oe.fitness_rule(compat, req.get("feature_dims") or [])
         module = _load_evaluator(workdir)
+        if not is_tree:  # where OpenEvolve writes a candidate for its evaluator
+            program = oe.temporary_copy(given)
         oe.confine(req["problem_dir"], root, program)  # before any stage
         name = stage or "evaluate"
         if not callable(getattr(module, name, None)):
@@ -519,6 +522,10 @@ def _run_openevolve(req: dict, program: str, root: str, is_tree: bool) -> dict:
         return _failure(TIMEOUT, f"{e}; all its processes were killed")
     except BaseException as e:
         return _from_exception(e, program, limits)
+    finally:
+        if program != given:
+            with contextlib.suppress(OSError):
+                os.unlink(program)  # the temporary copy: /tmp may be the machine's own
     return _openevolve(out, fitness_of)
 
 

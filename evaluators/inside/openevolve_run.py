@@ -24,6 +24,7 @@ import inspect
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import traceback
 from collections.abc import Callable
@@ -43,6 +44,24 @@ class StageTimeout(Exception):
     def __init__(self, name: str, timeout_s: float):
         super().__init__(f"{name}() ran past its timeout of {timeout_s:g} s")
         self.name = name
+
+
+def temporary_copy(program: str) -> str:
+    """The candidate where OpenEvolve puts it for its evaluator: a uniquely named file with
+    the seed's suffix in the temporary folder (tempfile.NamedTemporaryFile), /tmp/tmpXXXX.py
+    on a machine without TMPDIR. Some evaluators accept no other path (OpenEvolve's
+    attention_optimization scores anything else as its worst). /tmp is the sandbox's own
+    (a private tmpfs under bubblewrap and Docker); where it cannot be written, TMPDIR."""
+    suffix = os.path.splitext(program)[1] or ".py"
+    for where in ("/tmp", None):
+        try:
+            fd, path = tempfile.mkstemp(suffix=suffix, dir=where)
+        except OSError:
+            continue
+        with os.fdopen(fd, "wb") as out, open(program, "rb") as src:
+            shutil.copyfileobj(src, out)
+        return path
+    return program
 
 
 def private_copy(src: str, parent: str) -> str:
