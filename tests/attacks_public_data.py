@@ -67,7 +67,9 @@ def repair_network_telemetry(telemetry, topology):
 
 def telemetry_block(snapshots: list) -> str:
     """The attack on telemetry_repair, carrying `snapshots`' truth (rounded to 0.01 Mbps)."""
-    table = [{i: (round(rx, 2), round(tx, 2)) for i, (rx, tx) in s.truth.items()} for s in snapshots]
+    table = [
+        {i: (round(rx, 2), round(tx, 2)) for i, (rx, tx) in s.truth.items()} for s in snapshots
+    ]
     return TELEMETRY.replace("__TABLE__", repr(table))
 
 
@@ -106,7 +108,9 @@ def _safe(state, choice, running):
     return state.time_left - state.gap >= state.work_left - progress + state.restart_overhead + 1e-9
 '''
 
-SPOT_SINGLE = SPOT_SHARED + '''
+SPOT_SINGLE = (
+    SPOT_SHARED
+    + '''
 TRACES = __TRACES__  # every public trace: '1' where spot is available, one char per tick
 
 
@@ -151,8 +155,11 @@ def decide(state):
         choice = NONE if worst >= state.work_left + spare else ON_DEMAND
     return choice if _safe(state, choice, state.current == choice) else ON_DEMAND
 '''
+)
 
-SPOT_MULTI = SPOT_SHARED + '''
+SPOT_MULTI = (
+    SPOT_SHARED
+    + '''
 TRACES = __TRACES__  # zone -> its public trace: '1' where spot is available, one char per tick
 
 
@@ -227,6 +234,7 @@ def decide(state):
         return ON_DEMAND
     return (SPOT, zone) if choice == SPOT else choice
 '''
+)
 
 
 def availability(trace: bytes) -> str:
@@ -256,7 +264,9 @@ def write_all(out: str) -> list[str]:
     zones = {z: spot.sim.load_trace(str(root / "spot_multi_region" / "data" / multi.TRACE_DIR /
                                          f"{z}_v100_1.json"), multi.GAP_S) for z in multi.ZONES}  # fmt: skip
     blocks = {
-        "telemetry_repair": telemetry_block(tel.load_snapshots(tel.TRAIN_FILE) + tel.load_snapshots(tel.TEST_FILE)),
+        "telemetry_repair": telemetry_block(
+            tel.load_snapshots(tel.TRAIN_FILE) + tel.load_snapshots(tel.TEST_FILE)
+        ),
         "spot_scheduling": spot_block(SPOT_SINGLE, one),
         "spot_multi_region": spot_block(SPOT_MULTI, zones),
     }

@@ -26,29 +26,60 @@ def env(**extra: str) -> dict:
     return e
 
 
-def evolve(*args: str, timeout: float = 240, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+def evolve(
+    *args: str, timeout: float = 240, extra_env: dict | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "evolve.cli", *map(str, args)], capture_output=True, text=True,
-        timeout=timeout, env=env(**(extra_env or {})), cwd=ROOT,
+        [sys.executable, "-m", "evolve.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(**(extra_env or {})),
+        cwd=ROOT,
     )
 
 
-def popen(*args: str, extra_env: dict | None = None, ignore_sigint: bool = False) -> subprocess.Popen:
+def popen(
+    *args: str, extra_env: dict | None = None, ignore_sigint: bool = False
+) -> subprocess.Popen:
     """`evolve ARGS` in the background; `ignore_sigint`: started with SIGINT ignored, as a
     non-interactive shell starts a background job (`evolve run ... &` in a script)."""
     cmd = [sys.executable, "-m", "evolve.cli", *map(str, args)]
     if ignore_sigint:
-        ignoring = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-                    "os.execv(sys.argv[1], sys.argv[1:])")
+        ignoring = (
+            "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "os.execv(sys.argv[1], sys.argv[1:])"
+        )
         cmd = [sys.executable, "-c", ignoring, *cmd]
     return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(**(extra_env or {})), cwd=ROOT,
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(**(extra_env or {})),
+        cwd=ROOT,
     )
 
 
-def run_args(url: str, runs_dir: Path, *extra: str, problem: Path = BINPACK, iterations: int = 6) -> list[str]:
-    return ["run", str(problem), "--iterations", str(iterations), "--api-base", url, "--model", "scripted",
-            "--runs-dir", str(runs_dir), "--no-progress", "--llm-backoff", "0.05", *extra]
+def run_args(
+    url: str, runs_dir: Path, *extra: str, problem: Path = BINPACK, iterations: int = 6
+) -> list[str]:
+    return [
+        "run",
+        str(problem),
+        "--iterations",
+        str(iterations),
+        "--api-base",
+        url,
+        "--model",
+        "scripted",
+        "--runs-dir",
+        str(runs_dir),
+        "--no-progress",
+        "--llm-backoff",
+        "0.05",
+        *extra,
+    ]
 
 
 def archive_json(runs_dir: Path, *args: str):

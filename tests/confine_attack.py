@@ -117,16 +117,25 @@ def reader(folder: Path, data: Path, runs: Path) -> str:
     files += [str(data / "test" / "held_out.txt"), str(runs / "archive.db")]
     files += [str(runs / "archive.db-wal")]
     dirs = [str(folder), str(data), str(runs), "/problem", "/data", "/in"]
-    return _READER.replace("PATHS", _quote(files)).replace("DIRS", _quote(dirs)).replace(
-        "DONE_MARK", DONE
+    return (
+        _READER.replace("PATHS", _quote(files))
+        .replace("DIRS", _quote(dirs))
+        .replace("DONE_MARK", DONE)
     )
 
 
 def includer(folder: Path, data: Path, runs: Path) -> str:
     """The compile-time attack: g++ quotes the lines of what it failed to compile."""
     lines = []
-    for path in ["/scratch/DATA_SEED", "/scratch/REQ.json", "/in/DATA_SEED", "/in/REQ.json",
-                 str(folder / "evaluator.py"), str(data / "train.txt"), str(runs / "archive.db")]:
+    for path in [
+        "/scratch/DATA_SEED",
+        "/scratch/REQ.json",
+        "/in/DATA_SEED",
+        "/in/REQ.json",
+        str(folder / "evaluator.py"),
+        str(data / "train.txt"),
+        str(runs / "archive.db"),
+    ]:
         lines.append(f'#if __has_include("{path}")\n#include "{path}"\n#endif')
     return "\n".join(lines) + f'\n#error "{DONE}"\nint main() {{ return 0; }}\n'
 
@@ -148,14 +157,18 @@ def request(folder: Path, data: Path, code: str, split: str = "test") -> EvalReq
 def secrets_in(result: EvalResult, folder: Path, data: Path, runs: Path) -> list[str]:
     """What of the secrets, and of the places that hold them, reached the stored result."""
     text = "\n".join([result.status, json.dumps(result.metrics), *result.artifacts.values()])
-    found = [name for name, secret in (
-        ("the data seed", str(SEED)),
-        ("the --env value", ENV_VALUE),
-        ("the problem folder", PROBLEM_CANARY),
-        ("the data folder", DATA_CANARY),
-        ("the archive", ARCHIVE_CANARY),
-        ("the request", "program_code"),
-    ) if secret in text]
+    found = [
+        name
+        for name, secret in (
+            ("the data seed", str(SEED)),
+            ("the --env value", ENV_VALUE),
+            ("the problem folder", PROBLEM_CANARY),
+            ("the data folder", DATA_CANARY),
+            ("the archive", ARCHIVE_CANARY),
+            ("the request", "program_code"),
+        )
+        if secret in text
+    ]
     places = ("DATA_SEED", "REQ.json", str(folder), str(data), str(runs), "/problem", "/data")
     for line in text.splitlines():
         if line.startswith(("READ ", "LIST ")) and any(p in line.split(":")[0] for p in places):

@@ -36,6 +36,73 @@ def pytest_xdist_make_scheduler(config, log):
     return ByModule(config, log)
 
 
+# The tiers. What a test needs beyond Python is read off the fixtures it uses (or the value
+# of a parametrised backend): each need is a marker, and plain `pytest` runs only the tests
+# that need none, in a few minutes. `pytest --all` (the README's command, CI) runs every
+# tier; naming files or a `-m` expression runs what it names.
+_NEEDS = {
+    "docker_image": "docker",  # tests/docker_support.py: the sandbox image
+    "browser": "browser",  # tests/test_web_browser.py: Chromium through Playwright
+    "wheel": "wheel",  # tests/test_wheel.py: a wheel built and installed in a venv
+    "cpu_hog": "loaded",  # every core kept busy
+}
+TIERS = {
+    "docker": "a Docker engine and the sandbox image (`evolve sandbox build`)",
+    "ray": "a Ray cluster of two nodes on 127.0.0.1 (the `ray` extra)",
+    "browser": "Debian's chromium, driven by Playwright",
+    "wheel": "a wheel built and installed in a fresh venv",
+    "loaded": "every core kept busy by a CPU hog",
+    "slow": "minutes each: the local model, other languages' toolchains, long runs",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--all", action="store_true", dest="all_tiers",
+        help="run every tier (" + ", ".join(TIERS) + "); plain `pytest` runs the fast one",
+    )  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, why in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: needs {why}")
+
+
+def _needs(item: pytest.Item) -> set[str]:
+    needs = {_NEEDS[f] for f in getattr(item, "fixturenames", ()) if f in _NEEDS}
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if any(isinstance(v, str) and v == "docker" for v in params.values()):
+        needs.add("docker")  # a backend fixture parametrised over sandboxes
+    if item.path.stem.endswith("_ray"):
+        needs.add("ray")  # the rule _split_scope groups them by
+    return needs
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for need in sorted(_needs(item)):
+            item.add_marker(need)
+    if _chosen(config):
+        return
+    heavy = [i for i in items if any(i.get_closest_marker(t) for t in TIERS)]
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        items[:] = [i for i in items if not any(i.get_closest_marker(t) for t in TIERS)]
+
+
+def _chosen(config: pytest.Config) -> bool:
+    """--all, a -m expression or named files: the user chose, no tier is imposed."""
+    return bool(config.option.all_tiers or config.option.markexpr or config.option.file_or_dir)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if _chosen(config):
+        return None
+    return (
+        "tier: fast (no Docker, Ray, browser, wheel, CPU hog or slow test); --all runs every tier"
+    )
+
+
 @pytest.fixture
 def cpu_hog() -> Iterator[None]:
     """Every core kept busy for the test's duration (two busy loops at least), as on a

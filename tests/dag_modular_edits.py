@@ -17,7 +17,8 @@ DAG_MODULAR_VARIANTS: list[tuple[str, str, str]] = [
     (
         "bad_processor",
         "Add a virtual processor for the exit tasks.",
-        _PREPARE + 'def choose(task, timeline, state):\n    return len(timeline.platform["speed"])\n',
+        _PREPARE
+        + 'def choose(task, timeline, state):\n    return len(timeline.platform["speed"])\n',
     ),
     (
         "float_processor",
@@ -27,7 +28,7 @@ DAG_MODULAR_VARIANTS: list[tuple[str, str, str]] = [
     (
         "not_ready",
         "Schedule backwards from the last task.",
-        _PREPARE + 'def select(ready, timeline, state):\n    return -1\n',
+        _PREPARE + "def select(ready, timeline, state):\n    return -1\n",
     ),
     (
         "runtime_error",
@@ -38,7 +39,8 @@ DAG_MODULAR_VARIANTS: list[tuple[str, str, str]] = [
     (
         "syntax_error",
         "Break ties by runtime.",
-        _PREPARE + "def choose(task, timeline, state):\n    return min(range(6), key=lambda p: (timeline.eft(task, p), p)\n",
+        _PREPARE
+        + "def choose(task, timeline, state):\n    return min(range(6), key=lambda p: (timeline.eft(task, p), p)\n",
     ),
     (
         "spin",

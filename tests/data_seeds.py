@@ -18,7 +18,12 @@ RUN_DATA_SEED = 2023  # the runs' private data seed in tests that compare number
 
 
 def scored_at(
-    data_seed: int, evaluator: ModuleType, problem: Path, program: Path, tmp: Path, split: str = "train"
+    data_seed: int,
+    evaluator: ModuleType,
+    problem: Path,
+    program: Path,
+    tmp: Path,
+    split: str = "train",
 ) -> dict:
     """`program` (a whole program or a baseline's blocks; for a program of several files, a
     folder) scored on `split` under `data_seed`."""
@@ -44,7 +49,9 @@ def leaderboard_draw(runs_dir: Path, problem: str, public: int = 1) -> str:
     kill-and-resume test's marks tell those evaluations from the run's own by it)."""
     db = sqlite3.connect(runs_dir / "archive.db")
     try:
-        (seed,) = db.execute("SELECT data_seed FROM leaderboards WHERE problem=?", (problem,)).fetchone()
+        (seed,) = db.execute(
+            "SELECT data_seed FROM leaderboards WHERE problem=?", (problem,)
+        ).fetchone()
     finally:
         db.close()
     kit.use_data_seed(int(seed))

@@ -66,7 +66,9 @@ def assert_pool_clean(sandbox) -> None:
 
 def labeled(client, run_id: str) -> list[str]:
     """Ids of the containers, running or not, that carry the run's label."""
-    return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"{LABEL}={run_id}"})]
+    return [
+        c["Id"] for c in client.api.containers(all=True, filters={"label": f"{LABEL}={run_id}"})
+    ]
 
 
 def wait_gone(client, run_id: str, timeout_s: float = 20.0) -> list:

@@ -95,13 +95,43 @@ _SHAPING = ("replace", "prepend", "append", "path")  # path: the tree file (seve
 _KEYS = {
     "top": {"seed_baseline", "score_is_metric", "readme", "bad", "tamper", "timeout", "run"},
     "readme": {"program", "split", "via", "metrics", "score", "eval_s"},
-    "bad": {"name", "split", "status", "error", "error_starts", "error_match", "traceback",
-            "metrics", "in_process", "prelude", *_SOURCE, *_SHAPING},  # fmt: skip
-    "tamper": {"name", "split", "prelude", "fake_print", "score", "metrics", "honest",
-               *_SOURCE, *_SHAPING},  # fmt: skip
+    "bad": {
+        "name",
+        "split",
+        "status",
+        "error",
+        "error_starts",
+        "error_match",
+        "traceback",
+        "metrics",
+        "in_process",
+        "prelude",
+        *_SOURCE,
+        *_SHAPING,
+    },  # fmt: skip
+    "tamper": {
+        "name",
+        "split",
+        "prelude",
+        "fake_print",
+        "score",
+        "metrics",
+        "honest",
+        *_SOURCE,
+        *_SHAPING,
+    },  # fmt: skip
     "timeout": {"split", *_SOURCE, *_SHAPING},
-    "run": {"replies", "code", "beats", "matches", "data_seed", "reference", "compare", "key",
-            "abs"},  # fmt: skip
+    "run": {
+        "replies",
+        "code",
+        "beats",
+        "matches",
+        "data_seed",
+        "reference",
+        "compare",
+        "key",
+        "abs",
+    },  # fmt: skip
     "reply": {"note", "text", "reference", *_SOURCE, *_SHAPING},  # reference: [run]'s
 }
 _COMPARISON = re.compile(r"(<=|>=|<|>|==)\s*(-?[\d.eE+-]+)")
@@ -115,9 +145,7 @@ class ContractError(AssertionError):
 def problem_dirs() -> list[Path]:
     """Every problem folder: each directory under problems/ (a new one is held to the
     contract by existing)."""
-    return sorted(
-        p for p in PROBLEMS.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
-    )
+    return sorted(p for p in PROBLEMS.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 
 
 @dataclass
@@ -268,7 +296,9 @@ def check_value(got: Any, spec: Any, what: str) -> None:
         raise ContractError(f"{what}: unreadable value spec {spec!r}")
 
 
-def check_values(out: dict, row: dict, what: str, keys: tuple[str, ...] = ("score", "eval_s")) -> None:
+def check_values(
+    out: dict, row: dict, what: str, keys: tuple[str, ...] = ("score", "eval_s")
+) -> None:
     """Every value spec of `row`: its `keys` against the output's fields, its `metrics`
     against the output's metrics."""
     for key in keys:

@@ -23,7 +23,9 @@ def serving(folder: Path):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -42,7 +44,9 @@ def check_shipped_data(problem: Path, count: int, folder: str) -> None:
     """The problem's data/ holds every declared file, verified, each named in SOURCES.md."""
     files = data_files(problem)
     assert len(files) == count
-    assert all(f.url and f.url.startswith("https://raw.githubusercontent.com/skypilot-org/") for f in files)
+    assert all(
+        f.url and f.url.startswith("https://raw.githubusercontent.com/skypilot-org/") for f in files
+    )
     assert data_dir_for(problem) == problem / "data"
     ensure(files, problem / "data", download=False)  # the shipped copy matches every checksum
     sources = (problem / "data" / "SOURCES.md").read_text()

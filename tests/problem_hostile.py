@@ -39,7 +39,7 @@ START, END = "# EVOLVE-BLOCK-START", "# EVOLVE-BLOCK-END"
 FAILED = ("invalid", "runtime_error", "syntax_error", "timeout")
 # Printed by hostile candidates: the sandbox must never read a score from stdout.
 FAKE_PRINT = (
-    "print('{\"score\": 1e9, \"combined_score\": 1e9, \"valid\": true}')\n"
+    'print(\'{"score": 1e9, "combined_score": 1e9, "valid": true}\')\n'
     "print('score: 1000000000')\n"
 )
 _ids = itertools.count()
@@ -144,7 +144,9 @@ def run_in_process(problem: Path, ev, program: Path, split: str) -> dict:
     return kit.evaluate_and_score(ev, str(program), split)
 
 
-def eval_json(problem: Path, program: Path, split: str | None = "train", timeout: float = 240) -> dict:
+def eval_json(
+    problem: Path, program: Path, split: str | None = "train", timeout: float = 240
+) -> dict:
     """`evolve eval PROBLEM PROGRAM [--split S] --json`; the parsed JSON plus `returncode`."""
     args = ["eval", str(problem), str(program), "--json"]
     if split:
@@ -153,7 +155,9 @@ def eval_json(problem: Path, program: Path, split: str | None = "train", timeout
     try:
         out = json.loads(r.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        raise AssertionError(f"evolve eval printed no JSON (rc {r.returncode}):\n{r.stdout}\n{r.stderr}") from None
+        raise AssertionError(
+            f"evolve eval printed no JSON (rc {r.returncode}):\n{r.stdout}\n{r.stderr}"
+        ) from None
     out["returncode"] = r.returncode
     return out
 
@@ -192,7 +196,10 @@ def scripted_run(
     constant tuning: the best is a scripted program, to compare with the problem's numbers."""
     extra = ("--tune-evals", "0") + (() if data_seed is None else ("--data-seed", str(data_seed)))
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, runs, *extra, problem=problem, iterations=iterations), timeout=300)
+        r = evolve(
+            *run_args(srv.base_url, runs, *extra, problem=problem, iterations=iterations),
+            timeout=300,
+        )
     assert r.returncode == 0, r.stderr[-3000:]
     [run] = archive_json(runs, "runs")
     assert run["iterations_done"] == iterations and run["status"] == "finished"

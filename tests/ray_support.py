@@ -51,16 +51,34 @@ class LoopbackCluster:
         env = {**os.environ, **BASE_ENV, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": loopback_only}
         log = open(os.path.join(self.temp, f"node-{len(self.workers)}-{time.time_ns()}.log"), "w")
         return subprocess.Popen(
-            [*launcher, "start", "--block", "--node-ip-address=127.0.0.1", *args,
-             f"--num-cpus={self.cpus}", "--object-store-memory=80000000", "--disable-usage-stats"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.temp,
+            [
+                *launcher,
+                "start",
+                "--block",
+                "--node-ip-address=127.0.0.1",
+                *args,
+                f"--num-cpus={self.cpus}",
+                "--object-store-memory=80000000",
+                "--disable-usage-stats",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=self.temp,
         )
 
     def start(self, workers: int = 1) -> LoopbackCluster:
         try:
             self.head = self._start(
-                ["--head", f"--port={self.port}", "--include-dashboard=false", f"--temp-dir={self.temp}"],
-                "0", [RAY],
+                [
+                    "--head",
+                    f"--port={self.port}",
+                    "--include-dashboard=false",
+                    f"--temp-dir={self.temp}",
+                ],
+                "0",
+                [RAY],
             )
             self.wait_nodes(1)
             for _ in range(workers):
@@ -84,8 +102,11 @@ class LoopbackCluster:
 
     def alive_nodes(self) -> int:
         out = subprocess.run(
-            [sys.executable, "-c", _COUNT, self.address], capture_output=True, text=True,
-            env={**os.environ, **BASE_ENV, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}, timeout=120,
+            [sys.executable, "-c", _COUNT, self.address],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **BASE_ENV, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+            timeout=120,
         )
         try:
             return int(out.stdout.strip().splitlines()[-1])

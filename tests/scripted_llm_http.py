@@ -63,8 +63,13 @@ class Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, payload: object, headers: dict | None = None) -> None:
         self._send(status, json.dumps(payload).encode(), headers=headers)
 
-    def _send(self, status: int, data: bytes, content_type: str = "application/json",
-              headers: dict | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        data: bytes,
+        content_type: str = "application/json",
+        headers: dict | None = None,
+    ) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -83,8 +88,14 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
 
-    def _error(self, status: int, message: str, code: str | None = None, param: str | None = None,
-               headers: dict | None = None):
+    def _error(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict | None = None,
+    ):
         fallback = ("server_error" if status >= 500 else "invalid_request_error", None)
         etype, default_code = ERRORS.get(status, fallback)
         error = {"message": message, "type": etype, "param": param, "code": code or default_code}

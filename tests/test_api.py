@@ -63,7 +63,9 @@ def test_the_readme_sweep_over_models_runs_as_written(tmp_path, monkeypatch, cap
             f"settings = dict(api_base={srv.base_url!r}, iterations=2, sandbox='local', "
             f"runs_dir={str(runs)!r}, llm_backoff=0.05)"
         )
-        code = code.replace(settings_line.group(0), ours).replace('"problems/binpack"', repr(str(toy)))
+        code = code.replace(settings_line.group(0), ours).replace(
+            '"problems/binpack"', repr(str(toy))
+        )
         exec(compile(code, "README.md", "exec"), {})
         asked = {r["model"] for r in srv.requests}
         out = capsys.readouterr()
@@ -172,8 +174,12 @@ def test_ctrl_c_stops_a_script_s_run_cleanly_and_resume_continues_it(tmp_path):
             "print(s.status, s.reason, s.iterations_done < 50, flush=True)\n"
         )
         proc = subprocess.Popen(
-            [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, cwd=ROOT, env=cli_env(),
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=cli_env(),
         )
         deadline = time.monotonic() + 120
         while not srv.requests and proc.poll() is None and time.monotonic() < deadline:

@@ -10,9 +10,19 @@ SEED = "import math\n# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLO
 
 
 def _row(run, it, score, status="ok", parent=None, island=0, cell="0-0", code=SEED):
-    return ProgramRow(program_id=f"{run}:{it}", run_id=run, problem="p", iteration=it, island=island,
-                      status=status, score=score if status == "ok" else None, parent_id=parent,
-                      cell=cell if status == "ok" else None, code=code, code_hash=f"h{it}")
+    return ProgramRow(
+        program_id=f"{run}:{it}",
+        run_id=run,
+        problem="p",
+        iteration=it,
+        island=island,
+        status=status,
+        score=score if status == "ok" else None,
+        parent_id=parent,
+        cell=cell if status == "ok" else None,
+        code=code,
+        code_hash=f"h{it}",
+    )
 
 
 def test_wal_best_across_runs_and_failed_never_best(tmp_path):
@@ -64,21 +74,54 @@ def test_unconsumed_replies_are_found_after_a_crash(tmp_path):
     a = Archive(tmp_path)
     a.create_run("r", "p", "/x", {}, 5)
     a.insert_program(_row("r", 0, 1.0))
-    a.insert_llm_call(LlmCall(
-        run_id="r", iteration=1, island=1, parent_id="r:0", edit_format="block", model="m",
-        prompt=[], reply="reply one", prompt_tokens=10, completion_tokens=5, cost_usd=0.0,
-        latency_s=0.1,
-    ))
-    a.insert_llm_call(LlmCall(
-        run_id="r", iteration=2, island=2, parent_id="r:0", edit_format="block", model="m",
-        prompt=[], error="HTTP 500", prompt_tokens=0, completion_tokens=0, cost_usd=0.0,
-        latency_s=0.1,
-    ))
-    a.insert_llm_call(LlmCall(
-        run_id="r", iteration=3, island=0, parent_id="r:0", edit_format="block", model="m",
-        prompt=[], reply="reply three", prompt_tokens=10, completion_tokens=5, cost_usd=0.0,
-        latency_s=0.1,
-    ))
+    a.insert_llm_call(
+        LlmCall(
+            run_id="r",
+            iteration=1,
+            island=1,
+            parent_id="r:0",
+            edit_format="block",
+            model="m",
+            prompt=[],
+            reply="reply one",
+            prompt_tokens=10,
+            completion_tokens=5,
+            cost_usd=0.0,
+            latency_s=0.1,
+        )
+    )
+    a.insert_llm_call(
+        LlmCall(
+            run_id="r",
+            iteration=2,
+            island=2,
+            parent_id="r:0",
+            edit_format="block",
+            model="m",
+            prompt=[],
+            error="HTTP 500",
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost_usd=0.0,
+            latency_s=0.1,
+        )
+    )
+    a.insert_llm_call(
+        LlmCall(
+            run_id="r",
+            iteration=3,
+            island=0,
+            parent_id="r:0",
+            edit_format="block",
+            model="m",
+            prompt=[],
+            reply="reply three",
+            prompt_tokens=10,
+            completion_tokens=5,
+            cost_usd=0.0,
+            latency_s=0.1,
+        )
+    )
     a.insert_program(_row("r", 3, 2.0))
     left = a.unconsumed_replies("r")
     assert [c.iteration for c in left] == [1]

@@ -382,6 +382,18 @@ def test_the_adrs_suite_names_the_seven_leaderboard_problems(tmp_path, monkeypat
 
 def test_the_suite_loads_every_problem_before_anything_runs(tmp_path):
     # the bad --bench-id is only reported once all seven folders loaded as problems
-    r = evolve("bench", "adrs", "--calls", "1", "--seeds", "1", "--model", "scripted",
-               "--bench-id", "a/b", "--runs-dir", tmp_path / "runs")
+    r = evolve(
+        "bench",
+        "adrs",
+        "--calls",
+        "1",
+        "--seeds",
+        "1",
+        "--model",
+        "scripted",
+        "--bench-id",
+        "a/b",
+        "--runs-dir",
+        tmp_path / "runs",
+    )
     assert r.returncode == 2 and "--bench-id a/b" in r.stderr, r.stderr

@@ -126,7 +126,9 @@ def test_an_openevolve_candidate_finds_no_request_in_its_scratch(isolate):
     a file there."""
     if isolate and bubblewrap.probe().bwrap is None:
         pytest.skip("bubblewrap cannot run here")
-    got = _evaluate_once(make_sandbox("local", 1, isolate=isolate), OPENEVOLVE, LOOKER, "openevolve")
+    got = _evaluate_once(
+        make_sandbox("local", 1, isolate=isolate), OPENEVOLVE, LOOKER, "openevolve"
+    )
     error = got.artifacts.get("error", "")
     assert "SEEN [] IN " in error and "cand.py" in error, got.artifacts
     assert "REQ.json" not in error and "program_code" not in error
@@ -160,7 +162,13 @@ def test_a_candidate_its_evaluator_runs_in_process_reads_no_archive(isolate, pla
     runs.chmod(0o755)  # as an older evolve left it: only the Landlock stands in the way
     (runs / "archive.db").chmod(0o644)
     paths = [str(runs / "archive.db"), str(runs / "archive.db-wal"), "/scratch/REQ.json"]
-    got = _evaluate_once(make_sandbox("local", 1, isolate=isolate), DIRECT, IN_PROCESS.format(paths=paths), "native", attack.SEED)
+    got = _evaluate_once(
+        make_sandbox("local", 1, isolate=isolate),
+        DIRECT,
+        IN_PROCESS.format(paths=paths),
+        "native",
+        attack.SEED,
+    )
     assert got.status == Status.OK and got.score == 0.5, got.artifacts
     info = got.artifacts["info"]
     assert attack.ARCHIVE_CANARY not in info and str(attack.SEED) not in info, info
@@ -180,7 +188,9 @@ def test_docker_keeps_trusted_files_from_a_candidate_its_evaluator_imports(fmt, 
     code = IN_PROCESS.format(paths=IN_FILES)
     if fmt == "openevolve":
         code += "\n\ndef run():\n    raise RuntimeError('SEEN ' + INFO)\n"
-    got = _evaluate_once(make_sandbox("docker", 1, problem_dir=str(folder)), folder, code, fmt, attack.SEED)
+    got = _evaluate_once(
+        make_sandbox("docker", 1, problem_dir=str(folder)), folder, code, fmt, attack.SEED
+    )
     seen = got.artifacts.get("error" if fmt == "openevolve" else "info", "")
     assert ("SEEN [" in seen) if fmt == "openevolve" else got.status == Status.OK, got.artifacts
     assert str(attack.SEED) not in seen and "program_code" not in seen, seen

@@ -18,7 +18,9 @@ def _problem(tmp_path, sha256: str):
     served = tmp_path / "served"
     served.mkdir()
     shutil.copy(KIT / "main" / "data" / "values.json", served / "values.json")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=served))
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=served)
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     problem = tmp_path / "kit" / "main"
     shutil.copytree(KIT, tmp_path / "kit")
@@ -36,7 +38,9 @@ def test_fetch_downloads_and_verifies(tmp_path):
         r = evolve("data", "fetch", str(problem))
         assert r.returncode == 0, r.stderr
         assert "values.json: downloaded from http://127.0.0.1" in r.stdout
-        assert (problem / "data" / "values.json").read_bytes() == (KIT / "main" / "data" / "values.json").read_bytes()
+        assert (problem / "data" / "values.json").read_bytes() == (
+            KIT / "main" / "data" / "values.json"
+        ).read_bytes()
     finally:
         server.shutdown()
 

@@ -25,7 +25,7 @@ from tests.scripted_llm import ScriptedLLM, binpack_replies
 # A candidate that replays binpack's public train seed (7002: 5 instances of 5,000 Weibull
 # items), packs each instance offline (first fit decreasing) and answers priority() from a
 # lookup keyed on the exact (item, bins) state; a state it never saw gets best fit.
-LOOKUP = '''
+LOOKUP = """
 import numpy as np
 
 def _plan():
@@ -56,7 +56,7 @@ def priority(item, bins):
     out = np.zeros(len(bins))
     out[at] = 1.0
     return out
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +168,7 @@ def test_a_fixed_data_seed_gives_the_same_scores_and_eval_reproduces_them(tmp_pa
 
 # A candidate that looks for the seed wherever it runs: its environment, its files, every
 # object of its process and the frames above it; it fails loudly with whatever it found.
-SNOOP = '''
+SNOOP = """
 import gc, os, sys
 import numpy as np
 
@@ -206,7 +206,7 @@ def priority(item, bins):
     if found:
         raise RuntimeError("found the seed: " + "; ".join(found))
     return -(np.asarray(bins) - item)
-'''
+"""
 
 
 def test_the_candidate_cannot_find_the_seed(local_sandbox):

@@ -29,7 +29,7 @@ LIMITS = Limits(timeout_s=30.0, memory_mb=1024, max_procs=24, max_file_mb=8, max
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the slot uids need root")
 
-OPENEVOLVE_EVALUATOR = '''
+OPENEVOLVE_EVALUATOR = """
 import importlib.util
 from dataclasses import dataclass, field
 
@@ -45,7 +45,7 @@ def evaluate(program_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return EvaluationResult({"combined_score": float(module.run())}, {"info": module.INFO})
-'''
+"""
 
 
 @pytest.fixture
@@ -131,6 +131,8 @@ def test_root_only_files_are_out_of_reach(fallback, outside, tmp_path, fmt) -> N
 @pytest.mark.skipif(landlock.abi_version() < 1, reason="no Landlock in this kernel")
 def test_an_openevolve_candidate_reads_no_file_outside_its_grants(fallback, outside, tmp_path):
     readable = _secret(outside, 0o644)  # any uid may read it: only Landlock stops the read
-    res = _evaluate(fallback, _problem(tmp_path, "openevolve"), _reader([str(readable)], "run"), "openevolve")
+    res = _evaluate(
+        fallback, _problem(tmp_path, "openevolve"), _reader([str(readable)], "run"), "openevolve"
+    )
     assert res.status == Status.OK, res.artifacts
     assert json.loads(res.artifacts["info"])[str(readable)].startswith("error ")

@@ -38,8 +38,16 @@ def test_unisolated_nodes_are_refused_in_one_line() -> None:
 
 def test_the_cli_names_the_flag() -> None:
     r = evolve(
-        "eval", BINPACK, BINPACK / "seed.py", "--sandbox", "ray", "--ray-node-sandbox", "local",
-        "--ray-address", "127.0.0.1:1", extra_env={**ray_env(), "EVOLVE_LOCAL_ISOLATION": "off"},
+        "eval",
+        BINPACK,
+        BINPACK / "seed.py",
+        "--sandbox",
+        "ray",
+        "--ray-node-sandbox",
+        "local",
+        "--ray-address",
+        "127.0.0.1:1",
+        extra_env={**ray_env(), "EVOLVE_LOCAL_ISOLATION": "off"},
     )
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
@@ -49,7 +57,9 @@ def test_the_cli_names_the_flag() -> None:
 def test_a_node_without_namespaces_refuses_unless_allowed() -> None:
     with pytest.raises(ray_node.UnisolatedNode, match=FLAG):
         ray_node._make(NodeOptions(sandbox="local", isolate=False), str(DIRECT))
-    allowed = ray_node._make(NodeOptions(sandbox="local", isolate=False, allow_unisolated=True), str(DIRECT))
+    allowed = ray_node._make(
+        NodeOptions(sandbox="local", isolate=False, allow_unisolated=True), str(DIRECT)
+    )
     allowed.close()
 
 
@@ -58,12 +68,19 @@ def test_with_the_flag_an_unisolated_node_evaluates(monkeypatch) -> None:
     cluster = LoopbackCluster(cpus_per_node=1).start(workers=0)
     try:
         node = NodeOptions(sandbox="local", allow_unisolated=True)
-        sandbox = make_sandbox("ray", 1, isolate=False, ray=RayOptions(address=cluster.address, node=node))
+        sandbox = make_sandbox(
+            "ray", 1, isolate=False, ray=RayOptions(address=cluster.address, node=node)
+        )
         try:
-            res = sandbox.evaluate(EvalRequest(
-                problem_dir=str(DIRECT), program_code="def solve():\n    return 0.25\n",
-                program_name="cand.py", split="train", limits=LIMITS,
-            ))
+            res = sandbox.evaluate(
+                EvalRequest(
+                    problem_dir=str(DIRECT),
+                    program_code="def solve():\n    return 0.25\n",
+                    program_name="cand.py",
+                    split="train",
+                    limits=LIMITS,
+                )
+            )
         finally:
             sandbox.close()
     finally:

@@ -40,11 +40,21 @@ class Backend:
     sandbox: object
     tmp_root: Path | None = None
 
-    def evaluate(self, code: str, problem: Path = DIRECT, limits: Limits = LIMITS, **kw) -> EvalResult:
+    def evaluate(
+        self, code: str, problem: Path = DIRECT, limits: Limits = LIMITS, **kw
+    ) -> EvalResult:
         fmt = "openevolve" if problem == OPENEVOLVE else "native"
-        return self.sandbox.evaluate(EvalRequest(
-            problem_dir=str(problem), program_code=code, program_name="cand.py", split="train",
-            fmt=fmt, limits=limits, **kw))
+        return self.sandbox.evaluate(
+            EvalRequest(
+                problem_dir=str(problem),
+                program_code=code,
+                program_name="cand.py",
+                split="train",
+                fmt=fmt,
+                limits=limits,
+                **kw,
+            )
+        )
 
     def assert_nothing_left(self) -> None:
         if self.name == "local":
@@ -92,21 +102,27 @@ def test_infinite_loop(backend: Backend) -> None:
 
 
 def test_sigterm_ignored(backend: Backend) -> None:
-    code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "def solve():\n    time.sleep(100)\n")
+    code = (
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "def solve():\n    time.sleep(100)\n"
+    )
     assert backend.hostile(code).status == Status.TIMEOUT
 
 
 def test_fork_bomb(backend: Backend) -> None:
-    code = ("import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
-            "        except OSError:\n            pass\n")
+    code = (
+        "import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
+        "        except OSError:\n            pass\n"
+    )
     assert backend.hostile(code).status in (Status.TIMEOUT, Status.RUNTIME_ERROR)
 
 
 def test_daemon_outliving_the_evaluation_is_killed(backend: Backend) -> None:
-    code = ("import os, time\ndef solve():\n    if os.fork() == 0:\n        os.setsid()\n"
-            "        if os.fork() == 0:\n            time.sleep(60)\n        os._exit(0)\n"
-            "    time.sleep(0.3)\n    return 1.0\n")
+    code = (
+        "import os, time\ndef solve():\n    if os.fork() == 0:\n        os.setsid()\n"
+        "        if os.fork() == 0:\n            time.sleep(60)\n        os._exit(0)\n"
+        "    time.sleep(0.3)\n    return 1.0\n"
+    )
     res = backend.hostile(code)
     assert (res.status, res.score) == (Status.OK, 1.0)
     assert "killed 1 process " in res.artifacts["cleanup"]
@@ -114,10 +130,12 @@ def test_daemon_outliving_the_evaluation_is_killed(backend: Backend) -> None:
 
 def test_hostile_evaluations_beside_good_ones(backend: Backend) -> None:
     """Bombs and loops in flight never disturb the evaluations running next to them."""
-    bombs = ["import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
-             "        except OSError:\n            pass\n",
-             "def solve():\n    xs = []\n    while True:\n        xs.append(bytearray(2**24))\n",
-             "def solve():\n    while True:\n        pass\n"]
+    bombs = [
+        "import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
+        "        except OSError:\n            pass\n",
+        "def solve():\n    xs = []\n    while True:\n        xs.append(bytearray(2**24))\n",
+        "def solve():\n    while True:\n        pass\n",
+    ]
     with ThreadPoolExecutor(3) as pool:
         hostile = [pool.submit(backend.evaluate, code) for code in bombs]
         good = [backend.evaluate(GOOD) for _ in range(3)]  # on this thread, while they run
@@ -132,25 +150,35 @@ def test_hostile_evaluations_beside_good_ones(backend: Backend) -> None:
 
 def test_memory_bomb(backend: Backend) -> None:
     res = backend.hostile("def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n")
-    assert res.status == Status.RUNTIME_ERROR and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+    assert (
+        res.status == Status.RUNTIME_ERROR
+        and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+    )
 
 
 def test_disk_fill(backend: Backend) -> None:
     """4 MB files (under the file size limit) until 600 MB: docker's scratch space
     (256 MB of tmpfs) fills up; the local sandbox's scratch lies on the host's disk."""
-    code = ("import os\ndef solve():\n    chunk = b'x' * (4 << 20)\n    for i in range(150):\n"
-            "        with open(os.path.join(os.environ['HOME'], f'fill{i}'), 'wb') as f:\n"
-            "            f.write(chunk)\n    return 600.0\n")
+    code = (
+        "import os\ndef solve():\n    chunk = b'x' * (4 << 20)\n    for i in range(150):\n"
+        "        with open(os.path.join(os.environ['HOME'], f'fill{i}'), 'wb') as f:\n"
+        "            f.write(chunk)\n    return 600.0\n"
+    )
     res = backend.hostile(code)
     if backend.name == "docker":
-        assert res.status == Status.RUNTIME_ERROR and "No space left on device" in res.artifacts["error"]
+        assert (
+            res.status == Status.RUNTIME_ERROR
+            and "No space left on device" in res.artifacts["error"]
+        )
     else:
         assert res.status in (Status.OK, Status.RUNTIME_ERROR, Status.TIMEOUT)
 
 
 def test_output_flood(backend: Backend) -> None:
-    code = ("import sys\ndef solve():\n    chunk = 'x' * (1 << 20) + '\\n'\n    for _ in range(400):\n"
-            "        sys.stdout.write(chunk)\n        sys.stderr.write(chunk)\n    return 1.0\n")
+    code = (
+        "import sys\ndef solve():\n    chunk = 'x' * (1 << 20) + '\\n'\n    for _ in range(400):\n"
+        "        sys.stdout.write(chunk)\n        sys.stderr.write(chunk)\n    return 1.0\n"
+    )
     res = backend.hostile(code)
     assert res.status == Status.RUNTIME_ERROR and "file size limit (8 MB)" in res.artifacts["error"]
     cap = LIMITS.max_output_kb * 1024 + 100  # the tail plus the "bytes cut" marker
@@ -192,12 +220,14 @@ def _outside_address() -> str:
 
 
 def test_network(backend: Backend, listener: int) -> None:
-    code = (f"import json, socket\nTARGETS = [('127.0.0.1', {listener}), ({_outside_address()!r}, 80)]\n"
-            "def solve():\n    ok = {}\n    for host, port in TARGETS:\n        try:\n"
-            "            socket.create_connection((host, port), timeout=1).close()\n"
-            "            ok[host] = 'connected'\n        except OSError as e:\n            ok[host] = repr(e)\n"
-            "    global INFO\n    INFO = json.dumps(ok)\n"
-            "    return float(sum(v == 'connected' for v in ok.values()))\n")
+    code = (
+        f"import json, socket\nTARGETS = [('127.0.0.1', {listener}), ({_outside_address()!r}, 80)]\n"
+        "def solve():\n    ok = {}\n    for host, port in TARGETS:\n        try:\n"
+        "            socket.create_connection((host, port), timeout=1).close()\n"
+        "            ok[host] = 'connected'\n        except OSError as e:\n            ok[host] = repr(e)\n"
+        "    global INFO\n    INFO = json.dumps(ok)\n"
+        "    return float(sum(v == 'connected' for v in ok.values()))\n"
+    )
     res = backend.hostile(code)
     assert res.status == Status.OK, res.artifacts  # an honest score: the connections it made
     if backend.name == "docker":  # no network at all, not even the host's loopback
@@ -206,12 +236,14 @@ def test_network(backend: Backend, listener: int) -> None:
 
 def test_secrets_do_not_leak(backend: Backend, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    code = ("import json, os\nseen = {'env': dict(os.environ)}\n"
-            "for pid in ['1', 'self', str(os.getppid())] + os.listdir('/proc'):\n"
-            "    if pid.isdigit() or pid == 'self':\n        try:\n"
-            "            seen[pid] = open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace')\n"
-            "        except OSError as e:\n            seen[pid] = repr(e)\n"
-            "INFO = json.dumps(seen)\n" + GOOD)
+    code = (
+        "import json, os\nseen = {'env': dict(os.environ)}\n"
+        "for pid in ['1', 'self', str(os.getppid())] + os.listdir('/proc'):\n"
+        "    if pid.isdigit() or pid == 'self':\n        try:\n"
+        "            seen[pid] = open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace')\n"
+        "        except OSError as e:\n            seen[pid] = repr(e)\n"
+        "INFO = json.dumps(seen)\n" + GOOD
+    )
     # a data dir of its own: under docker, a container created after the key was set
     res = backend.hostile(code, data_dir=str(SORTING))
     assert res.status == Status.OK
@@ -240,10 +272,12 @@ def test_writes_outside_the_scratch_dir_fail(backend: Backend, tmp_path: Path) -
         "candidate": "os.path.abspath('cand.py')",
     }
     lines = [f"    {k!r}: {v}," for k, v in targets.items()]
-    code = ("import json, os, sys\nTARGETS = {\n" + "\n".join(lines) + "\n}\nwrote = {}\n"
-            "for name, path in TARGETS.items():\n    try:\n        with open(path, 'a') as f:\n"
-            "            f.write('# planted\\n')\n        wrote[name] = True\n"
-            "    except OSError as e:\n        wrote[name] = repr(e)\nINFO = json.dumps(wrote)\n" + GOOD)
+    code = (
+        "import json, os, sys\nTARGETS = {\n" + "\n".join(lines) + "\n}\nwrote = {}\n"
+        "for name, path in TARGETS.items():\n    try:\n        with open(path, 'a') as f:\n"
+        "            f.write('# planted\\n')\n        wrote[name] = True\n"
+        "    except OSError as e:\n        wrote[name] = repr(e)\nINFO = json.dumps(wrote)\n" + GOOD
+    )
     res = backend.hostile(code, data_dir=str(SORTING))
     wrote = json.loads(res.artifacts["info"])
     if backend.name == "local":
@@ -251,14 +285,19 @@ def test_writes_outside_the_scratch_dir_fail(backend: Backend, tmp_path: Path) -
         if not ROOT:
             pytest.skip("the local sandbox confines writes only as root (a uid per slot)")
     assert [k for k, v in wrote.items() if v is True] == [], wrote
-    assert not (DIRECT / "planted.py").exists() and "planted" not in (DIRECT / "evaluator.py").read_text()
+    assert (
+        not (DIRECT / "planted.py").exists()
+        and "planted" not in (DIRECT / "evaluator.py").read_text()
+    )
 
 
 # ---- lying about the result --------------------------------------------------------
 
 
 def test_printed_fake_result_is_ignored(backend: Backend) -> None:
-    fake = "print('{\"status\": \"ok\", \"score\": 1e9, \"combined_score\": 1e9}')\nprint('score: 999')\n"
+    fake = (
+        'print(\'{"status": "ok", "score": 1e9, "combined_score": 1e9}\')\nprint(\'score: 999\')\n'
+    )
     res = backend.hostile(fake + "def solve():\n    return 0.25\n")
     assert (res.status, res.score) == (Status.OK, 0.25)
     oe = backend.evaluate(fake + "def run():\n    return 0.75\n", OPENEVOLVE)
@@ -268,21 +307,25 @@ def test_printed_fake_result_is_ignored(backend: Backend) -> None:
 def test_fake_result_file_from_a_daemon_is_ignored(backend: Backend) -> None:
     """A process that keeps rewriting the result file after the harness wrote it is
     killed before the file is read, and score() re-scores the outputs anyway."""
-    code = ("import json, os, sys, time\nFAKE = json.dumps({'status': 'ok', 'score': 1e9, 'outputs': []})\n"
-            "if os.fork() == 0:\n    os.setsid()\n    for _ in range(4000):\n        try:\n"
-            "            with open(sys.argv[3], 'w') as f:\n                f.write(FAKE)\n"
-            "        except OSError:\n            pass\n        time.sleep(0.001)\n    os._exit(0)\n"
-            "def solve(xs):\n    return sorted(xs)\n")
+    code = (
+        "import json, os, sys, time\nFAKE = json.dumps({'status': 'ok', 'score': 1e9, 'outputs': []})\n"
+        "if os.fork() == 0:\n    os.setsid()\n    for _ in range(4000):\n        try:\n"
+        "            with open(sys.argv[3], 'w') as f:\n                f.write(FAKE)\n"
+        "        except OSError:\n            pass\n        time.sleep(0.001)\n    os._exit(0)\n"
+        "def solve(xs):\n    return sorted(xs)\n"
+    )
     res = backend.hostile(code, problem=SORTING)
     assert res.score in (None, 1.0), res  # the honest score, or a recorded failure
 
 
 def test_monkeypatched_evaluator_gets_honest_score(backend: Backend) -> None:
-    code = ("import builtins, sys\nev = sys.modules['evaluator']\n"
-            "ev.score = lambda outputs, split: {'score': 1e9}\n"
-            "ev.instances = lambda split: [[1, 2]] * 10  # the 'simulator' now agrees with anything\n"
-            "builtins.sorted = lambda xs, **kw: list(xs)\n"
-            "def solve(xs):\n    return xs\n")
+    code = (
+        "import builtins, sys\nev = sys.modules['evaluator']\n"
+        "ev.score = lambda outputs, split: {'score': 1e9}\n"
+        "ev.instances = lambda split: [[1, 2]] * 10  # the 'simulator' now agrees with anything\n"
+        "builtins.sorted = lambda xs, **kw: list(xs)\n"
+        "def solve(xs):\n    return xs\n"
+    )
     res = backend.hostile(code, problem=SORTING)
     assert (res.status, res.score) == (Status.OK, 0.0) and res.artifacts["checked_by"] == "score()"
 
@@ -297,19 +340,23 @@ def test_non_finite_score_is_invalid(backend: Backend, value: str) -> None:
 
 
 def test_import_time_side_effects_do_not_carry_over(backend: Backend) -> None:
-    plant = ("import os, threading, time\n"
-             "for d in (os.environ['HOME'], os.environ['TMPDIR'], '/tmp', '/dev/shm'):\n"
-             "    try:\n        open(os.path.join(d, 'evolve-planted-marker'), 'w').write('x')\n"
-             "    except OSError:\n        pass\n"
-             "os.environ['EVOLVE_PLANTED'] = '1'\n"
-             "threading.Thread(target=lambda: time.sleep(60)).start()\n"
-             "if os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n" + GOOD)
+    plant = (
+        "import os, threading, time\n"
+        "for d in (os.environ['HOME'], os.environ['TMPDIR'], '/tmp', '/dev/shm'):\n"
+        "    try:\n        open(os.path.join(d, 'evolve-planted-marker'), 'w').write('x')\n"
+        "    except OSError:\n        pass\n"
+        "os.environ['EVOLVE_PLANTED'] = '1'\n"
+        "threading.Thread(target=lambda: time.sleep(60)).start()\n"
+        "if os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n" + GOOD
+    )
     res = backend.hostile(plant)
     assert (res.status, res.score) == (Status.OK, 0.5)
-    probe = ("import os\nFOUND = [os.path.join(d, 'evolve-planted-marker') for d in "
-             "(os.environ['HOME'], os.environ['TMPDIR'], '/tmp', '/dev/shm')]\n"
-             "FOUND = [p for p in FOUND if os.path.exists(p)] + (['env'] if 'EVOLVE_PLANTED' in os.environ else [])\n"
-             "INFO = repr(FOUND)\ndef solve():\n    return float(len(FOUND))\n")
+    probe = (
+        "import os\nFOUND = [os.path.join(d, 'evolve-planted-marker') for d in "
+        "(os.environ['HOME'], os.environ['TMPDIR'], '/tmp', '/dev/shm')]\n"
+        "FOUND = [p for p in FOUND if os.path.exists(p)] + (['env'] if 'EVOLVE_PLANTED' in os.environ else [])\n"
+        "INFO = repr(FOUND)\ndef solve():\n    return float(len(FOUND))\n"
+    )
     res = backend.evaluate(probe)
     assert (res.status, res.score) == (Status.OK, 0.0), res.artifacts["info"]
 

@@ -33,9 +33,7 @@ DIRECT = FIXTURES / "sandbox_native" / "direct"  # score and metric `value` = so
 LIMITS = Limits(timeout_s=20.0, memory_mb=512, max_procs=24, max_file_mb=64, max_output_kb=8)
 BIG = 10**400  # past a float's range: float(BIG) raises OverflowError
 LOADED = {"loaded": True}  # the harness's report that the evaluator loaded (run mode)
-PROPERTY = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ---- generated payloads -------------------------------------------------------------
 
@@ -53,7 +51,9 @@ _json = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_text, inner, max_size=4),
     max_leaves=20,
 )
-_statuses = st.sampled_from([Status.OK, Status.INVALID, Status.RUNTIME_ERROR, "timeout", "syntax_error", "nope"])
+_statuses = st.sampled_from(
+    [Status.OK, Status.INVALID, Status.RUNTIME_ERROR, "timeout", "syntax_error", "nope"]
+)
 
 
 def _deep(n: int) -> object:
@@ -92,7 +92,7 @@ _raw_files = st.one_of(
         [
             b"[" * 100_000 + b"]" * 100_000,  # nesting past the parser's recursion limit
             b'{"status": "ok", "score": 1e400, "metrics": {"a": -1e400, "b": NaN}}',
-            b'{"status": "ok", "metrics": {"a": 1' + b"0" * 400 + b"}, \"score\": 1}",
+            b'{"status": "ok", "metrics": {"a": 1' + b"0" * 400 + b'}, "score": 1}',
             b'{"status": "ok", "score": "\xff\xfe"}',
             b'\xef\xbb\xbf{"status": "ok", "score": 1}',
         ]
@@ -139,7 +139,13 @@ def test_any_result_file_is_never_a_sandbox_error(raw: bytes) -> None:
 
 
 @PROPERTY
-@given(_payloads(status=st.sampled_from([Status.OK, Status.INVALID, Status.RUNTIME_ERROR, Status.SANDBOX_ERROR])))
+@given(
+    _payloads(
+        status=st.sampled_from(
+            [Status.OK, Status.INVALID, Status.RUNTIME_ERROR, Status.SANDBOX_ERROR]
+        )
+    )
+)
 def test_any_parsed_result_is_never_a_sandbox_error(payload: dict) -> None:
     """Every type in every field, after the candidate ran (it may claim a sandbox error)."""
     _host(payload, LOADED)
@@ -158,7 +164,9 @@ def test_a_huge_int_metric_is_kept_as_text_and_a_huge_score_is_invalid() -> None
     assert res.status == Status.INVALID and res.metrics == {"b": 2.0}
     assert "an integer of about 401 digits, past a float's range" in res.artifacts["error"]
     assert res.artifacts["a"] == str(BIG)
-    ok, _ = to_result(_run({"status": Status.OK, "score": 1, "metrics": {"a": BIG}}), LIMITS, "x", True)
+    ok, _ = to_result(
+        _run({"status": Status.OK, "score": 1, "metrics": {"a": BIG}}), LIMITS, "x", True
+    )
     assert (ok.status, ok.score) == (Status.OK, 1.0)
 
 
@@ -201,7 +209,10 @@ class _Hostile:
 
 
 _returned = st.recursive(
-    _scalar | st.just(_Hostile()) | st.builds(pow, st.just(10), st.integers(4400, 5000)) | st.binary(max_size=20),
+    _scalar
+    | st.just(_Hostile())
+    | st.builds(pow, st.just(10), st.integers(4400, 5000))
+    | st.binary(max_size=20),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
     max_leaves=12,
 )

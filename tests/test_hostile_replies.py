@@ -103,7 +103,10 @@ def test_the_breach_replies_are_recorded_as_the_issue_expects(problem):
     cannot be parsed or is too big says so."""
     assert _row(problem, BY_NAME["deep_sum_2950"]).status == Status.PENDING
     over = _row(problem, BY_NAME["huge_over_limit"])
-    assert over.status == Status.INVALID_EDIT and "at most 1,048,576 are parsed" in over.artifacts["error"]
+    assert (
+        over.status == Status.INVALID_EDIT
+        and "at most 1,048,576 are parsed" in over.artifacts["error"]
+    )
     big = _row(problem, BY_NAME["huge_program"])
     assert big.status == Status.INVALID and "max_code_kb" in big.artifacts["error"]
     many = _row(problem, BY_NAME["sr_thousands_of_blocks"])
@@ -167,7 +170,9 @@ def test_think_and_fences_are_read_as_before(problem):
     assert clean_reply("a<think>open") == "aopen"
     assert clean_reply("x<think>a</think>y</think>z<think>") == "z"
     assert _row(problem, BY_NAME["re_think_flood"]).status == Status.PENDING
-    assert _row(problem, Hostile("tag", "~~~ python   \ndef f(x):\n    return x + 1\n~~~  \n", "block")).code
+    assert _row(
+        problem, Hostile("tag", "~~~ python   \ndef f(x):\n    return x + 1\n~~~  \n", "block")
+    ).code
 
 
 # ---------------------------------------------------------------- end to end
@@ -180,7 +185,8 @@ def e2e_replies(size: int = 80_000) -> list[Hostile]:
     return [
         h
         for h in corpus(size)
-        if len(json.dumps(h.text)) <= 200_000 and not any(0xD800 <= ord(c) <= 0xDFFF for c in h.text)
+        if len(json.dumps(h.text)) <= 200_000
+        and not any(0xD800 <= ord(c) <= 0xDFFF for c in h.text)
     ]
 
 
@@ -277,14 +283,27 @@ def test_a_run_served_the_corpus_finishes_and_resume_replays_it(tmp_path):
     seed, n = 7, len(replies)
     args = ["--seed", str(seed), "--parallel", "2", "--llm-parallel", "2", "--max-resamples", "1"]
     with ScriptedLLM(responder(replies, seed)) as srv:
-        ref = evolve(*run_args(srv.base_url, tmp_path / "ref", *args, "--run-id", "ref", problem=problem, iterations=n), timeout=900)
+        ref = evolve(
+            *run_args(
+                srv.base_url,
+                tmp_path / "ref",
+                *args,
+                "--run-id",
+                "ref",
+                problem=problem,
+                iterations=n,
+            ),
+            timeout=900,
+        )
         assert ref.returncode == 0, ref.stderr[-3000:]
     again = evolve("resume", "ref", "--runs-dir", tmp_path / "ref", "--no-progress", timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]  # the tuner's replay included
 
     runs = tmp_path / "killed"
     with ScriptedLLM(responder(replies, seed)) as srv:
-        proc = popen(*run_args(srv.base_url, runs, *args, "--run-id", "k", problem=problem, iterations=n))
+        proc = popen(
+            *run_args(srv.base_url, runs, *args, "--run-id", "k", problem=problem, iterations=n)
+        )
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             if (runs / "archive.db").exists() and len(_safe_outcomes(runs, "k")) >= n // 3:
@@ -307,11 +326,19 @@ def test_a_run_served_the_corpus_finishes_and_resume_replays_it(tmp_path):
     assert served["deep_sum_2950"][0] == "evaluated"  # and the tuner survived it
     # a reply applied to the same parent in both runs was decided alike (which of two equal
     # programs came first, and so which is the clone, is the order things finished in)
-    both = [k for k in set(ref_out) & set(killed_out) if "clone" not in (ref_out[k][0], killed_out[k][0])]
+    both = [
+        k
+        for k in set(ref_out) & set(killed_out)
+        if "clone" not in (ref_out[k][0], killed_out[k][0])
+    ]
     assert len(both) >= 10
     for key in both:
         assert killed_out[key] == ref_out[key], by_reply.get(key[0])
-    status = sqlite3.connect(runs / "archive.db").execute("SELECT status FROM runs WHERE run_id='k'").fetchone()
+    status = (
+        sqlite3.connect(runs / "archive.db")
+        .execute("SELECT status FROM runs WHERE run_id='k'")
+        .fetchone()
+    )
     assert status == ("finished",)
 
 
@@ -340,9 +367,13 @@ def test_the_breach_of_issue_37_in_a_function_block_runs_and_resumes(tmp_path):
     )
 
     def body(expr: str) -> str:
-        return f"```python\n    # EVOLVE-BLOCK-START\n    return {expr}\n    # EVOLVE-BLOCK-END\n```\n"
+        return (
+            f"```python\n    # EVOLVE-BLOCK-START\n    return {expr}\n    # EVOLVE-BLOCK-END\n```\n"
+        )
 
-    script = [Reply(body("+".join(["1"] * 2950) + "+x"))] + [Reply(body(f"x + {k}.5")) for k in range(1, 4)]
+    script = [Reply(body("+".join(["1"] * 2950) + "+x"))] + [
+        Reply(body(f"x + {k}.5")) for k in range(1, 4)
+    ]
     runs = tmp_path / "runs"
     with ScriptedLLM.from_list(script, then=Reply(body("x + 0.25"))) as srv:
         args = ["--parallel", "1", "--llm-parallel", "1", "--run-id", "b"]
@@ -353,6 +384,8 @@ def test_the_breach_of_issue_37_in_a_function_block_runs_and_resumes(tmp_path):
             assert again.returncode == 0, again.stderr[-2000:]
     db = sqlite3.connect(runs / "archive.db")
     rows = dict(db.execute("SELECT iteration, status FROM programs WHERE run_id='b'").fetchall())
-    tuned_from_deep = db.execute("SELECT count(*) FROM programs WHERE parent_id='b:1' AND kind='tune'").fetchone()
+    tuned_from_deep = db.execute(
+        "SELECT count(*) FROM programs WHERE parent_id='b:1' AND kind='tune'"
+    ).fetchone()
     db.close()
     assert rows[1] == "ok" and tuned_from_deep == (0,)  # evaluated; its numbers are not tuned

@@ -35,7 +35,9 @@ ROOT = os.geteuid() == 0
 ISOLATED = probe().bwrap is not None
 SORT = "def solve(xs):\n    return sorted(xs)\n"
 
-pytestmark = pytest.mark.skipif(not ISOLATED, reason="bubblewrap cannot isolate here: " + probe().summary())
+pytestmark = pytest.mark.skipif(
+    not ISOLATED, reason="bubblewrap cannot isolate here: " + probe().summary()
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +48,26 @@ def sandbox():
 
 
 def run(sb: LocalSandbox, code: str, problem: Path = DIRECT, **kw) -> EvalResult:
-    return sb.evaluate(EvalRequest(problem_dir=str(problem), program_code=code,
-                                   program_name="cand.py", split="train", limits=LIMITS, **kw))
+    return sb.evaluate(
+        EvalRequest(
+            problem_dir=str(problem),
+            program_code=code,
+            program_name="cand.py",
+            split="train",
+            limits=LIMITS,
+            **kw,
+        )
+    )
 
 
 def probe_code(body: str) -> str:
     """A candidate whose solve() runs `body` (which sets `seen`) and reports it as INFO."""
-    return ("import json, os, sys, ctypes, errno\n" + "seen = {}\n" + textwrap.dedent(body)
-            + "\nINFO = json.dumps(seen)\ndef solve():\n    return 0.5\n")
+    return (
+        "import json, os, sys, ctypes, errno\n"
+        + "seen = {}\n"
+        + textwrap.dedent(body)
+        + "\nINFO = json.dumps(seen)\ndef solve():\n    return 0.5\n"
+    )
 
 
 def seen(res: EvalResult) -> dict:
@@ -112,21 +126,25 @@ def hopper_problem(tmp_path_factory) -> Path:
     problem = root / "sorting"
     shutil.copytree(SORTING, problem)
     (root / "hopper.c").write_text(HOPPER_C)
-    subprocess.run(["cc", "-O2", "-o", str(problem / "evolve-hopper"), str(root / "hopper.c")], check=True)
+    subprocess.run(
+        ["cc", "-O2", "-o", str(problem / "evolve-hopper"), str(root / "hopper.c")], check=True
+    )
     return problem
 
 
 def test_pid_hopping_survivor_cannot_forge_the_trusted_score(sandbox, hopper_problem) -> None:
-    code = ("import atexit, os, subprocess\n"
-            "HOP = os.path.join(os.environ['PYTHONPATH'].split(':')[0], 'evolve-hopper')\n"
-            "subprocess.Popen([HOP])\n"  # hops while evaluate() runs, and afterwards
-            "atexit.register(lambda: subprocess.Popen([HOP]))\n"
-            "import time\n"
-            "def hopping():\n  for _ in range(2000):\n    for p in filter(str.isdigit, os.listdir('/proc')):\n"
-            "        try:\n            if open(f'/proc/{p}/comm').read().strip() == 'evolve-hopper':\n"
-            "                return True\n        except OSError:\n            pass\n    time.sleep(0.002)\n"
-            "assert hopping()\n"  # it really runs (else: a runtime error)
-            "def solve(xs):\n    return list(reversed(xs))\n")  # honest score: 0 sorted
+    code = (
+        "import atexit, os, subprocess\n"
+        "HOP = os.path.join(os.environ['PYTHONPATH'].split(':')[0], 'evolve-hopper')\n"
+        "subprocess.Popen([HOP])\n"  # hops while evaluate() runs, and afterwards
+        "atexit.register(lambda: subprocess.Popen([HOP]))\n"
+        "import time\n"
+        "def hopping():\n  for _ in range(2000):\n    for p in filter(str.isdigit, os.listdir('/proc')):\n"
+        "        try:\n            if open(f'/proc/{p}/comm').read().strip() == 'evolve-hopper':\n"
+        "                return True\n        except OSError:\n            pass\n    time.sleep(0.002)\n"
+        "assert hopping()\n"  # it really runs (else: a runtime error)
+        "def solve(xs):\n    return list(reversed(xs))\n"
+    )  # honest score: 0 sorted
     res = run(sandbox, code, hopper_problem)
     # 0.0 from the trusted score(); or invalid where the hopper's fake replaced evaluate()'s
     # result, which carries no outputs; or a runtime error where it wrote into the candidate's
@@ -164,7 +182,9 @@ def test_symlinks_and_locked_folders_do_not_redirect_cleanup(tmp_path) -> None:
 
 
 def test_processes_and_signals_stay_inside(sandbox) -> None:
-    res = run(sandbox, probe_code("""
+    res = run(
+        sandbox,
+        probe_code("""
         pids = [p for p in os.listdir('/proc') if p.isdigit()]
         seen['pids'] = sorted(map(int, pids))
         for target in (1, os.getppid()):
@@ -184,7 +204,8 @@ def test_processes_and_signals_stay_inside(sandbox) -> None:
             seen['renice'] = 'set'
         except OSError as e:
             seen['renice'] = e.errno
-    """))
+    """),
+    )
     info = seen(res)
     assert max(info["pids"]) < 20  # its own PID namespace: the host's processes are not there
     if os.geteuid() == 0:  # the candidate's uid is not its namespace init's
@@ -205,9 +226,17 @@ def test_secrets_and_root_only_files_are_out_of_reach(sandbox, tmp_path, monkeyp
     archive = tmp_path / "runs" / "archive.db"
     archive.parent.mkdir()
     archive.write_text("held-out scores")
-    paths = [str(canary), str(archive), "/etc/shadow", "/root/.bash_history", str(REPO / "pyproject.toml"),
-             sys.prefix + "/pyvenv.cfg"]
-    res = run(sandbox, probe_code(f"""
+    paths = [
+        str(canary),
+        str(archive),
+        "/etc/shadow",
+        "/root/.bash_history",
+        str(REPO / "pyproject.toml"),
+        sys.prefix + "/pyvenv.cfg",
+    ]
+    res = run(
+        sandbox,
+        probe_code(f"""
         for p in {paths!r}:
             try:
                 seen[p] = open(p).read()[:100]
@@ -226,7 +255,8 @@ def test_secrets_and_root_only_files_are_out_of_reach(sandbox, tmp_path, monkeyp
             seen['pth'] = 'written'
         except OSError as e:
             seen['pth'] = e.errno
-    """))
+    """),
+    )
     text = res.artifacts["info"]
     info = json.loads(text)
     assert "sk-canary" not in text and "canary-secret" not in text and "held-out" not in text
@@ -237,14 +267,17 @@ def test_secrets_and_root_only_files_are_out_of_reach(sandbox, tmp_path, monkeyp
 
 
 def test_writes_land_only_in_the_private_tmpfs(sandbox) -> None:
-    res = run(sandbox, probe_code("""
+    res = run(
+        sandbox,
+        probe_code("""
         for d in ('/scratch', '/tmp', '/dev/shm', '/run/lock', '/var/tmp', os.environ['PYTHONPATH']):
             try:
                 open(os.path.join(d, 'evolve-planted'), 'w').write('x')
                 seen[d] = 'written'
             except OSError as e:
                 seen[d] = e.errno
-    """))
+    """),
+    )
     info = seen(res)
     assert info["/scratch"] == info["/tmp"] == info["/dev/shm"] == "written"
     assert all(v != "written" for k, v in info.items() if k not in ("/scratch", "/tmp", "/dev/shm"))
@@ -253,7 +286,9 @@ def test_writes_land_only_in_the_private_tmpfs(sandbox) -> None:
 
 
 def test_tmpfs_is_bounded(sandbox) -> None:
-    res = run(sandbox, probe_code("""
+    res = run(
+        sandbox,
+        probe_code("""
         for d in ('/dev/shm', '/tmp'):
             n = 0
             try:
@@ -267,11 +302,14 @@ def test_tmpfs_is_bounded(sandbox) -> None:
             else:
                 seen[d] = [n, None]
             os.unlink(os.path.join(d, 'fill'))
-    """))
+    """),
+    )
     info = seen(res)
     for d in ("/dev/shm", "/tmp"):
         written, err = info[d]
-        assert err is not None and written < LIMITS.memory_mb, info  # full long before the memory limit
+        assert err is not None and written < LIMITS.memory_mb, (
+            info
+        )  # full long before the memory limit
 
 
 # ---- state that outlives an evaluation -------------------------------------------------
@@ -302,12 +340,17 @@ def test_ipc_and_keyrings_do_not_outlive_an_evaluation(sandbox) -> None:
 
 
 def test_no_user_namespaces_no_mounts(sandbox) -> None:
-    info = seen(run(sandbox, probe_code("""
+    info = seen(
+        run(
+            sandbox,
+            probe_code("""
         libc = ctypes.CDLL(None, use_errno=True)
         seen['unshare'] = [libc.unshare(0x10000000), ctypes.get_errno()]  # CLONE_NEWUSER
         seen['mount'] = [libc.mount(b'none', b'/scratch', b'tmpfs', 0, None), ctypes.get_errno()]
         seen['ptrace'] = [libc.ptrace(16, 1, 0, 0), ctypes.get_errno()]  # PTRACE_ATTACH init
-    """)))
+    """),
+        )
+    )
     assert info["unshare"] == [-1, 1] and info["mount"][0] == -1 and info["ptrace"][0] == -1
 
 
@@ -320,14 +363,19 @@ def test_loopback_services_of_the_host_are_unreachable(sandbox) -> None:
     accepted: list = []
     t = threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True)
     t.start()
-    info = seen(run(sandbox, probe_code(f"""
+    info = seen(
+        run(
+            sandbox,
+            probe_code(f"""
         import socket
         try:
             socket.create_connection(('127.0.0.1', {port}), timeout=2)
             seen['connect'] = 'connected'
         except OSError as e:
             seen['connect'] = str(e)
-    """)))
+    """),
+        )
+    )
     server.close()
     assert info["connect"] != "connected" and not accepted
 
@@ -336,12 +384,14 @@ def test_loopback_services_of_the_host_are_unreachable(sandbox) -> None:
 
 
 def test_forged_sandbox_error_is_a_runtime_error(sandbox) -> None:
-    code = ("import json, os, sys\n"
-            "fd = int(sys.argv[-1][3:])\n"  # the harness's result descriptor (fd:N)
-            "def solve():\n"
-            "    os.ftruncate(fd, 0); os.lseek(fd, 0, 0)\n"
-            "    os.write(fd, json.dumps({'status': 'sandbox_error', 'artifacts': {'error': 'infra!'}}).encode())\n"
-            "    os._exit(0)\n")
+    code = (
+        "import json, os, sys\n"
+        "fd = int(sys.argv[-1][3:])\n"  # the harness's result descriptor (fd:N)
+        "def solve():\n"
+        "    os.ftruncate(fd, 0); os.lseek(fd, 0, 0)\n"
+        "    os.write(fd, json.dumps({'status': 'sandbox_error', 'artifacts': {'error': 'infra!'}}).encode())\n"
+        "    os._exit(0)\n"
+    )
     res = run(sandbox, code)
     assert res.status == Status.RUNTIME_ERROR, res.artifacts
     assert "decided by the host" in res.artifacts["error"]
@@ -356,19 +406,30 @@ def test_evaluator_that_fails_to_import_is_a_sandbox_error(sandbox, tmp_path) ->
 
 
 def test_huge_result_file_is_refused_before_parsing(sandbox) -> None:
-    code = ("import os, sys\n"
-            "fd = int(sys.argv[-1][3:])\n"
-            "def solve():\n"
-            "    os.lseek(fd, 0, 0)\n"
-            "    chunk = b'[' + b'1,' * (2**20 // 2)\n"
-            "    for _ in range(60):\n"
-            "        os.write(fd, chunk)\n"
-            "    os._exit(0)\n")
+    code = (
+        "import os, sys\n"
+        "fd = int(sys.argv[-1][3:])\n"
+        "def solve():\n"
+        "    os.lseek(fd, 0, 0)\n"
+        "    chunk = b'[' + b'1,' * (2**20 // 2)\n"
+        "    for _ in range(60):\n"
+        "        os.write(fd, chunk)\n"
+        "    os._exit(0)\n"
+    )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    res = sandbox.evaluate(EvalRequest(problem_dir=str(DIRECT), program_code=code, program_name="cand.py",
-                                       split="train", limits=Limits(timeout_s=20, max_file_mb=128)))
+    res = sandbox.evaluate(
+        EvalRequest(
+            problem_dir=str(DIRECT),
+            program_code=code,
+            program_name="cand.py",
+            split="train",
+            limits=Limits(timeout_s=20, max_file_mb=128),
+        )
+    )
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    assert res.status == Status.RUNTIME_ERROR and "too large" in res.artifacts["error"], res.artifacts
+    assert res.status == Status.RUNTIME_ERROR and "too large" in res.artifacts["error"], (
+        res.artifacts
+    )
     assert (after - before) < 200 * 1024  # KiB: the 60 MB were never read
 
 
@@ -401,11 +462,16 @@ def test_unprivileged_user(request) -> None:
     request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
     base.chmod(0o755)
     home = base / "user"
-    shutil.copytree(REPO / "evaluators", home / "evaluators", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "evaluators", home / "evaluators", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copytree(DIRECT, home / "direct")
     shutil.copy(pyseccomp.__file__, home / "pyseccomp.py")  # one module: no other dependency
-    shutil.copytree(Path(psutil.__file__).parent, home / "psutil",  # its C part is abi3
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(psutil.__file__).parent,
+        home / "psutil",  # its C part is abi3
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     canary = home / "user-secret"  # the user's own file, readable by the user outside the sandbox
     canary.write_text("user-canary")
     for p in [home, *home.rglob("*")]:
@@ -419,7 +485,9 @@ def test_unprivileged_user(request) -> None:
             except OSError as e:
                 seen['file'] = e.errno
         """),
-        "pids": probe_code("seen['pids'] = max(int(p) for p in os.listdir('/proc') if p.isdigit())"),
+        "pids": probe_code(
+            "seen['pids'] = max(int(p) for p in os.listdir('/proc') if p.isdigit())"
+        ),
         "userns": probe_code("""
             libc = ctypes.CDLL(None, use_errno=True)
             seen['unshare'] = libc.unshare(0x10000000)
@@ -436,17 +504,37 @@ def test_unprivileged_user(request) -> None:
         "ipc": probe_code(IPC_WRITE),
         "ipc_after": probe_code(IPC_READ),
     }
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": str(home),
-           "OPENAI_API_KEY": "sk-user-canary"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "PYTHONPATH": str(home),
+        "OPENAI_API_KEY": "sk-user-canary",
+    }
     proc = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-         "/usr/bin/python3", "-c", DRIVER, json.dumps(attacks), str(home / "direct")],
-        capture_output=True, text=True, env=env, cwd=str(home), timeout=300,
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            DRIVER,
+            json.dumps(attacks),
+            str(home / "direct"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(home),
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.splitlines()[-1])
     if any("bubblewrap" in lost for lost in out["lost"]):
-        pytest.skip("unprivileged user namespaces are not available here: " + "; ".join(out["lost"]))
+        pytest.skip(
+            "unprivileged user namespaces are not available here: " + "; ".join(out["lost"])
+        )
     info = {k: json.loads(v[2]) for k, v in out.items() if k != "lost" and v[0] == Status.OK}
     assert set(info) == set(attacks), out
     assert info["env"]["env"] == {} and info["file"]["file"] != "user-canary"
@@ -510,8 +598,10 @@ def test_trusted_score_runs_under_another_uid(sandbox, tmp_path) -> None:
     problem = tmp_path / "uids"
     shutil.copytree(SORTING, problem)
     with open(problem / "evaluator.py", "a") as f:  # score() reports its uid beside the result
-        f.write("\n_score = score\ndef score(outputs, split):\n    import os\n    r = _score(outputs, split)\n"
-                "    r['metrics']['score_uid'] = os.getuid()\n    return r\n")
+        f.write(
+            "\n_score = score\ndef score(outputs, split):\n    import os\n    r = _score(outputs, split)\n"
+            "    r['metrics']['score_uid'] = os.getuid()\n    return r\n"
+        )
     code = "import os\nUID = os.getuid()\ndef solve(xs):\n    return sorted(xs) if UID else xs\n"
     res = run(sandbox, code, problem)
     assert res.status == Status.OK and res.score == 1.0

@@ -35,7 +35,7 @@ HONEST = "def solve():\n    return 0.5\n"
 # A native problem with a trusted score(): evaluate() reports the candidate's solve() as
 # its outputs (and INFO as an artifact); score() re-checks them and says what the
 # trusted process saw of its own surroundings.
-PROBE_EVALUATOR = '''\
+PROBE_EVALUATOR = """\
 import importlib.util, json, os
 
 
@@ -58,7 +58,7 @@ def score(outputs, split):
     if not isinstance(outputs, (int, float)):
         return {"valid": False, "artifacts": {"error": "not a number"}}
     return {"score": float(outputs), "artifacts": {"trusted": json.dumps(seen)}}
-'''
+"""
 
 # What an honest candidate sees of the container it was given: anything left by others.
 LOOKAROUND = textwrap.dedent("""\
@@ -85,8 +85,13 @@ NOTHING_LEFT = {"procs": [], "ipc": {"shm": [], "msg": [], "sem": []}, "nice": 0
 
 
 def request(code: str, problem: Path = DIRECT, limits: Limits = LIMITS) -> EvalRequest:
-    return EvalRequest(problem_dir=str(problem), program_code=code, program_name="cand.py",
-                       split="train", limits=limits)
+    return EvalRequest(
+        problem_dir=str(problem),
+        program_code=code,
+        program_name="cand.py",
+        split="train",
+        limits=limits,
+    )
 
 
 def info(res: EvalResult) -> dict:
@@ -186,13 +191,19 @@ def test_agent_sabotage_is_refused_and_next_evaluation_scores(sandbox: DockerSan
     assert_next_is_clean(sandbox)
 
 
-@pytest.mark.parametrize("sabotage", [
-    "import resource; resource.prlimit(1, resource.RLIMIT_NPROC, (1, 1))",
-    "import resource; resource.prlimit(1, resource.RLIMIT_NOFILE, (8, 8))",
-    "import os; os.setpriority(os.PRIO_PROCESS, 1, 15)",
-    "import os; os.sched_setaffinity(1, {min(os.sched_getaffinity(1))})",
-], ids=["nproc", "nofile", "renice", "affinity"])
-def test_drifted_agent_is_replaced_before_anyone_is_charged(sandbox: DockerSandbox, sabotage: str) -> None:
+@pytest.mark.parametrize(
+    "sabotage",
+    [
+        "import resource; resource.prlimit(1, resource.RLIMIT_NPROC, (1, 1))",
+        "import resource; resource.prlimit(1, resource.RLIMIT_NOFILE, (8, 8))",
+        "import os; os.setpriority(os.PRIO_PROCESS, 1, 15)",
+        "import os; os.sched_setaffinity(1, {min(os.sched_getaffinity(1))})",
+    ],
+    ids=["nproc", "nofile", "renice", "affinity"],
+)
+def test_drifted_agent_is_replaced_before_anyone_is_charged(
+    sandbox: DockerSandbox, sabotage: str
+) -> None:
     """Were a sabotage of the agent ever to succeed (here done through the engine by a
     process with the agent's own uid and capabilities, which no candidate has), the
     agent's own check sees the drift, refuses the launch, and the host replaces the
@@ -259,12 +270,22 @@ REACH_SCORE = textwrap.dedent("""\
 def test_candidate_cannot_reach_the_trusted_score(sandbox: DockerSandbox, probe: Path) -> None:
     res = sandbox.evaluate(request(REACH_SCORE, probe))
     assert (res.status, res.score) == (Status.OK, 3.0), res.artifacts
-    assert info(res) == {"list_score": "EACCES", "write_score": "EACCES", "list_out": "EACCES",
-                         "write_out": "EACCES", "chmod_tmp": "EPERM"}
+    assert info(res) == {
+        "list_score": "EACCES",
+        "write_score": "EACCES",
+        "list_out": "EACCES",
+        "write_out": "EACCES",
+        "chmod_tmp": "EPERM",
+    }
     assert "killed" in res.artifacts["cleanup"]  # the survivor, before score() started
     trusted = json.loads(res.artifacts["trusted"])
-    assert trusted == {"uid": 10002, "home": "/score", "home_entries": [], "tmp_entries": [],
-                       "others": []}, trusted
+    assert trusted == {
+        "uid": 10002,
+        "home": "/score",
+        "home_entries": [],
+        "tmp_entries": [],
+        "others": [],
+    }, trusted
     assert_next_is_clean(sandbox)
 
 
@@ -349,12 +370,15 @@ IPC_LEAVER = textwrap.dedent("""\
     def solve():
         return 1.0
     """)
-IPC_FINDER = LOOKAROUND.replace("LEFT = _left()", textwrap.dedent("""\
+IPC_FINDER = LOOKAROUND.replace(
+    "LEFT = _left()",
+    textwrap.dedent("""\
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     LEFT = _left()
     LEFT['keys'] = [libc.shmget(0x5EED, 0, 0), libc.msgget(0x5EEE, 0), libc.semget(0x5EEF, 0, 0),
-                    libc.mq_open(b'/evolve-left', os.O_RDONLY, 0, None)]"""))
+                    libc.mq_open(b'/evolve-left', os.O_RDONLY, 0, None)]"""),
+)
 
 
 def test_ipc_objects_are_gone_for_the_next_candidate(sandbox: DockerSandbox) -> None:
@@ -405,7 +429,9 @@ def test_real_sandbox_error_still_counts(sandbox: DockerSandbox, tmp_path: Path)
     tmp_path.chmod(0o755)
     broken.chmod(0o755)
     res = sandbox.evaluate(request(HONEST, broken))
-    assert res.status == Status.SANDBOX_ERROR and "no simulator here" in res.artifacts["error"], res.artifacts
+    assert res.status == Status.SANDBOX_ERROR and "no simulator here" in res.artifacts["error"], (
+        res.artifacts
+    )
 
 
 HUGE_RESULT = textwrap.dedent("""\
@@ -424,7 +450,9 @@ HUGE_RESULT = textwrap.dedent("""\
 
 def test_huge_result_file_is_refused_without_reading_it(sandbox: DockerSandbox) -> None:
     limits = Limits(timeout_s=20.0, memory_mb=512, max_procs=32, max_file_mb=100, max_output_kb=8)
-    assert sandbox.evaluate(request(HONEST, limits=limits)).status == Status.OK  # warm, memory settled
+    assert (
+        sandbox.evaluate(request(HONEST, limits=limits)).status == Status.OK
+    )  # warm, memory settled
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     res = sandbox.evaluate(request(HUGE_RESULT, limits=limits))
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_kb) / 1024
@@ -535,11 +563,13 @@ def test_held_out_data_is_invisible_in_train(docker_image, tmp_path) -> None:  #
     (problem / "data").mkdir()
     (problem / "data" / "train.txt").write_text("train-rows")
     (problem / "data" / "test.txt").write_text("held-out-rows")
-    code = ("import json, os\nseen = {}\n"
-            "for root in (os.environ['EVOLVE_DATA_DIR'], os.path.join(os.environ['PYTHONPATH'], 'data')):\n"
-            "    for name in ('train.txt', 'test.txt'):\n"
-            "        seen[root + '/' + name] = open(os.path.join(root, name)).read()\n"
-            "INFO = json.dumps(seen)\ndef solve():\n    return 0.5\n")
+    code = (
+        "import json, os\nseen = {}\n"
+        "for root in (os.environ['EVOLVE_DATA_DIR'], os.path.join(os.environ['PYTHONPATH'], 'data')):\n"
+        "    for name in ('train.txt', 'test.txt'):\n"
+        "        seen[root + '/' + name] = open(os.path.join(root, name)).read()\n"
+        "INFO = json.dumps(seen)\ndef solve():\n    return 0.5\n"
+    )
     sb = DockerSandbox(max_parallel=1, run_id=f"test-split-{os.getpid()}", image=docker_image)
     try:
         ev = CandidateEvaluator(load_problem(problem), sb)

@@ -55,20 +55,37 @@ def test_include_must_name_an_existing_python_file(tmp_path):
     (tmp_path / "evaluator.py").write_text("def evaluate(p, s):\n    return {}\n")
     toml = (PROBLEM / "problem.toml").read_text()
     (tmp_path / "problem.toml").write_text(toml.replace("../common/scorer.py", "../nowhere.py"))
-    with pytest.raises(ProblemError, match="'include' entry '../nowhere.py' must name an existing .py file"):
+    with pytest.raises(
+        ProblemError, match="'include' entry '../nowhere.py' must name an existing .py file"
+    ):
         load_problem(tmp_path)
 
 
 def test_evaluator_command_line(tmp_path):
     program = tmp_path / "p.py"
     program.write_text(GOOD)
-    r = subprocess.run([sys.executable, str(PROBLEM / "evaluator.py"), str(program)], capture_output=True,
-                       text=True, env=env(), timeout=60)
+    r = subprocess.run(
+        [sys.executable, str(PROBLEM / "evaluator.py"), str(program)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     lines = [json.loads(line) for line in r.stdout.splitlines()]
-    assert [(x["split"], x["score"], x["valid"]) for x in lines] == [("train", 36.0, True), ("test", 180.0, True)]
+    assert [(x["split"], x["score"], x["valid"]) for x in lines] == [
+        ("train", 36.0, True),
+        ("test", 180.0, True),
+    ]
     blocks_only = tmp_path / "b.py"  # a baseline holding only its block is completed from the seed
-    blocks_only.write_text('"""Triple."""\n# EVOLVE-BLOCK-START\ndef double(x):\n    return 3 * x\n# EVOLVE-BLOCK-END\n')
-    r = subprocess.run([sys.executable, str(PROBLEM / "evaluator.py"), str(blocks_only), "train"],
-                       capture_output=True, text=True, env=env(), timeout=60)
+    blocks_only.write_text(
+        '"""Triple."""\n# EVOLVE-BLOCK-START\ndef double(x):\n    return 3 * x\n# EVOLVE-BLOCK-END\n'
+    )
+    r = subprocess.run(
+        [sys.executable, str(PROBLEM / "evaluator.py"), str(blocks_only), "train"],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=60,
+    )
     assert json.loads(r.stdout)["error"] == "wrong doubles"

@@ -93,7 +93,9 @@ def import_graph(
                     pkg = pkg[: len(pkg) - (node.level - 1)]
                     base = ".".join([*pkg, base] if base else pkg)
                 # `from evolve.cli import run` imports the module evolve.cli.run
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names
+                ]
             for t in targets:
                 names[mod].add(t)
                 k = known(t)
@@ -112,7 +114,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         path.append(m)
         for n in sorted(edges.get(m, ())):
             if state.get(n) == 1:
-                return path[path.index(n):] + [n]
+                return path[path.index(n) :] + [n]
             if n not in state:
                 found = visit(n)
                 if found:
@@ -186,8 +188,16 @@ def upward_imports(names: dict[str, set[str]]) -> list[str]:
 def test_no_import_cycle_in_evolve_evaluators_and_prompts():
     edges, _ = import_graph(ROOT)
     # the walk found the three packages and the wings
-    assert {"prompts", "evolve.controller", "evolve.cli.run", "evaluators.sandbox", "evaluators.inside.harness",
-            "evaluators.local.sandbox", "evaluators.docker.sandbox", "evaluators.ray.node"} <= set(edges)
+    assert {
+        "prompts",
+        "evolve.controller",
+        "evolve.cli.run",
+        "evaluators.sandbox",
+        "evaluators.inside.harness",
+        "evaluators.local.sandbox",
+        "evaluators.docker.sandbox",
+        "evaluators.ray.node",
+    } <= set(edges)
     cycle = find_cycle(edges)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -250,15 +260,21 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     edges, names = import_graph(tmp_path)
     assert edges["evolve.cli.run"] == {"evolve.cli", "evolve.controller"}
     assert find_cycle(edges) == ["evolve.cli", "evolve.cli.run", "evolve.cli"]
-    assert loop_violations(edges, names) == ["evolve.controller -> evolve.cli.progress",
-                                             "evolve.llm.client -> rich.console",
-                                             "evolve.population -> evolve.web.charts"]
-    assert inside_violations(names) == ["evaluators.inside.kit -> numpy",
-                                        "evaluators.inside.worker -> evaluators.sandbox",
-                                        "evaluators.inside.worker -> psutil"]
+    assert loop_violations(edges, names) == [
+        "evolve.controller -> evolve.cli.progress",
+        "evolve.llm.client -> rich.console",
+        "evolve.population -> evolve.web.charts",
+    ]
+    assert inside_violations(names) == [
+        "evaluators.inside.kit -> numpy",
+        "evaluators.inside.worker -> evaluators.sandbox",
+        "evaluators.inside.worker -> psutil",
+    ]
     assert template_violations(names) == ["prompts -> evolve.cli", "prompts -> rich"]
-    assert upward_imports(names) == ["evaluators.ray.node -> evolve.controller",
-                                     "evaluators.ray.sandbox -> evolve.problem"]
+    assert upward_imports(names) == [
+        "evaluators.ray.node -> evolve.controller",
+        "evaluators.ray.sandbox -> evolve.problem",
+    ]
 
 
 def test_a_planted_cycle_across_the_packages_is_found(tmp_path):
@@ -278,8 +294,12 @@ def test_a_planted_cycle_across_the_packages_is_found(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     edges, _ = import_graph(tmp_path)
-    assert find_cycle(edges) == ["evaluators.ray.node", "evolve.sandboxes", "evaluators.ray.sandbox",
-                                 "evaluators.ray.node"]
+    assert find_cycle(edges) == [
+        "evaluators.ray.node",
+        "evolve.sandboxes",
+        "evaluators.ray.sandbox",
+        "evaluators.ray.node",
+    ]
     (tmp_path / "evaluators/ray/node.py").write_text("def run():\n    pass\n")  # the arrow gone
     assert find_cycle(import_graph(tmp_path)[0]) is None
 
@@ -300,11 +320,14 @@ def test_the_image_carries_every_module_the_harness_needs():
             needed.add(m)
             todo.extend(edges[m])
     assert all(under(m, INSIDE) for m in needed), sorted(needed)
-    carried = {module_name(p, INSIDE_DIR.parent.parent) for p in sandbox_files() if p.suffix == ".py"}
+    carried = {
+        module_name(p, INSIDE_DIR.parent.parent) for p in sandbox_files() if p.suffix == ".py"
+    }
     assert needed <= carried, sorted(needed - carried)
     for dockerfile in ("Dockerfile", "Dockerfile.layer"):
         copy = next(
-            line for line in (DOCKER_DIR / dockerfile).read_text().splitlines()
+            line
+            for line in (DOCKER_DIR / dockerfile).read_text().splitlines()
             if line.startswith("COPY") and "agent.py" in line
         )
         assert copy.split()[1:] == ["inside/", "docker/agent.py", "/opt/evolve/"], dockerfile

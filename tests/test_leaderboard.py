@@ -25,7 +25,7 @@ from tests.cli_helpers import archive_json, evolve, run_args
 from tests.scripted_llm import ScriptedLLM
 
 # f(x) should be x*x on 40 points drawn under the data seed (the train and test points differ)
-EVALUATOR = '''
+EVALUATOR = """
 import importlib.util
 import random
 
@@ -47,7 +47,7 @@ def evaluate(program_path, split):
 def score(outputs, split):
     err = sum(abs(y - x * x) for x, y in zip(_points(split), outputs["ys"])) / 40
     return {"score": -err, "metrics": {"err": err}}
-'''
+"""
 SEED = "# EVOLVE-BLOCK-START\ndef f(x):\n    return 5.0 * x\n# EVOLVE-BLOCK-END\n"
 CHILD = "def f(x):\n    return x * x - x\n"  # what the model answers, in every run
 REPLY = f"An idea.\n\n```python\n# EVOLVE-BLOCK-START\n{CHILD}# EVOLVE-BLOCK-END\n```\n"
@@ -182,9 +182,14 @@ def test_the_baselines_are_scored_on_the_same_leaderboard_seed(three_runs, tmp_p
         time.sleep(0.1)
     (five_x,) = board["baselines"]
     assert five_x["status"] == "ok" and board["baselines_data"] == "leaderboard"
-    seed_lb = _rows(runs, "SELECT score, test_score FROM leaderboard_scores WHERE program_id='r1:0'")
+    seed_lb = _rows(
+        runs, "SELECT score, test_score FROM leaderboard_scores WHERE program_id='r1:0'"
+    )
     # the baseline is the seed's code: on the same data, the same numbers
-    assert (five_x["score"], five_x["test_score"]) == (seed_lb[0]["score"], seed_lb[0]["test_score"])
+    assert (five_x["score"], five_x["test_score"]) == (
+        seed_lb[0]["score"],
+        seed_lb[0]["test_score"],
+    )
     public = scorer.scores(str(problem))  # on the public data it is another number
     for _ in range(600):
         if public[0].status != "pending":

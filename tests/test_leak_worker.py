@@ -214,7 +214,7 @@ def probe():
             "echo": globals().get("ECHO")}
 '''
 
-EVALUATOR = '''
+EVALUATOR = """
 import json
 from evaluators import kit
 
@@ -228,10 +228,10 @@ def evaluate(program_path, split):
     result = kit.evaluate(program_path, split, "probe", _run)
     result.setdefault("score", 1.0)
     return result
-'''
+"""
 
 # The same probe, imported into the harness's own process (no worker, no Landlock).
-IN_HARNESS_EVALUATOR = '''
+IN_HARNESS_EVALUATOR = """
 import importlib.util, json
 
 
@@ -240,7 +240,7 @@ def evaluate(program_path, split):
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     return {"score": 1.0, "artifacts": {"seen": json.dumps(m.probe())}}
-'''
+"""
 
 
 def canary(kind: str) -> str:

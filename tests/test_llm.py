@@ -12,8 +12,14 @@ MSG = [{"role": "user", "content": "hi"}]
 
 
 def _client(url, **kw):
-    cfg = LLMConfig(models=(ModelSpec("gpt-4o-mini"),), api_base=url, timeout_s=kw.pop("timeout_s", 5.0),
-                    max_retries=kw.pop("max_retries", 3), backoff_s=0.01, **kw)
+    cfg = LLMConfig(
+        models=(ModelSpec("gpt-4o-mini"),),
+        api_base=url,
+        timeout_s=kw.pop("timeout_s", 5.0),
+        max_retries=kw.pop("max_retries", 3),
+        backoff_s=0.01,
+        **kw,
+    )
     return LLMClient(cfg, PriceTable.load(), seed=0)
 
 
@@ -36,7 +42,12 @@ def test_usage_and_cost_are_counted():
 
 
 def test_retries_on_429_500_and_dropped_connections_then_succeeds():
-    script = [Reply("busy", status=429), Reply("boom", status=500), Reply(drop_connection=True), Reply("ok")]
+    script = [
+        Reply("busy", status=429),
+        Reply("boom", status=500),
+        Reply(drop_connection=True),
+        Reply("ok"),
+    ]
     with ScriptedLLM.from_list(script, then="late") as srv:
         r = _run(_complete(_client(srv.base_url)))
         assert srv.counters["chat"] == 4
@@ -90,8 +101,8 @@ def test_model_spec_parse():
 
 def test_price_table_file(tmp_path):
     f = tmp_path / "p.toml"
-    f.write_text('mine = {input = 1.0, output = 2.0}\n')
+    f.write_text("mine = {input = 1.0, output = 2.0}\n")
     assert PriceTable.load(f).cost("mine", 1_000_000, 1_000_000) == pytest.approx(3.0)
-    f.write_text('mine = {input = 1.0}\n')
+    f.write_text("mine = {input = 1.0}\n")
     with pytest.raises(ValueError, match="'mine' must have 'input' and 'output'"):
         PriceTable.load(f)

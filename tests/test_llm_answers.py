@@ -60,7 +60,9 @@ def test_a_bad_answer_is_a_retried_failed_call_and_the_run_goes_on(tmp_path, nam
     failed = _failed(calls)
     assert [c["iteration"] for c in failed] == [2, 2]
     for k, c in enumerate(failed, 1):
-        assert c["error"].startswith(f"attempt {k}/4 failed: bad answer: {REASONS[name]}"), c["error"]
+        assert c["error"].startswith(f"attempt {k}/4 failed: bad answer: {REASONS[name]}"), c[
+            "error"
+        ]
         assert "retrying in" in c["error"] and "\n" not in c["error"]
         assert len(c["error"]) < 500 and c["cost_usd"] == 0 and c["prompt_tokens"] == 0
     assert len(calls) - len(failed) == 2  # the two answers, stored as answered
@@ -136,7 +138,7 @@ def test_a_body_without_its_length_is_read_up_to_the_cap_only():
 
 
 def test_negative_and_absurd_usage_never_counts_as_spend():
-    assert PriceTable.load().cost("gpt-4o-mini", -10**9, -10**9) == 0.0
+    assert PriceTable.load().cost("gpt-4o-mini", -(10**9), -(10**9)) == 0.0
     for name in ("usage_negative", "usage_absurd", "usage_str"):
         with pytest.raises(BadAnswer):
             parse_completion(_body(FAULTS[name]))
@@ -148,8 +150,13 @@ def _body(reply: Reply) -> bytes:
     """The body the scripted server sends for `reply` (its usage faults only)."""
     import json
 
-    usage = reply.usage or {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
-    return json.dumps({"choices": [{"message": {"content": reply.content}}], "usage": usage}).encode()
+    usage = reply.usage or {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+    }
+    return json.dumps(
+        {"choices": [{"message": {"content": reply.content}}], "usage": usage}
+    ).encode()
 
 
 def test_negative_usage_does_not_defeat_the_budget(tmp_path):
@@ -166,7 +173,7 @@ def test_negative_usage_does_not_defeat_the_budget(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     db = sqlite3.connect(runs / "archive.db")
-    (status, reason), = db.execute("SELECT status, stop_reason FROM runs").fetchall()
+    ((status, reason),) = db.execute("SELECT status, stop_reason FROM runs").fetchall()
     costs = [c for (c,) in db.execute("SELECT cost_usd FROM llm_calls ORDER BY call_id")]
     errors = [e for (e,) in db.execute("SELECT error FROM llm_calls WHERE error IS NOT NULL")]
     db.close()

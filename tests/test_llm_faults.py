@@ -50,7 +50,9 @@ class Run:
     """One run of the toy problem through the real Controller; `screen` is what the
     command line's RunProgress (plain mode) printed; the LLM client waits on `clock`."""
 
-    def __init__(self, tmp_path: Path, url: str, iterations: int, clock: FakeClock | None = None, **cfg):
+    def __init__(
+        self, tmp_path: Path, url: str, iterations: int, clock: FakeClock | None = None, **cfg
+    ):
         self.clock = clock or FakeClock()
         self.problem = load_problem(toy_problem(tmp_path / "toy"))
         self.cfg = RunConfig(
@@ -153,7 +155,10 @@ def test_a_call_that_fails_every_attempt_is_recorded_and_the_run_goes_on(tmp_pat
     failed = _failed(run.calls())
     assert [c["iteration"] for c in failed] == [2, 2]
     assert failed[0]["error"].startswith("attempt 1/2 failed: HTTP 502: down")
-    assert "failed after 2 attempts" in failed[1]["error"] and "HTTP 502: still down" in failed[1]["error"]
+    assert (
+        "failed after 2 attempts" in failed[1]["error"]
+        and "HTTP 502: still down" in failed[1]["error"]
+    )
     assert (run.ctl.stats.llm_retries, run.ctl.stats.llm_failed) == (1, 1)
     assert len(run.clock.waits) == 1  # one retry; the last failure is not waited on
     assert "LLM: 1 retry, 1 failed call, last HTTP 502" in status_line(run.ctl.stats)
@@ -189,7 +194,9 @@ def test_retry_after_http_date_on_503_is_honoured():
 
         async def ask():
             try:
-                return await client.complete([{"role": "user", "content": "hi"}], "m", on_retry=seen.append)
+                return await client.complete(
+                    [{"role": "user", "content": "hi"}], "m", on_retry=seen.append
+                )
             finally:
                 await client.close()
 
@@ -274,8 +281,14 @@ def test_retry_after_parsing_and_cap():
     now = 1_000_000.0
     assert parse_retry_after({"retry-after": "7"}, now) == 7.0
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}, now) == 1.5
-    assert parse_retry_after({"retry-after": email.utils.formatdate(now + 30, usegmt=True)}, now) == 30.0
-    assert parse_retry_after({"retry-after": email.utils.formatdate(now - 30, usegmt=True)}, now) == 0.0
+    assert (
+        parse_retry_after({"retry-after": email.utils.formatdate(now + 30, usegmt=True)}, now)
+        == 30.0
+    )
+    assert (
+        parse_retry_after({"retry-after": email.utils.formatdate(now - 30, usegmt=True)}, now)
+        == 0.0
+    )
     assert parse_retry_after({"retry-after": "soon"}, now) is None
     assert parse_retry_after({}, now) is None
 
@@ -285,7 +298,9 @@ def test_retry_after_parsing_and_cap():
         with ScriptedLLM.from_list([reply]) as srv:
             client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
             try:
-                client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "hi"}]
+                )
             except openai.APIStatusError as e:
                 return e
             finally:

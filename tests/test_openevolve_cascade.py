@@ -192,7 +192,9 @@ def evaluate(path):  # noqa: F811
         "evaluate_stage1",
         "evaluate_stage2",
     ]
-    train = json.loads(evolve("eval", root, seed, "--json", "--split", "train", "--sandbox", "local").stdout)
+    train = json.loads(
+        evolve("eval", root, seed, "--json", "--split", "train", "--sandbox", "local").stdout
+    )
     assert train["score"] == full["score"]
     one = json.loads(
         evolve("eval", root, seed, "--json", "--stage", "evaluate", "--sandbox", "local").stdout

@@ -81,7 +81,9 @@ def test_unknown_keys_are_ignored_with_one_warning_each_and_the_folder_loads(tmp
     assert len(problem.notices) == 3
     first = problem.notices[0]
     assert first.startswith(f"warning: {tmp_path / 'oe' / 'config.yaml'}: unknown key ")
-    assert "'parallel_evaluations' ignored (did you mean 'evaluator.parallel_evaluations'?)" in first
+    assert (
+        "'parallel_evaluations' ignored (did you mean 'evaluator.parallel_evaluations'?)" in first
+    )
     assert "--strict-config" in first
     assert "unknown key 'novelty' ignored" in problem.notices[1]
 
@@ -231,9 +233,7 @@ def test_config_picks_another_file_of_the_folder(tmp_path):
     assert plain.iterations is None and plain.config_file is None
     line = config_line(plain) or ""
     assert "config_phase_1.yaml, config_phase_2.yaml" in line and "--config FILE" in line
-    assert any(
-        "not read: config_phase_1.yaml, config_phase_2.yaml" in x for x in describe(plain)
-    )
+    assert any("not read: config_phase_1.yaml, config_phase_2.yaml" in x for x in describe(plain))
     picked = load_problem(oe, Overrides(config="config_phase_1.yaml"))
     assert picked.iterations == 7 and picked.config_file == oe / "config_phase_1.yaml"
     assert "config_phase_2.yaml" in (config_line(picked) or "")

@@ -33,7 +33,9 @@ from tests.docker_support import docker_image  # noqa: F401  (the session fixtur
 from tests.openevolve_reference import DIRECT_CHILD, openevolve_score
 
 FIXTURES = ROOT / "tests" / "fixtures" / "openevolve"
-STAND_IN = ROOT / "evaluators" / "inside" / "openevolve_compat"  # where the stand-in `openevolve` lives
+STAND_IN = (
+    ROOT / "evaluators" / "inside" / "openevolve_compat"
+)  # where the stand-in `openevolve` lives
 SEED = "initial_program.py"
 FIXTURE_ENV = ("FIXTURE_MODE",)  # never inherited: only --env passes it
 
@@ -58,6 +60,7 @@ DOCKER_CASES = {
 }
 PRINTED_OUT = "stdout_artifact: progress line printed to the real stdout"
 PRINTED_ERR = "stdout_artifact: warning printed to the real stderr"
+
 
 def copy_fixture(name: str, dest: Path) -> Path:
     shutil.copytree(FIXTURES / name, dest, ignore=shutil.ignore_patterns("__pycache__"))
@@ -287,7 +290,7 @@ def test_a_run_layers_the_folders_requirements_on_the_docker_image(docker_image,
     assert row["score"] == pytest.approx(DOCKER_CASES["requirements_txt"][1], rel=1e-9)
 
 
-ASYNC_EVALUATOR = '''
+ASYNC_EVALUATOR = """
 import asyncio
 import importlib.util
 
@@ -298,7 +301,7 @@ async def evaluate(program_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return {"combined_score": float(module.run())}
-'''
+"""
 
 
 def test_an_async_evaluate_is_awaited(tmp_path):
@@ -316,3 +319,48 @@ def test_an_async_evaluate_is_awaited(tmp_path):
     assert r.returncode == 0, r.stderr[-1500:]
     got = json.loads(r.stdout)
     assert (got["status"], got["score"]) == ("ok", 0.625), got
+
+
+# as OpenEvolve's attention_optimization checks what it is given
+TMP_PATH_EVALUATOR = """
+import importlib.util
+import os
+
+from openevolve.evaluation_result import EvaluationResult
+
+SEEN = []
+
+
+def evaluate(program_path):
+    if not (program_path.startswith("/tmp/tmp") and program_path.endswith(".py")):
+        return {"error": 1000.0}
+    if program_path in SEEN or not os.path.isfile(program_path):
+        return {"error": 999.0}
+    SEEN.append(program_path)
+    spec = importlib.util.spec_from_file_location("program", program_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return EvaluationResult({"combined_score": float(module.run())}, {"path": program_path})
+"""
+
+
+@pytest.mark.parametrize("sandbox", ["local", "fallback", "docker"])
+def test_the_candidate_lies_where_openevolve_writes_it(sandbox, request, tmp_path):
+    """A uniquely named .py file under /tmp, as OpenEvolve's NamedTemporaryFile: an evaluator
+    that accepts no other path scored every candidate as its worst (1000.0: the best score a
+    run could reach, under OpenEvolve's rule of averaging the numeric metrics)."""
+    extra = {"EVOLVE_LOCAL_ISOLATION": "off"} if sandbox == "fallback" else {}
+    if sandbox == "docker":
+        extra["EVOLVE_SANDBOX_IMAGE"] = request.getfixturevalue("docker_image")
+    folder = tmp_path / "tmp_path"
+    folder.mkdir()
+    (folder / "evaluator.py").write_text(TMP_PATH_EVALUATOR)
+    (folder / SEED).write_text(
+        "# EVOLVE-BLOCK-START\ndef run():\n    return 0.375\n# EVOLVE-BLOCK-END\n"
+    )
+    run = evolve_eval(
+        folder, SEED, sandbox="local" if sandbox == "fallback" else sandbox, extra_env=extra
+    )
+    out = assert_ok(run)
+    assert out["score"] == 0.375, run.why()
+    assert not Path(out["artifacts"]["path"]).exists()  # the machine's own /tmp, without namespaces

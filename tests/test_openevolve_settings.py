@@ -317,7 +317,9 @@ def test_openevolve_fixture_evaluator(tmp_path):
 
     from evolve.edits.blocks import complete_from_seed
 
-    spec = importlib.util.spec_from_file_location("_oe_fixture_evaluator", OPENEVOLVE_FIXTURE / "evaluator.py")
+    spec = importlib.util.spec_from_file_location(
+        "_oe_fixture_evaluator", OPENEVOLVE_FIXTURE / "evaluator.py"
+    )
     fx = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fx)
     first = fx.evaluate(str(OPENEVOLVE_FIXTURE / "initial_program.py"))
@@ -325,6 +327,8 @@ def test_openevolve_fixture_evaluator(tmp_path):
     (tmp_path / "best_fit.py").write_text(complete_from_seed(best_fit, SEED))
     best = fx.evaluate(str(tmp_path / "best_fit.py"))
     assert 0.5 < first["combined_score"] < best["combined_score"] < 1.0
-    assert fx.evaluate_stage1(str(OPENEVOLVE_FIXTURE / "initial_program.py"))["combined_score"] > 0.5
+    assert (
+        fx.evaluate_stage1(str(OPENEVOLVE_FIXTURE / "initial_program.py"))["combined_score"] > 0.5
+    )
     assert set(first) == {"combined_score", "excess_pct", "bins_used", "lower_bound"}
     assert re.search(r"EVOLVE-BLOCK-START\n.*\n# EVOLVE-BLOCK-END", SEED, re.S)

@@ -23,6 +23,7 @@ import pytest
 
 from evaluators.local.reachable import SCRATCH_ROOT
 from tests.cli_helpers import archive_json, evolve, popen, run_args
+from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
 from tests.scripted_llm import Reply, ScriptedLLM
 from tests.toy_problem import toy_problem
 
@@ -154,12 +155,7 @@ def test_fallback_evaluation_dies_with_its_controller(tmp_path):
     _kill_mid_evaluation(tmp_path, "fallback", {"EVOLVE_LOCAL_ISOLATION": "off"})
 
 
-def test_docker_evaluation_dies_with_its_controller(tmp_path):
-    from evaluators.docker.image import find_image
-    from tests.docker_support import engine
-
-    if find_image(engine()) is None:
-        pytest.skip("the Docker sandbox image is not built (`evolve sandbox build`)")
+def test_docker_evaluation_dies_with_its_controller(tmp_path, docker_image):  # noqa: F811
     _kill_mid_evaluation(tmp_path, "docker", {})
 
 

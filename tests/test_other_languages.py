@@ -118,7 +118,9 @@ def test_a_normal_form_in_the_languages_own_comments():
     noted = rust.replace("let mut i = low;", "let mut i = low; // the next slot\n   /* x */")
     assert normalized_hash(noted, lang) == normalized_hash(rust, lang)
     # `#` starts no comment in Rust: an attribute is code
-    assert normalized_hash(rust.replace("#[derive(Debug)]", ""), lang) != normalized_hash(rust, lang)
+    assert normalized_hash(rust.replace("#[derive(Debug)]", ""), lang) != normalized_hash(
+        rust, lang
+    )
 
 
 def test_a_diff_in_rust_is_applied_inside_its_block():
@@ -145,9 +147,7 @@ def test_the_toolchain_of_a_rustup_install_is_bound_with_its_home():
         assert tc.env["RUSTUP_HOME"] in tc.roots
 
 
-def test_a_rustup_proxy_binds_its_bin_folder_and_home_never_the_cargo_token(
-    tmp_path, monkeypatch
-):
+def test_a_rustup_proxy_binds_its_bin_folder_and_home_never_the_cargo_token(tmp_path, monkeypatch):
     """~/.cargo holds credentials.toml (a crates.io token): only ~/.cargo/bin is offered."""
     cargo_home, rustup_home = tmp_path / ".cargo", tmp_path / ".rustup"
     (cargo_home / "bin").mkdir(parents=True)
@@ -167,7 +167,9 @@ def test_the_problems_vendored_crates_become_the_sandboxes_cargo_source(tmp_path
     monkeypatch.setenv("CARGO_HOME", str(tmp_path / "home" / ".cargo"))
     prepare_cargo(str(RUST))
     text = (tmp_path / "home" / ".cargo" / "config.toml").read_text()
-    assert f'directory = "{RUST / "vendor"}"' in text and 'replace-with = "vendored-sources"' in text
+    assert (
+        f'directory = "{RUST / "vendor"}"' in text and 'replace-with = "vendored-sources"' in text
+    )
     prepare_cargo(str(CPP))  # no .cargo/config.toml: nothing written over it
     assert (tmp_path / "home" / ".cargo" / "config.toml").read_text() == text
 
@@ -199,13 +201,27 @@ def test_cpp_check_and_eval_on_the_local_sandbox(tmp_path):
 
 @need_gpp
 def test_a_scripted_cpp_run_of_three_iterations(tmp_path):
-    whole = (CPP / "heuristic.cpp").read_text().replace(
-        "return static_cast<double>(value);", "return static_cast<double>(value) / (weight + 1.0);"
+    whole = (
+        (CPP / "heuristic.cpp")
+        .read_text()
+        .replace(
+            "return static_cast<double>(value);",
+            "return static_cast<double>(value) / (weight + 1.0);",
+        )
     )
-    replies = [Reply(CPP_DIFF), Reply(f"A whole rewrite.\n\n```cpp\n{whole}```\n"), Reply(CPP_BROKEN_BLOCK)]
+    replies = [
+        Reply(CPP_DIFF),
+        Reply(f"A whole rewrite.\n\n```cpp\n{whole}```\n"),
+        Reply(CPP_BROKEN_BLOCK),
+    ]
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, problem=CPP, iterations=3), "--sandbox", "local",
-                   "--parallel", "1")
+        r = evolve(
+            *run_args(srv.base_url, tmp_path, problem=CPP, iterations=3),
+            "--sandbox",
+            "local",
+            "--parallel",
+            "1",
+        )
         prompts = [json.dumps(q) for q in srv.requests]
     assert r.returncode == 0, r.stderr
     assert prompts and "```cpp" in prompts[0] and "```python" not in prompts[0]
@@ -236,10 +252,20 @@ def test_rust_adaptive_sort_unchanged_check_and_eval_on_the_local_sandbox():
 def test_a_scripted_rust_run_of_three_iterations(tmp_path):
     seed = (RUST / "initial_program.rs").read_text()
     api_changed = seed.replace("pub times: Vec<f64>,", "pub times: Vec<f32>,")  # outside the block
-    replies = [Reply(RUST_DIFF), Reply(RUST_SAME_AGAIN), Reply(f"Whole file.\n\n```rust\n{api_changed}```\n")]
+    replies = [
+        Reply(RUST_DIFF),
+        Reply(RUST_SAME_AGAIN),
+        Reply(f"Whole file.\n\n```rust\n{api_changed}```\n"),
+    ]
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, problem=RUST, iterations=3), "--sandbox", "local",
-                   "--parallel", "1", timeout=280)
+        r = evolve(
+            *run_args(srv.base_url, tmp_path, problem=RUST, iterations=3),
+            "--sandbox",
+            "local",
+            "--parallel",
+            "1",
+            timeout=280,
+        )
         prompts = [json.dumps(q) for q in srv.requests]
     assert r.returncode == 0, r.stderr
     assert "```rust" in prompts[0] and "// EVOLVE-BLOCK-START" in prompts[0]
@@ -274,7 +300,9 @@ def test_the_layer_plans_debian_packages_for_system_tools_and_copies_for_rustup(
         pytest.skip("no g++ from a Debian package here")
     cpp = tool_layer.plan(["g++"], CPP)
     assert not cpp.copies and any(p.startswith("g++") for p in cpp.packages), cpp
-    assert any("dpkg -i /tmp/evolve-debs/*.deb" in line for line in tool_layer.dockerfile_lines(cpp))
+    assert any(
+        "dpkg -i /tmp/evolve-debs/*.deb" in line for line in tool_layer.dockerfile_lines(cpp)
+    )
     if _cargo_version() >= (1, 85):
         rust = tool_layer.plan(["cargo", "rustc"], RUST)
         [copy] = rust.copies  # one toolchain, both programs linked from it

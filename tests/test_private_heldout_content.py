@@ -27,7 +27,9 @@ MULTI = ROOT / "problems" / "spot_multi_region"
 sys.path.insert(0, str(TELEMETRY))  # the evaluator imports its simulator, as in the sandbox
 
 
-def _scores(evaluator, problem: Path, body: str, tmp: Path, split: str = "test") -> tuple[float, float]:
+def _scores(
+    evaluator, problem: Path, body: str, tmp: Path, split: str = "test"
+) -> tuple[float, float]:
     """(public, private) held-out score of an EVOLVE block."""
     path = tmp / "candidate.py"
     path.write_text(f"# EVOLVE-BLOCK-START\n{body}\n# EVOLVE-BLOCK-END\n")
@@ -55,20 +57,31 @@ def test_telemetry_snapshots_carried_find_nothing_under_a_run_seed(tmp_path):
     mean = sim.Snapshot("train mean", {}, {i: tuple(sum(s.truth[i][k] for s in train) / len(train)
                                                     for k in (0, 1)) for i in train[0].truth})  # fmt: skip
     prior = _scores(ev, TELEMETRY, attacks.telemetry_block([mean]), tmp_path)
-    base = {b: _baseline(ev, TELEMETRY, f"{b}.py", tmp_path) for b in ("adrs_initial", "identity", "link_symmetry")}
+    base = {
+        b: _baseline(ev, TELEMETRY, f"{b}.py", tmp_path)
+        for b in ("adrs_initial", "identity", "link_symmetry")
+    }
     assert attack[0] > 0.999  # public: it finds its snapshot (best baseline 0.9468)
     assert attack[1] < 0.985  # private: nothing to find...
     assert attack[1] <= prior[1] + 0.005  # ...beyond what the train's link means give any candidate
     assert prior[1] - base["link_symmetry"] < 0.04  # and those help as on public data (+0.016)
     assert base["adrs_initial"] < base["identity"] < base["link_symmetry"]
-    print(f"telemetry held out: attack {attack}, train-mean prior {prior}, private baselines {base}")
+    print(
+        f"telemetry held out: attack {attack}, train-mean prior {prior}, private baselines {base}"
+    )
 
 
 def test_spot_traces_carried_foretell_nothing_under_a_run_seed(tmp_path):
     ev = load_module(SPOT / "evaluator.py")
-    traces = {f.stem: ev.sim.load_trace(str(f), ev.GAP_S) for f in sorted((SPOT / "data" / ev.TRACE_DIR).glob("*.json"))}
+    traces = {
+        f.stem: ev.sim.load_trace(str(f), ev.GAP_S)
+        for f in sorted((SPOT / "data" / ev.TRACE_DIR).glob("*.json"))
+    }
     attack = _scores(ev, SPOT, attacks.spot_block(attacks.SPOT_SINGLE, traces), tmp_path)
-    base = {b: _baseline(ev, SPOT, f"{b}.py", tmp_path) for b in ("on_demand", "greedy", "uniform_progress")}
+    base = {
+        b: _baseline(ev, SPOT, f"{b}.py", tmp_path)
+        for b in ("on_demand", "greedy", "uniform_progress")
+    }
     up_public = -93.28393993055556  # the README's Uniform Progress, held out
     assert attack[0] > up_public + 1.0  # public: the future of a found window is known
     assert attack[1] < base["uniform_progress"] + 0.5  # private: Uniform Progress, give or take
@@ -83,9 +96,13 @@ def test_multi_region_traces_carried_foretell_nothing_under_a_run_seed(tmp_path)
     attack = _scores(ev, MULTI, attacks.spot_block(attacks.SPOT_MULTI, traces), tmp_path)
     c = contract(MULTI)
     up_multi = _scores(ev, MULTI, body_of(c, c.data["run"]["reference"]), tmp_path)
-    base = {b: _baseline(ev, MULTI, f"{b}.py", tmp_path) for b in ("single_region_up", "greedy_multi")}
+    base = {
+        b: _baseline(ev, MULTI, f"{b}.py", tmp_path) for b in ("single_region_up", "greedy_multi")
+    }
     assert up_multi[0] == pytest.approx(-80.5162, abs=1e-4)  # the README's reference row
     assert attack[0] > up_multi[0] + 2.5  # public: the zones' future is known
     assert attack[1] < up_multi[1] + 0.5  # private: the reference, give or take
     assert base["single_region_up"] < base["greedy_multi"] < up_multi[1]
-    print(f"spot_multi_region held out: attack {attack}, UP-multi {up_multi}, private baselines {base}")
+    print(
+        f"spot_multi_region held out: attack {attack}, UP-multi {up_multi}, private baselines {base}"
+    )

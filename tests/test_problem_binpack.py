@@ -321,4 +321,3 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
     with np.errstate(divide="ignore"):
         for name in ("wrong_shape", "non_finite"):
             assert ev.evaluate(str(path[name]), "quick")["valid"] is False
-

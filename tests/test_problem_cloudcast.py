@@ -333,7 +333,10 @@ def test_problem_toml_baselines_and_fixed_code():
 
 def test_score_rejects_tampered_outputs(tmp_path):
     good = ev.evaluate(str(PROBLEM / "seed.py"), "train")["outputs"]
-    assert f"{ev.score(good, 'train')['score']:.2f}" == CONTRACT.readme("dijkstra_cost.py", "train")["score"]
+    assert (
+        f"{ev.score(good, 'train')['score']:.2f}"
+        == CONTRACT.readme("dijkstra_cost.py", "train")["score"]
+    )
     plans = good["plans"]
     cases = {
         "'plans' list": {"plans": "all of them"},

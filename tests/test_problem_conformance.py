@@ -205,10 +205,15 @@ def test_the_readme_prints_every_number_of_the_contract(problem):
     readme = (problem / "README.md").read_text()
     metric = load_problem(problem).metric
     for row in c.rows("readme"):
-        for what, spec in (("score", row.get("score")), (metric, row.get("metrics", {}).get(metric))):
+        for what, spec in (
+            ("score", row.get("score")),
+            (metric, row.get("metrics", {}).get(metric)),
+        ):
             value = number_of(spec)
             if value is not None:
-                assert printed_in(readme, value), f"{row['program']} on {row['split']}: {what} {spec}"
+                assert printed_in(readme, value), (
+                    f"{row['program']} on {row['split']}: {what} {spec}"
+                )
 
 
 @pytest.mark.parametrize("problem, row", _rows("readme", lambda r: f"{r['program']}@{r['split']}"))
@@ -333,7 +338,11 @@ def test_a_scripted_run_improves_on_the_seed(problem, tmp_path):
         ref_prog = with_block(problem, body_of(c, ref), tmp_path, path=ref.get("path"))
         got_ref = scored_at(seed, evaluator(problem), problem, ref_prog, tmp_path)
         key, tol = run.get("key", "score"), run.get("abs", 0.0)
-        got, want = (best[key], got_ref[key]) if key == "score" else (best["metrics"][key], got_ref["metrics"][key])
+        got, want = (
+            (best[key], got_ref[key])
+            if key == "score"
+            else (best["metrics"][key], got_ref["metrics"][key])
+        )
         if run["compare"] == "beats":
             assert got > want, (got, want)
         elif run["compare"] == "at_least":
@@ -352,5 +361,7 @@ def test_a_folder_without_its_contract_fails_it(tmp_path):
     assert "conformance.toml is missing" in (contract(new).error or "")
     typo = tmp_path / "typo"
     typo.mkdir()
-    (typo / "conformance.toml").write_text('seed_baseline = "a.py"\n[[bad]]\nname = "x"\nerorr = "y"\n')
+    (typo / "conformance.toml").write_text(
+        'seed_baseline = "a.py"\n[[bad]]\nname = "x"\nerorr = "y"\n'
+    )
     assert "unknown keys ['erorr']" in (contract(typo).error or "")

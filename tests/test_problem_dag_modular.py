@@ -109,22 +109,36 @@ def test_the_composed_schedules_are_heft_s_own(policy):
 @pytest.mark.parametrize(
     "module, function, returns, error",
     [
-        ("ordering", "select", lambda *a: -1, "ordering.select at step 0 returned -1; expected one of the"),
+        (
+            "ordering",
+            "select",
+            lambda *a: -1,
+            "ordering.select at step 0 returned -1; expected one of the",
+        ),
         ("ordering", "select", lambda *a: True, "ordering.select at step 0 returned True"),
         ("ordering", "select", lambda *a: "0", "ordering.select at step 0 returned '0'"),
-        ("mapping", "choose", lambda *a: 6, "mapping.choose for task 0 returned 6; expected a processor 0..5"),
+        (
+            "mapping",
+            "choose",
+            lambda *a: 6,
+            "mapping.choose for task 0 returned 6; expected a processor 0..5",
+        ),
         ("mapping", "choose", lambda *a: -1, "mapping.choose for task 0 returned -1"),
         ("mapping", "choose", lambda *a: 1.0, "mapping.choose for task 0 returned 1.0"),
         ("mapping", "choose", lambda *a: None, "mapping.choose for task 0 returned None"),
     ],
 )
-def test_each_bad_decision_is_one_line_naming_the_module(policy, module, function, returns, error, monkeypatch):
+def test_each_bad_decision_is_one_line_naming_the_module(
+    policy, module, function, returns, error, monkeypatch
+):
     wf = {"n": 2, "runtime": [1.0, 1.0], "parents": [[], [(0, 5)]], "children": [[(1, 5)], []]}
     plat = {"speed": [1.0] * 6, "bandwidth": [[1.0] * 6 for _ in range(6)]}
     monkeypatch.setattr(getattr(policy, module), function, returns)
     with pytest.raises(ValueError) as e:
         policy.schedule(wf, plat)
-    assert type(e.value).__name__ == "DecisionError" and str(e.value).startswith(error), str(e.value)
+    assert type(e.value).__name__ == "DecisionError" and str(e.value).startswith(error), str(
+        e.value
+    )
 
 
 def test_integer_like_decisions_are_taken_as_integers(policy, monkeypatch):
@@ -171,9 +185,10 @@ def test_a_scripted_run_edits_both_files_and_never_a_fixed_one(tmp_path):
     assert "processor_of[task]" in files["policy/mapping.py"]
     seed = decode(load_problem(PROBLEM).seed_code, "policy/__init__.py")
     assert files["policy/__init__.py"] == seed["policy/__init__.py"]
-    assert f"{best['score']:.3f}" == "-4.426" and best["score"] > readme_output(
-        PROBLEM, "heft", "train"
-    )["score"]
+    assert (
+        f"{best['score']:.3f}" == "-4.426"
+        and best["score"] > readme_output(PROBLEM, "heft", "train")["score"]
+    )
     [run] = archive_json(runs, "runs")
     shown = [archive_json(runs, "show", f"{run['run_id']}:{i}") for i in range(1, 5)]
     fixed = "'policy/__init__.py', a fixed file that no edit may change"
@@ -237,7 +252,9 @@ def test_kill_9_and_resume_lose_and_repeat_nothing_with_trees(tmp_path):
     runs = tmp_path / "killed"
     before: dict[int, tuple] = {}
     with ScriptedLLM(_two_file_replies()) as srv:
-        cmd = run_args(srv.base_url, runs, *args, "--run-id", "k", problem=PROBLEM, iterations=iterations)
+        cmd = run_args(
+            srv.base_url, runs, *args, "--run-id", "k", problem=PROBLEM, iterations=iterations
+        )
         proc = popen(*cmd)
         for wanted in (2, 5):
             deadline = time.monotonic() + 200
@@ -263,13 +280,21 @@ def test_kill_9_and_resume_lose_and_repeat_nothing_with_trees(tmp_path):
     codes = {p.iteration: p.code for p in ArchiveReader(runs).programs("k", code=True)}
     for it in after:
         files = decode(codes[it], "policy/__init__.py")
-        assert list(files) == list(seed) and files["policy/__init__.py"] == seed["policy/__init__.py"]
+        assert (
+            list(files) == list(seed) and files["policy/__init__.py"] == seed["policy/__init__.py"]
+        )
         if it > 0:
-            assert "* 1e-4 * p" in files["policy/mapping.py"] and "* 0.01 *" in files["policy/ordering.py"]
+            assert (
+                "* 1e-4 * p" in files["policy/mapping.py"]
+                and "* 0.01 *" in files["policy/ordering.py"]
+            )
     assert archive_json(runs, "best", "--problem", "dag_modular")["test_score"] is not None
     db = sqlite3.connect(runs / "archive.db")
     asked = collections.Counter(
-        r[0] for r in db.execute("SELECT iteration FROM llm_calls WHERE run_id='k' AND reply IS NOT NULL")
+        r[0]
+        for r in db.execute(
+            "SELECT iteration FROM llm_calls WHERE run_id='k' AND reply IS NOT NULL"
+        )
     )
     db.close()
     assert max(asked.values()) == 1

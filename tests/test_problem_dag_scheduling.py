@@ -386,7 +386,6 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
         ev.evaluate(str(path["runtime_error"]), "train")
 
 
-
 # ---------------------------------------------------------------- private held-out workflows
 
 
@@ -412,7 +411,9 @@ def test_private_test_workflows_are_new_instances_of_the_same_recipes():
             assert [_fingerprint(w) for w in sim.load_workflows("train")] == train
         finally:
             kit.use_data_seed(None)
-    assert [_fingerprint(w) for w in sim.load_workflows("test")] == [_fingerprint(w) for w in public]
+    assert [_fingerprint(w) for w in sim.load_workflows("test")] == [
+        _fingerprint(w) for w in public
+    ]
     assert [w.slug for w in drawn[2023]] == [w.slug for w in public]  # the same metric names
     for pub, a, b in zip(public, drawn[2023], drawn[2024], strict=True):
         assert a.name != pub.name and "-private-" in a.name and a.family == pub.family
@@ -430,7 +431,9 @@ def test_carried_answers_to_the_public_held_out_set_gain_nothing_privately(tmp_p
     and HEFT for anything else: on the public data it scores what that search does, above
     HEFT; under a private seed it scores exactly what HEFT does."""
     search = load_module(with_block(PROBLEM, VARIANTS["best_of_rules"], tmp_path))
-    known = {wf.name: search.schedule(wf.as_arg(), sim.platform()) for wf in sim.load_workflows("test")}
+    known = {
+        wf.name: search.schedule(wf.as_arg(), sim.platform()) for wf in sim.load_workflows("test")
+    }
     attack = carrying(PROBLEM, "schedule", known, "KNOWN.get(args[0]['name'])", tmp_path)
     scores = {}
     for data_seed in (None, 2023, 2024):

@@ -65,7 +65,8 @@ def test_gpu_loads_and_balancedness_by_hand():
     # two layers: the mean of the per-layer ratios; an idle layer counts as perfectly balanced
     two = np.vstack([phy2log, phy2log])
     assert sim.balancedness(two, np.vstack([load, np.zeros((1, 4))]), num_gpus=3) == pytest.approx(
-        ((20 / 3) / 8 + 1.0) / 2)
+        ((20 / 3) / 8 + 1.0) / 2
+    )
 
 
 def test_runtime_terms_and_score_formula():
@@ -92,9 +93,19 @@ def test_deepseek_seed_by_hand():
     phy2log, log2phy, logcnt = seed.rebalance_experts(weight, 12, 2, 2, 4)
     assert logcnt.tolist() == [[3, 1, 1, 1, 3, 1, 1, 1]]
     sim.check_placement(phy2log, log2phy, logcnt, weight, num_replicas=12)
-    assert sorted(sim.gpu_loads(phy2log, weight, num_gpus=4)[0].round(4).tolist()) == [4.0, 5.0, 5.3333, 7.6667]
+    assert sorted(sim.gpu_loads(phy2log, weight, num_gpus=4)[0].round(4).tolist()) == [
+        4.0,
+        5.0,
+        5.3333,
+        7.6667,
+    ]
     assert sim.balancedness(phy2log, weight, num_gpus=4) == pytest.approx(5.5 / (23 / 3))
-    assert set(phy2log[0, :6].tolist()) == {0, 1, 2, 3} and set(phy2log[0, 6:].tolist()) == {4, 5, 6, 7}
+    assert set(phy2log[0, :6].tolist()) == {0, 1, 2, 3} and set(phy2log[0, 6:].tolist()) == {
+        4,
+        5,
+        6,
+        7,
+    }
 
 
 def test_check_placement_accepts_a_consistent_placement():
@@ -133,18 +144,21 @@ def _broken(kind: str):
     return phy2log, log2phy, logcnt
 
 
-@pytest.mark.parametrize("kind, fragment", [
-    ("shape", "phy2log has shape (1, 5)"),
-    ("expert_id", "not an expert id"),
-    ("sum", "sum to the 6 physical slots"),
-    ("count", "inconsistent"),
-    ("no_replica", "expert 2 of layer 0 has no replica"),
-    ("narrow", "room for 1 replicas"),
-    ("pad", "must be -1"),
-    ("wrong_slot", "phy2log[0, 4] = 3"),
-    ("duplicate", "each slot must appear exactly once"),
-    ("slot_range", "slots are in [0, 6)"),
-])
+@pytest.mark.parametrize(
+    "kind, fragment",
+    [
+        ("shape", "phy2log has shape (1, 5)"),
+        ("expert_id", "not an expert id"),
+        ("sum", "sum to the 6 physical slots"),
+        ("count", "inconsistent"),
+        ("no_replica", "expert 2 of layer 0 has no replica"),
+        ("narrow", "room for 1 replicas"),
+        ("pad", "must be -1"),
+        ("wrong_slot", "phy2log[0, 4] = 3"),
+        ("duplicate", "each slot must appear exactly once"),
+        ("slot_range", "slots are in [0, 6)"),
+    ],
+)
 def test_check_placement_rejects(kind, fragment):
     with pytest.raises(kit.Invalid) as e:
         sim.check_placement(*_broken(kind), np.ones((1, 4)), num_replicas=6)
@@ -193,12 +207,17 @@ def test_traces_are_seeded_drifting_and_split():
 
 def test_problem_toml():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
-    assert cfg["problem"]["metric"] == "balancedness" and cfg["evaluation"]["splits"] == ["train", "test"]
+    assert cfg["problem"]["metric"] == "balancedness" and cfg["evaluation"]["splits"] == [
+        "train",
+        "test",
+    ]
     assert "data" not in cfg and not (PROBLEM / "data").exists()  # generated loads, no data files
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
-    good = ev.evaluate(str(complete_baseline(PROBLEM, "round_robin.py", tmp_path)), "train")["outputs"]
+    good = ev.evaluate(str(complete_baseline(PROBLEM, "round_robin.py", tmp_path)), "train")[
+        "outputs"
+    ]
     assert ev.score(good, "train")["score"] > 0
     cases = {
         "placements": {"call_s": good["call_s"]},
@@ -231,22 +250,32 @@ def test_a_patched_run_is_scored_by_the_formula(tmp_path):
     out = row_output(CONTRACT, "tamper", "patch_the_evaluator_and_simulator", tmp_path)
     assert out["status"] == "ok"
     bal = out["metrics"]["balancedness"]
-    assert out["score"] == pytest.approx(sim.combined_score(bal, out["metrics"]["runtime_ms"] / 1000))
+    assert out["score"] == pytest.approx(
+        sim.combined_score(bal, out["metrics"]["runtime_ms"] / 1000)
+    )
     assert out["score"] <= sim.BALANCE_WEIGHT * bal + sim.SPEED_WEIGHT * sim.SPEED_CAP + 1e-9
 
 
-@pytest.mark.parametrize("fake", [
-    "sys.modules['evaluators.inside.worker']._CLOCK = lambda: 0.0",  # the worker's call timer
-    "time.perf_counter = lambda: 0.0\ntime.monotonic = lambda: 0.0",  # its clocks
-])
+@pytest.mark.parametrize(
+    "fake",
+    [
+        "sys.modules['evaluators.inside.worker']._CLOCK = lambda: 0.0",  # the worker's call timer
+        "time.perf_counter = lambda: 0.0\ntime.monotonic = lambda: 0.0",  # its clocks
+    ],
+)
 def test_faking_the_clock_gains_nothing(tmp_path, fake):
     """The runtime is measured in the evaluator's process, around each call to the
     candidate's: a candidate that rebinds the clocks of its own process (it could fake the
     worker's timer before) is still timed as slow."""
-    slow = ROUND_ROBIN.replace('    layers, experts = np.shape(weight)\n',
-                               '    time.sleep(0.05)\n    layers, experts = np.shape(weight)\n')
-    cheat = eval_json(PROBLEM, with_block(PROBLEM, slow, tmp_path, prelude=f"import sys\nimport time\n{fake}\n"),
-                      "train")
+    slow = ROUND_ROBIN.replace(
+        "    layers, experts = np.shape(weight)\n",
+        "    time.sleep(0.05)\n    layers, experts = np.shape(weight)\n",
+    )
+    cheat = eval_json(
+        PROBLEM,
+        with_block(PROBLEM, slow, tmp_path, prelude=f"import sys\nimport time\n{fake}\n"),
+        "train",
+    )
     assert cheat["status"] == "ok", cheat
     assert cheat["metrics"]["runtime_ms"] > 45 and cheat["metrics"]["slow_penalty"] > 3
 
@@ -258,11 +287,14 @@ def test_the_readme_scores_follow_the_formula(program, split):
     out = readme_output(PROBLEM, program, split)
     want = README[(program, split)]
     m = out["metrics"]
-    assert out["score"] == pytest.approx(sim.combined_score(m["balancedness"], m["runtime_ms"] / 1000))
+    assert out["score"] == pytest.approx(
+        sim.combined_score(m["balancedness"], m["runtime_ms"] / 1000)
+    )
     # The runtime term depends on the machine and its load, so the README's score is checked
     # against the README's runtime: the same formula, no clock.
     assert sim.combined_score(want["balancedness"], want["runtime_ms"] / 1000) == pytest.approx(
-        want["score"], abs=0.05)
+        want["score"], abs=0.05
+    )
 
 
 # ---------------------------------------------------------------- the canned edit
@@ -271,10 +303,12 @@ def test_the_readme_scores_follow_the_formula(program, split):
 def test_vectorised_greedy_gives_the_same_placements_faster(tmp_path):
     fast = load_module(with_block(PROBLEM, vectorised_seed(), tmp_path))
     w = sim.generate_trace(5, sim.DRIFT, windows=1)[0]
-    for a, b in zip(fast.rebalance_experts(w, 288, 8, 4, 32), seed.rebalance_experts(w, 288, 8, 4, 32),
-                    strict=True):
+    for a, b in zip(
+        fast.rebalance_experts(w, 288, 8, 4, 32),
+        seed.rebalance_experts(w, 288, 8, 4, 32),
+        strict=True,
+    ):
         assert np.array_equal(a, b)
-
 
 
 # ---------------------------------------------------------------- the reference program

@@ -339,4 +339,3 @@ def test_mutating_the_arguments_is_harmless():
 def test_canned_llm_edits_behave_as_documented(tmp_path):
     r = run(with_block(PROBLEM, VARIANT["share_packing"], tmp_path), "train")
     assert r["score"] > BEST_FIT_TRAIN
-

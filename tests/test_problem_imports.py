@@ -23,6 +23,7 @@ from evolve.problem_imports import (
     missing_in_image,
 )
 from tests.cli_helpers import evolve
+from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
 
 MISSING = "definitely_not_installed_xyz"
 EVALUATOR = f'''"""Imports what a real evaluator might: the stdlib, numpy, a sibling, the stand-in."""
@@ -54,20 +55,20 @@ def evaluate(program_path):
     value = float(np.float64(program.value())) + helper.BONUS
     return EvaluationResult(metrics={{"combined_score": value}}, artifacts={{"j": json.dumps(1)}})
 '''
-HELPER = '''BONUS = 0.5
+HELPER = """BONUS = 0.5
 
 
 def later():
     from another_missing_mod_abc.sub import thing
 
     return thing
-'''
-SEED = '''import math
+"""
+SEED = """import math
 
 
 def value():
     return math.sqrt(0.25)
-'''
+"""
 
 
 @pytest.fixture
@@ -101,8 +102,9 @@ def test_check_names_the_missing_module_with_its_install_line(folder):
     r = evolve("check", folder, "--sandbox", "local")
     assert r.returncode == 0, r.stderr  # a warning: the seed still evaluates cleanly
     warnings = [ln for ln in r.stdout.splitlines() if ln.startswith("  warning:")]
-    assert f"  warning: {MISSING} (imported by evaluator.py) is not installed for the local " in (
-        warnings[1]
+    assert (
+        f"  warning: {MISSING} (imported by evaluator.py) is not installed for the local "
+        in (warnings[1])
     )
     assert warnings[1].endswith(f": pip install {MISSING}")
     assert warnings[0].startswith("  warning: another_missing_mod_abc (imported by helper.py)")
@@ -118,16 +120,11 @@ def test_a_declared_requirement_is_said_once(folder):
     assert r.stdout.count(MISSING) == 1 and "requirements.txt: not installed here" in r.stdout
 
 
-def test_the_docker_image_is_asked(folder):
-    """Against the built sandbox image, when this machine has one (never built here)."""
-    from evaluators.docker.image import find_image
+def test_the_docker_image_is_asked(folder, docker_image):  # noqa: F811
+    """Against the sandbox image."""
     from tests.docker_support import engine
 
-    client = engine()
-    image = find_image(client)
-    if image is None:
-        pytest.skip("no sandbox image built on this machine (`evolve sandbox build`)")
-    missing = missing_in_image(load_problem(folder), client, image)
+    missing = missing_in_image(load_problem(folder), engine(), docker_image)
     assert [m.module for m in missing] == ["another_missing_mod_abc", MISSING]  # numpy is there
 
 
@@ -142,7 +139,9 @@ class Engine:
     def run(self, image: str, command: list[str], **options) -> bytes:
         self.runs.append({"image": image, **options})
         assert command[0] == "python3"
-        return subprocess.run([sys.executable, *command[1:]], capture_output=True, check=True).stdout
+        return subprocess.run(
+            [sys.executable, *command[1:]], capture_output=True, check=True
+        ).stdout
 
 
 def test_the_image_is_asked_once_offline_for_every_name(folder):

@@ -351,4 +351,3 @@ def test_canned_llm_edits_behave_as_documented(tmp_path):
         ev.evaluate(str(path["runtime_error"]), "quick")
     for name in ("non_finite", "not_a_number"):
         assert ev.evaluate(str(path[name]), "quick")["valid"] is False
-

@@ -191,7 +191,9 @@ def test_check_plan_accepts_names_positions_tuples_and_numpy():
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
-    good = ev.evaluate(str(complete_baseline(PROBLEM, "original_order.py", tmp_path)), "test")["outputs"]
+    good = ev.evaluate(str(complete_baseline(PROBLEM, "original_order.py", tmp_path)), "test")[
+        "outputs"
+    ]
     want = float(CONTRACT.readme("original_order.py", "test")["metrics"]["hit_rate"])
     assert ev.score(good, "test")["metrics"]["hit_rate"] == pytest.approx(want, abs=5e-7)
     flights, airports = good["plans"]

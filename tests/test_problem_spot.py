@@ -39,8 +39,15 @@ def block_of(path: Path) -> str:
 
 def scenario(avail, work_s=1800, deadline_s=3600, overhead_s=300, gap_s=600):
     """A one-zone scenario: the single-region case of the shared simulator."""
-    return sim.Scenario(name="tiny", zones=("z0",), avail=(bytes(avail),), gap_s=gap_s,
-                        work_s=work_s, deadline_s=deadline_s, overhead_s=overhead_s)
+    return sim.Scenario(
+        name="tiny",
+        zones=("z0",),
+        avail=(bytes(avail),),
+        gap_s=gap_s,
+        work_s=work_s,
+        deadline_s=deadline_s,
+        overhead_s=overhead_s,
+    )
 
 
 def play(sc, actions):
@@ -178,7 +185,7 @@ def test_a_run_seed_resamples_every_trace_from_its_own_spells():
         trace = sim.load_trace(str(path), ev.GAP_S)
         new = sim.resample(trace, 11)
         assert len(new) == len(trace) and new != trace and new == sim.resample(trace, 11)
-        stretches = [new[k:k + 100] for k in range(0, len(new) - 100, 20)]
+        stretches = [new[k : k + 100] for k in range(0, len(new) - 100, 20)]
         varied = [w for w in stretches if sum(w[i] != w[i + 1] for i in range(99)) >= 4]
         assert varied and all(trace.find(w) < 0 for w in varied)  # no public stretch to find
         (up, down), (up2, down2) = _spells(trace), _spells(new)
@@ -214,7 +221,10 @@ def test_score_rejects_malformed_or_illegal_logs(tmp_path):
         ({"decisions": ["#289", *good[1:]]}, "malformed decision log"),
         ({"decisions": [289, *good[1:]]}, "must be a string"),
         ({"decisions": ["a289", *good[1:]]}, "spot is not available"),  # k80_1 is rarely available
-        ({"decisions": ["B289", *good[1:]]}, "zone 1 at tick 0 is not one of 0..0"),  # one zone only
+        (
+            {"decisions": ["B289", *good[1:]]},
+            "zone 1 at tick 0 is not one of 0..0",
+        ),  # one zone only
     ]
     for outputs, fragment in cases:
         r = ev.score(outputs, "train")
@@ -238,10 +248,23 @@ def test_decide_sees_the_single_region_state():
         return D
 
     assert sim.run_policy(decide, sc, ev.parse, ev.BENCHMARK.state) == "A" * 289
-    fields = [kv.split("=")[0] for kv in seen[0][len("State("):-1].split(", ")]
-    assert fields == ["tick", "elapsed", "gap", "deadline", "time_left", "work_total", "work_done",
-                      "work_left", "restart_overhead", "overhead_left", "has_spot", "current",
-                      "spot_price", "on_demand_price"]
+    fields = [kv.split("=")[0] for kv in seen[0][len("State(") : -1].split(", ")]
+    assert fields == [
+        "tick",
+        "elapsed",
+        "gap",
+        "deadline",
+        "time_left",
+        "work_total",
+        "work_done",
+        "work_left",
+        "restart_overhead",
+        "overhead_left",
+        "has_spot",
+        "current",
+        "spot_price",
+        "on_demand_price",
+    ]
     assert seen[0].startswith("State(tick=0, elapsed=0.0, gap=0.16666666666666666, deadline=52.0, ")
     assert seen[1] == "no zone"
 
@@ -258,7 +281,8 @@ def test_decision_logs_stay_small():
     assert out["artifacts"]["scenarios"] == "480"
     assert len(json.dumps(out["outputs"])) < 200_000
     assert ev.score(out["outputs"], "train")["metrics"]["mean_cost"] == pytest.approx(
-        GREEDY_TRAIN, abs=0.01)
+        GREEDY_TRAIN, abs=0.01
+    )
 
 
 # --- tampering ------------------------------------------------------------------------------
@@ -276,7 +300,9 @@ def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch
     for prelude in (CONTRACT.tamper(n)["prelude"] for n in ("patch_prices", "patch_log")):
         prog = with_block(PROBLEM, block_of(BASELINES / "greedy.py"), tmp_path, prelude=prelude)
         out = patched.evaluate(str(prog), "train")
-        assert patched.sim.SPOT_PRICE == sim.SPOT_PRICE and patched.sim.run_policies.__name__ == "run_policies"
+        assert (
+            patched.sim.SPOT_PRICE == sim.SPOT_PRICE
+            and patched.sim.run_policies.__name__ == "run_policies"
+        )
         scored = patched.score(out["outputs"], "train")
         assert scored["metrics"]["mean_cost"] == pytest.approx(GREEDY_TRAIN, abs=0.01)
-

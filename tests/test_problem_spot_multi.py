@@ -37,14 +37,23 @@ GREEDY_TRAIN = float(CONTRACT.readme("greedy_multi.py", "train")["metrics"]["mea
 # (the scripted run's reference program in conformance.toml).
 UP_MULTI = body_of(CONTRACT, CONTRACT.data["run"]["reference"])
 UP_MULTI_TRAIN = 65.1508
+
+
 def block_of(path: Path) -> str:
     return path.read_text().split(START, 1)[1].split(END, 1)[0]
 
 
 def scenario(*avail, work_s=1800, deadline_s=3600, overhead_s=300, gap_s=600):
     zones = tuple(f"z{i}" for i in range(len(avail)))
-    return sim.Scenario(name="tiny", zones=zones, avail=tuple(bytes(a) for a in avail),
-                        gap_s=gap_s, work_s=work_s, deadline_s=deadline_s, overhead_s=overhead_s)
+    return sim.Scenario(
+        name="tiny",
+        zones=zones,
+        avail=tuple(bytes(a) for a in avail),
+        gap_s=gap_s,
+        work_s=work_s,
+        deadline_s=deadline_s,
+        overhead_s=overhead_s,
+    )
 
 
 def play(sc, steps):
@@ -145,8 +154,12 @@ def test_one_zone_multi_region_costs_exactly_the_single_region_score(tmp_path):
     one-zone train scenarios, makes greedy's decisions and costs exactly its single-region score."""
     single = load_module(SINGLE / "evaluator.py")
     scs = single.make_scenarios("train")
-    multi_greedy = kit.load(str(with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path)), "decide")
-    single_greedy = kit.load(str(with_block(SINGLE, block_of(SINGLE / "baselines" / "greedy.py"), tmp_path)), "decide")
+    multi_greedy = kit.load(
+        str(with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path)), "decide"
+    )
+    single_greedy = kit.load(
+        str(with_block(SINGLE, block_of(SINGLE / "baselines" / "greedy.py"), tmp_path)), "decide"
+    )
     as_multi, _ = sim.run_all(multi_greedy, scs, ev.parse, sim.ZoneState)
     as_single, _ = sim.run_all(single_greedy, scs, single.parse, sim.State)
     assert as_multi == as_single
@@ -164,7 +177,7 @@ def test_scenarios_are_zone_subsets_on_disjoint_time_windows():
     need = -(-70 * 3600 // 195)
     start = [int(re.search(r"start_tick=(\d+)", s.name).group(1)) for s in train + test]
     assert all(t + need <= ev.SPLIT_TICK for t in start[: len(train)])  # train: days 0-24.8
-    assert all(t >= ev.SPLIT_TICK for t in start[len(train):])  # test: later windows only
+    assert all(t >= ev.SPLIT_TICK for t in start[len(train) :])  # test: later windows only
     assert {(s.work_s, s.deadline_s, s.overhead_s, s.gap_s) for s in train} == {
         (48 * 3600, d * 3600, o, 195) for d in (52, 70) for o in (180, 720)
     }
@@ -238,10 +251,29 @@ def test_decide_sees_the_zones():
         return (D, 8)
 
     assert sim.run_policy(decide, sc, ev.parse, ev.BENCHMARK.state).startswith("I")
-    fields = [kv.split("=")[0] for kv in re.sub(r"\(.*?\)", "", seen[0][len("State("):-1]).split(", ")]
-    assert fields == ["tick", "elapsed", "gap", "deadline", "time_left", "work_total", "work_done",
-                      "work_left", "restart_overhead", "overhead_left", "has_spot", "current", "zone",
-                      "zones", "n_zones", "spot", "spot_price", "on_demand_price"]
+    fields = [
+        kv.split("=")[0] for kv in re.sub(r"\(.*?\)", "", seen[0][len("State(") : -1]).split(", ")
+    ]
+    assert fields == [
+        "tick",
+        "elapsed",
+        "gap",
+        "deadline",
+        "time_left",
+        "work_total",
+        "work_done",
+        "work_left",
+        "restart_overhead",
+        "overhead_left",
+        "has_spot",
+        "current",
+        "zone",
+        "zones",
+        "n_zones",
+        "spot",
+        "spot_price",
+        "on_demand_price",
+    ]
     assert "zone=8, zones=('us-east-2a', 'us-west-2c', " in seen[1] and "n_zones=9" in seen[1]
 
 
@@ -262,9 +294,13 @@ def test_the_patches_find_no_evaluator_even_in_its_process(tmp_path, monkeypatch
     assert patched.sim is not ev.sim
     monkeypatch.setitem(sys.modules, "evaluator", patched)
     for prelude in (CONTRACT.tamper(n)["prelude"] for n in ("patch_sim", "patch_log")):
-        prog = with_block(PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path, prelude=prelude)
+        prog = with_block(
+            PROBLEM, block_of(BASELINES / "greedy_multi.py"), tmp_path, prelude=prelude
+        )
         out = patched.evaluate(str(prog), "train")
-        assert patched.sim.SPOT_PRICE == sim.SPOT_PRICE and patched.sim.run_policies.__name__ == "run_policies"
+        assert (
+            patched.sim.SPOT_PRICE == sim.SPOT_PRICE
+            and patched.sim.run_policies.__name__ == "run_policies"
+        )
         scored = patched.score(out["outputs"], "train")
         assert scored["metrics"]["mean_cost"] == pytest.approx(GREEDY_TRAIN, abs=0.01)
-

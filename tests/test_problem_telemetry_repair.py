@@ -249,9 +249,14 @@ def test_held_out_faults_follow_the_runs_private_seed():
     assert private[5].telemetry != public[5].telemetry
     assert train[3].telemetry == sim.make_instances("train")[3].telemetry  # train: the ADRS stream
     # held out: new snapshots on the same interfaces, none equal to a public one (telemetry_synth)
-    published = [s.truth for s in sim.load_snapshots(sim.TEST_FILE) + sim.load_snapshots(sim.TRAIN_FILE)]
+    published = [
+        s.truth for s in sim.load_snapshots(sim.TEST_FILE) + sim.load_snapshots(sim.TRAIN_FILE)
+    ]
     assert [list(t.truth) for t in private] == [list(t.truth) for t in public]
-    assert all(t.truth not in published for t in private) and private[0].name == "private snapshot 1 (dropped)"
+    assert (
+        all(t.truth not in published for t in private)
+        and private[0].name == "private snapshot 1 (dropped)"
+    )
     for t in private:  # each link's two counters keep a measured mismatch, as the real ones do
         for if_id, (_rx, tx) in t.truth.items():
             peer_rx = t.truth[t.telemetry[if_id]["connected_to"]][0]

@@ -39,29 +39,52 @@ def T(text: str):
 # ---------------------------------------------------------------- the cost model, by hand
 
 
-@pytest.mark.parametrize("txns, order, starts, span", [
-    (["r-a * w-b"], [0], [1], 3),  # a lone transaction of n ops: makespan n
-    (["w-a", "w-a"], [0, 1], [1, 2], 2),  # write-write: strictly after
-    (["r-a", "r-a"], [0, 1], [1, 1], 1),  # read-read: no conflict
-    (["r-a *", "w-a"], [0, 1], [1, 2], 2),  # write after read
-    (["w-a", "r-a"], [0, 1], [1, 2], 2),  # read after write
-    (["w-a * *", "* * r-a"], [0, 1], [1, 1], 3),  # the read sits at offset 2, after time 1
-    (["* * w-a", "r-a *"], [0, 1], [1, 4], 5),  # the read must come after time 3
-    (["* * w-a", "r-a *"], [1, 0], [1, 1], 3),  # ...the other order: its write (time 3) already follows the read
-    (["r-a w-a", "r-a"], [0, 1], [1, 3], 3),  # its own read then write of a key; the read waits for the write
-    (["w-a w-b", "w-b", "w-a"], [0, 1, 2], [1, 3, 2], 3),  # placed later, started earlier
-    (["w-x *", "* w-y", "r-x r-y"], [0, 1, 2], [1, 1, 2], 3),  # the latest bound over all keys wins
-])
+@pytest.mark.parametrize(
+    "txns, order, starts, span",
+    [
+        (["r-a * w-b"], [0], [1], 3),  # a lone transaction of n ops: makespan n
+        (["w-a", "w-a"], [0, 1], [1, 2], 2),  # write-write: strictly after
+        (["r-a", "r-a"], [0, 1], [1, 1], 1),  # read-read: no conflict
+        (["r-a *", "w-a"], [0, 1], [1, 2], 2),  # write after read
+        (["w-a", "r-a"], [0, 1], [1, 2], 2),  # read after write
+        (["w-a * *", "* * r-a"], [0, 1], [1, 1], 3),  # the read sits at offset 2, after time 1
+        (["* * w-a", "r-a *"], [0, 1], [1, 4], 5),  # the read must come after time 3
+        (
+            ["* * w-a", "r-a *"],
+            [1, 0],
+            [1, 1],
+            3,
+        ),  # ...the other order: its write (time 3) already follows the read
+        (
+            ["r-a w-a", "r-a"],
+            [0, 1],
+            [1, 3],
+            3,
+        ),  # its own read then write of a key; the read waits for the write
+        (["w-a w-b", "w-b", "w-a"], [0, 1, 2], [1, 3, 2], 3),  # placed later, started earlier
+        (
+            ["w-x *", "* w-y", "r-x r-y"],
+            [0, 1, 2],
+            [1, 1, 2],
+            3,
+        ),  # the latest bound over all keys wins
+    ],
+)
 def test_makespan_by_hand(txns, order, starts, span):
     parsed = [T(t) for t in txns]
     assert sim.start_times(parsed, order) == starts
     assert sim.makespan(parsed, order) == span
     tl = seed.Timeline()  # the fixed helper in the candidate file is the same model
-    assert [tl.place(parsed[i]) for i in order] == [starts[i] for i in order] and tl.makespan == span
+    assert [tl.place(parsed[i]) for i in order] == [
+        starts[i] for i in order
+    ] and tl.makespan == span
 
 
 def test_lower_bounds_by_hand():
-    assert sim.lower_bounds([T("w-a w-b *"), T("w-a"), T("r-a"), T("r-b")]) == (3, 3)  # a: 2 writes + read
+    assert sim.lower_bounds([T("w-a w-b *"), T("w-a"), T("r-a"), T("r-b")]) == (
+        3,
+        3,
+    )  # a: 2 writes + read
     assert sim.lower_bounds([T("r-a * * *"), T("w-b")]) == (4, 1)
     assert sim.lower_bounds([]) == (0, 0)
 
@@ -93,20 +116,23 @@ def test_seed_timeline_agrees_with_the_simulator_on_random_orders():
             assert tl.makespan == sim.makespan(txns, order)
 
 
-@pytest.mark.parametrize("order, fragment", [
-    ([0, 1, 1], "transaction 1 appears twice (and 2 never)"),
-    ([0, 1], "expected 3 transaction indices, got 2"),
-    ([0, 1, 2, 0], "expected 3 transaction indices, got 4"),
-    ([0, 1, 3], "outside [0, 3)"),
-    ([0, 1, -1], "outside [0, 3)"),
-    ([0, 1, 2.0], "must be ints"),
-    ([0, 1, float("nan")], "must be ints"),
-    ([0, True, 2], "must be ints"),
-    ([0, 1, None], "must be ints"),
-    ("012", "got str"),
-    (None, "got NoneType"),
-    ({0: 0, 1: 1, 2: 2}, "got dict"),
-])
+@pytest.mark.parametrize(
+    "order, fragment",
+    [
+        ([0, 1, 1], "transaction 1 appears twice (and 2 never)"),
+        ([0, 1], "expected 3 transaction indices, got 2"),
+        ([0, 1, 2, 0], "expected 3 transaction indices, got 4"),
+        ([0, 1, 3], "outside [0, 3)"),
+        ([0, 1, -1], "outside [0, 3)"),
+        ([0, 1, 2.0], "must be ints"),
+        ([0, 1, float("nan")], "must be ints"),
+        ([0, True, 2], "must be ints"),
+        ([0, 1, None], "must be ints"),
+        ("012", "got str"),
+        (None, "got NoneType"),
+        ({0: 0, 1: 1, 2: 2}, "got dict"),
+    ],
+)
 def test_check_order_rejects(order, fragment):
     with pytest.raises(kit.Invalid) as e:
         sim.check_order(order, 3)
@@ -143,8 +169,15 @@ def test_data_dir_setting_and_corrupt_file(tmp_path, monkeypatch):
     with pytest.raises(DataError, match="SHA-256 mismatch"):
         ensure([entry], data_dir_for(PROBLEM))
     # the controller checks the file before any evaluation: a corrupt copy never gets scored
-    r = evolve("eval", str(PROBLEM), str(BASELINES / "sequential.py"), "--split", "train", "--json",
-               extra_env={"EVOLVE_DATA_DIR": str(tmp_path)})
+    r = evolve(
+        "eval",
+        str(PROBLEM),
+        str(BASELINES / "sequential.py"),
+        "--split",
+        "train",
+        "--json",
+        extra_env={"EVOLVE_DATA_DIR": str(tmp_path)},
+    )
     assert r.returncode != 0 and "SHA-256 mismatch" in r.stderr
     copy.unlink()
     with pytest.raises(FileNotFoundError, match="data file missing"):
@@ -156,7 +189,9 @@ def test_fetch_rebuilds_the_exact_file_from_the_upstream_format(tmp_path):
     that form (a file:// URL or a local path) writes back byte-for-byte the checksummed JSON."""
     workloads = json.loads(DATA.read_bytes())["workloads"]
     upstream = tmp_path / "workloads.py"
-    upstream.write_text("".join(f"{name} = {json.dumps(json.dumps(txns))}\n" for name, txns in workloads.items()))
+    upstream.write_text(
+        "".join(f"{name} = {json.dumps(json.dumps(txns))}\n" for name, txns in workloads.items())
+    )
     assert fetcher.fetch(upstream.as_uri(), tmp_path / "data").read_bytes() == DATA.read_bytes()
     assert fetcher.main(["--url", str(upstream), "--data-dir", str(tmp_path / "local")]) == 0
     assert (tmp_path / "local" / sim.DATA_FILE).read_bytes() == DATA.read_bytes()
@@ -164,7 +199,10 @@ def test_fetch_rebuilds_the_exact_file_from_the_upstream_format(tmp_path):
     with pytest.raises(ValueError, match="upstream file changed"):
         fetcher.fetch(upstream.as_uri(), tmp_path / "data2")
     assert not (tmp_path / "data2" / sim.DATA_FILE).exists()
-    assert fetcher.main(["--url", (tmp_path / "missing.py").as_uri(), "--data-dir", str(tmp_path)]) == 1
+    assert (
+        fetcher.main(["--url", (tmp_path / "missing.py").as_uri(), "--data-dir", str(tmp_path)])
+        == 1
+    )
 
 
 def test_test_generators_are_seeded_and_well_formed():
@@ -176,20 +214,29 @@ def test_test_generators_are_seeded_and_well_formed():
         longest, key_bound = sim.lower_bounds(txns)
         seq = sim.makespan(txns, list(range(100)))
         assert max(longest, key_bound) < seq, name  # real contention: order matters
-    assert sim.tpcc(1) != sim.tpcc(2) and sim.ycsb(1) != sim.ycsb(2) and sim.smallbank(1) != sim.smallbank(2)
+    assert (
+        sim.tpcc(1) != sim.tpcc(2)
+        and sim.ycsb(1) != sim.ycsb(2)
+        and sim.smallbank(1) != sim.smallbank(2)
+    )
     payment_w = [t for t in sim.tpcc(3) if ("w", "W0") in t]
     assert 25 < len(payment_w) < 60  # ~43% Payments, all writing the warehouse row
 
 
 def test_problem_toml_and_fixed_code():
     cfg = tomllib.loads((PROBLEM / "problem.toml").read_text())
-    assert cfg["problem"]["metric"] == "makespan_total" and cfg["evaluation"]["splits"] == ["train", "test"]
+    assert cfg["problem"]["metric"] == "makespan_total" and cfg["evaluation"]["splits"] == [
+        "train",
+        "test",
+    ]
     # the fixed code (Timeline) is written once, in seed.py: the baselines get it from there
     assert "class Timeline" in "".join(fixed_parts((PROBLEM / "seed.py").read_text()))
 
 
 def test_score_rejects_tampered_outputs(tmp_path):
-    good = ev.evaluate(str(complete_baseline(PROBLEM, "sequential.py", tmp_path)), "train")["outputs"]
+    good = ev.evaluate(str(complete_baseline(PROBLEM, "sequential.py", tmp_path)), "train")[
+        "outputs"
+    ]
     assert ev.score(good, "train")["score"] == -537.0
     cases = {
         "'orders' list": {},

@@ -64,8 +64,14 @@ def test_a_folder_holds_what_it_changes_and_the_rest_is_the_seed(tree, tmp_path)
     "files, error",
     [
         ({"policy/other.py": "x = 1\n"}, "policy/other.py: not a file of this program"),
-        ({"policy/__init__.py": "def pack(*a):\n    return []\n"}, "policy/__init__.py: a fixed file"),
-        ({"policy/rank.py": "# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n" * 2}, "policy/rank.py:"),
+        (
+            {"policy/__init__.py": "def pack(*a):\n    return []\n"},
+            "policy/__init__.py: a fixed file",
+        ),
+        (
+            {"policy/rank.py": "# EVOLVE-BLOCK-START\nx = 1\n# EVOLVE-BLOCK-END\n" * 2},
+            "policy/rank.py:",
+        ),
     ],
 )
 def test_a_folder_that_does_not_fit_is_one_line_naming_the_file(tree, tmp_path, files, error):
@@ -95,7 +101,9 @@ def test_links_non_utf8_and_one_file_texts_are_refused(tree, tmp_path):
 
 
 def test_baseline_folders_are_listed_and_cached_by_their_files(tmp_path):
-    problem = _folder(tmp_path / "p", {"baselines/a.py": "x\n", "baselines/b/policy/rank.py": "y\n"})
+    problem = _folder(
+        tmp_path / "p", {"baselines/a.py": "x\n", "baselines/b/policy/rank.py": "y\n"}
+    )
     (problem / "baselines" / "__pycache__").mkdir()
     assert [f.name for f in baseline_files(problem)] == ["a.py", "b"]
     folder = problem / "baselines" / "b"

@@ -359,10 +359,9 @@ def test_a_worker_forked_by_the_harness_keeps_nothing_of_it(sandbox):
     assert seen["evaluator"] is False and seen["numpy"] is True
 
 
-def test_in_docker_the_worker_is_confined_too(request):
+def test_in_docker_the_worker_is_confined_too(docker_image):  # noqa: F811
     """Docker's default seccomp profile lets the Landlock calls through: no isolation note,
     and the mounted problem (/problem) and kit (/opt/evolve) cannot be opened."""
-    request.getfixturevalue("docker_image")
     from evaluators.backends import make_sandbox
 
     sb = make_sandbox("docker", 1)
@@ -407,7 +406,11 @@ FAILING = {
         Status.RUNTIME_ERROR,
         "killed by signal 9 (SIGKILL)",
     ),
-    "exits": ("    import sys\n    sys.exit(4)\n", Status.RUNTIME_ERROR, "the program called sys.exit(4)"),
+    "exits": (
+        "    import sys\n    sys.exit(4)\n",
+        Status.RUNTIME_ERROR,
+        "the program called sys.exit(4)",
+    ),
     "prints a lot": ("    print('x' * 2000)\n" + FIRST_FIT, Status.OK, ""),
 }
 
@@ -435,7 +438,8 @@ def test_printing_past_the_file_size_limit(sandbox):
     )
     res = sandbox.evaluate(req)
     assert (
-        res.status == Status.RUNTIME_ERROR and "file size limit (1 MB) exceeded" in res.artifacts["error"]
+        res.status == Status.RUNTIME_ERROR
+        and "file size limit (1 MB) exceeded" in res.artifacts["error"]
     )
 
 

@@ -18,7 +18,7 @@ from tests.cli_helpers import archive_json, evolve, popen, run_args
 from tests.data_seeds import leaderboard_draw, leaderboard_scored
 from tests.scripted_llm import Reply, ScriptedLLM
 
-EVALUATOR = '''
+EVALUATOR = """
 import hashlib, os, time, uuid
 
 from evaluators import kit
@@ -39,7 +39,7 @@ def evaluate(program_path, split):
 
 def score(outputs, split):
     return {"score": -abs(outputs["value"] - 10.0), "metrics": {"value": outputs["value"]}}
-'''
+"""
 
 SEED = "# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
 
@@ -49,7 +49,7 @@ def make_problem(root: Path, timeout_s: float = 20) -> Path:
     (root / "problem.toml").write_text(
         f'[problem]\nname = "toy"\nentry = "seed.py"\n[evaluation]\ntimeout_s = {timeout_s}\nsplits = ["train"]\n'
         # a few tuned children per program (slots of their own): x + k climbs on every one
-        '[search]\ntune_evals = 2\n'
+        "[search]\ntune_evals = 2\n"
     )
     (root / "seed.py").write_text(SEED)
     (root / "evaluator.py").write_text(EVALUATOR)
@@ -100,16 +100,34 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
     # namespaces allows that (isolation would rightly make the folder read-only)
     env = {"EVOLVE_DATA_DIR": str(data), "EVOLVE_LOCAL_ISOLATION": "off"}
     iterations = 14
-    args = ["--sandbox", "local", "--parallel", "2", "--llm-parallel", "2", "--migration-interval", "4"]
+    args = [
+        "--sandbox",
+        "local",
+        "--parallel",
+        "2",
+        "--llm-parallel",
+        "2",
+        "--migration-interval",
+        "4",
+    ]
 
     with ScriptedLLM(responder()) as srv:
-        ref = evolve(*run_args(srv.base_url, tmp_path / "ref", *args, problem=problem, iterations=iterations),
-                     extra_env={"EVOLVE_DATA_DIR": str(ref_data), "EVOLVE_LOCAL_ISOLATION": "off"})
+        ref = evolve(
+            *run_args(
+                srv.base_url, tmp_path / "ref", *args, problem=problem, iterations=iterations
+            ),
+            extra_env={"EVOLVE_DATA_DIR": str(ref_data), "EVOLVE_LOCAL_ISOLATION": "off"},
+        )
         assert ref.returncode == 0, ref.stderr
         ref_run = archive_json(tmp_path / "ref", "runs")[0]
 
         runs = tmp_path / "killed"
-        proc = popen(*run_args(srv.base_url, runs, *args, "--run-id", "k", problem=problem, iterations=iterations), extra_env=env)
+        proc = popen(
+            *run_args(
+                srv.base_url, runs, *args, "--run-id", "k", problem=problem, iterations=iterations
+            ),
+            extra_env=env,
+        )
         kills = 0
         before: dict[int, tuple] = {}
         snapshots = []
@@ -124,7 +142,9 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
             proc.wait()
             kills += 1
             before.update(final_programs(runs, "k"))
-            snapshots.append((final_programs(runs, "k"), end_marks(data), leaderboard_scored(runs, "k")))
+            snapshots.append(
+                (final_programs(runs, "k"), end_marks(data), leaderboard_scored(runs, "k"))
+            )
             if wanted == 3:
                 proc = popen("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env)
         resumed = evolve("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env)
@@ -141,7 +161,10 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(tmp_path):
         assert after[it] == row
     db = sqlite3.connect(runs / "archive.db")
     per_iteration = collections.Counter(
-        r[0] for r in db.execute("SELECT iteration FROM llm_calls WHERE run_id='k' AND reply IS NOT NULL")
+        r[0]
+        for r in db.execute(
+            "SELECT iteration FROM llm_calls WHERE run_id='k' AND reply IS NOT NULL"
+        )
     )
     db.close()
     assert max(per_iteration.values()) == 1  # a stored reply is never requested again
@@ -165,7 +188,9 @@ def end_marks(data: Path) -> collections.Counter:
 
 def _code(runs: Path, run_id: str, it: int) -> str:
     db = sqlite3.connect(runs / "archive.db")
-    (code,) = db.execute("SELECT code FROM programs WHERE run_id=? AND iteration=?", (run_id, it)).fetchone()
+    (code,) = db.execute(
+        "SELECT code FROM programs WHERE run_id=? AND iteration=?", (run_id, it)
+    ).fetchone()
     db.close()
     return code
 
@@ -213,15 +238,32 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume(tmp_path, cpu_hog, moment, s
         return normal(request)
 
     with ScriptedLLM(answer) as srv:
-        proc = popen(*run_args(srv.base_url, runs, "--sandbox", "local", "--run-id", run_id,
-                                "--llm-parallel", "1", problem=problem, iterations=4),
-                     extra_env=env, ignore_sigint=ignored)
+        proc = popen(
+            *run_args(
+                srv.base_url,
+                runs,
+                "--sandbox",
+                "local",
+                "--run-id",
+                run_id,
+                "--llm-parallel",
+                "1",
+                problem=problem,
+                iterations=4,
+            ),
+            extra_env=env,
+            ignore_sigint=ignored,
+        )
         err = StderrLines(proc)
         try:
             sleeping: list[int] = []
             if moment == "launch":  # until the sleeping candidate is on its way
-                sleeping = wait_until(lambda: _pending_sleepers(db, run_id) if db.exists() else [],
-                                      proc, err, "the sleeping candidate never became pending")
+                sleeping = wait_until(
+                    lambda: _pending_sleepers(db, run_id) if db.exists() else [],
+                    proc,
+                    err,
+                    "the sleeping candidate never became pending",
+                )
             else:
                 wait_until(asked.is_set, proc, err, "the run never asked the LLM")
             proc.send_signal(sig)
@@ -242,7 +284,9 @@ def test_ctrl_c_and_sigterm_stop_cleanly_and_resume(tmp_path, cpu_hog, moment, s
         srv.responder = responder()
         toml = problem / "problem.toml"  # the resumed run re-evaluates the sleeper: keep that short
         toml.write_text(toml.read_text().replace("timeout_s = 90", "timeout_s = 3"))
-        resumed = evolve("resume", run_id, "--runs-dir", runs, "--no-progress", extra_env=env, timeout=GUARD_S)
+        resumed = evolve(
+            "resume", run_id, "--runs-dir", runs, "--no-progress", extra_env=env, timeout=GUARD_S
+        )
         assert resumed.returncode == 0, resumed.stderr
         run = [r for r in archive_json(runs, "runs") if r["run_id"] == run_id][0]
         assert run["status"] == "finished" and run["iterations_done"] == 4
@@ -265,8 +309,19 @@ def test_a_second_ctrl_c_stops_at_once_and_the_run_resumes(tmp_path, cpu_hog):
         return normal(request)
 
     with ScriptedLLM(answer) as srv:
-        proc = popen(*run_args(srv.base_url, runs, "--sandbox", "local", "--run-id", "f",
-                               problem=problem, iterations=3), extra_env=env)
+        proc = popen(
+            *run_args(
+                srv.base_url,
+                runs,
+                "--sandbox",
+                "local",
+                "--run-id",
+                "f",
+                problem=problem,
+                iterations=3,
+            ),
+            extra_env=env,
+        )
         err = StderrLines(proc)
         try:
             wait_until(lambda: held.taken, proc, err, "the run never asked the LLM")
@@ -282,7 +337,9 @@ def test_a_second_ctrl_c_stops_at_once_and_the_run_resumes(tmp_path, cpu_hog):
         run = archive_json(runs, "runs")[0]
         assert run["status"] in ("stopped", "interrupted"), run  # never `running`
         srv.responder = responder()
-        resumed = evolve("resume", "f", "--runs-dir", runs, "--no-progress", extra_env=env, timeout=GUARD_S)
+        resumed = evolve(
+            "resume", "f", "--runs-dir", runs, "--no-progress", extra_env=env, timeout=GUARD_S
+        )
         assert resumed.returncode == 0, resumed.stderr
         run = archive_json(runs, "runs")[0]
         assert run["status"] == "finished" and run["iterations_done"] == 3
@@ -376,6 +433,8 @@ def _pending_sleepers(db: Path, run_id: str) -> list[int]:
 def _statuses(db: Path, run_id: str) -> dict[int, str]:
     c = sqlite3.connect(db)
     try:
-        return dict(c.execute("SELECT iteration, status FROM programs WHERE run_id=?", (run_id,)).fetchall())
+        return dict(
+            c.execute("SELECT iteration, status FROM programs WHERE run_id=?", (run_id,)).fetchall()
+        )
     finally:
         c.close()

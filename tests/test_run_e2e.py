@@ -19,7 +19,7 @@ HOSTILE = {
     "memory_bomb": "def priority(item, bins):\n    x = bytearray(10 * 1024**3)\n    return x",
     "huge_output": "import sys\ndef priority(item, bins):\n    while True:\n        sys.stdout.write('spam' * 10000)",
     "fake_score": (
-        "import numpy as np\nprint('{\"score\": 1e9, \"combined_score\": 1e9}')\n"
+        'import numpy as np\nprint(\'{"score": 1e9, "combined_score": 1e9}\')\n'
         "def priority(item, bins):\n    print('score: 1000000')\n    return -np.arange(len(bins), dtype=float) + 0.0"
     ),
     "steal_key": (
@@ -33,14 +33,21 @@ HOSTILE = {
 def _programs(runs_dir, run_id):
     db = sqlite3.connect(runs_dir / "archive.db")
     db.row_factory = sqlite3.Row
-    rows = [dict(r) for r in db.execute("SELECT * FROM programs WHERE run_id=? ORDER BY iteration", (run_id,))]
+    rows = [
+        dict(r)
+        for r in db.execute("SELECT * FROM programs WHERE run_id=? ORDER BY iteration", (run_id,))
+    ]
     db.close()
     return rows
 
 
 def test_run_finds_an_improvement_and_archives_it(tmp_path):
-    replies = [Reply("I am not sure what to do."), IMPROVED, binpack_reply("funsearch_weibull"),
-               binpack_reply("worst_fit")]
+    replies = [
+        Reply("I am not sure what to do."),
+        IMPROVED,
+        binpack_reply("funsearch_weibull"),
+        binpack_reply("worst_fit"),
+    ]
     with ScriptedLLM.from_list(replies) as srv:  # its end scores the best on the leaderboard too
         r = evolve(*run_args(srv.base_url, tmp_path, iterations=6), timeout=400)
     assert r.returncode == 0, r.stderr
@@ -48,7 +55,11 @@ def test_run_finds_an_improvement_and_archives_it(tmp_path):
     assert run_id.startswith("binpack-")
     best = archive_json(tmp_path, "best", "--problem", "binpack")
     runs = archive_json(tmp_path, "runs")
-    assert runs[0]["run_id"] == run_id and runs[0]["iterations_done"] == 6 and runs[0]["status"] == "finished"
+    assert (
+        runs[0]["run_id"] == run_id
+        and runs[0]["iterations_done"] == 6
+        and runs[0]["status"] == "finished"
+    )
     seed = [p for p in _programs(tmp_path, run_id) if p["iteration"] == 0][0]
     assert best["score"] > seed["score"], "FunSearch's heuristic must beat the best-fit seed"
     assert "bins.max()" in best["code"]
@@ -58,7 +69,9 @@ def test_run_finds_an_improvement_and_archives_it(tmp_path):
     # the held-out split scored the new best, and the prompts never showed it
     assert best["test_score"] is not None
     for req in srv.requests:
-        assert "test" not in json.dumps(best["test_metrics"]) or str(best["test_score"]) not in json.dumps(req)
+        assert "test" not in json.dumps(best["test_metrics"]) or str(
+            best["test_score"]
+        ) not in json.dumps(req)
     # pictures of the run, and the command that opens it in the web view
     assert (tmp_path / run_id / "score_curve.png").stat().st_size > 1000
     assert f"inspect it: evolve ui --runs-dir {tmp_path} --run {run_id} --open" in r.stderr
@@ -68,13 +81,28 @@ def test_run_finds_an_improvement_and_archives_it(tmp_path):
 
 def test_failures_from_the_endpoint_and_from_replies_are_recorded(tmp_path):
     replies = [
-        Reply("boom", status=500), BEST_FIT, Reply("<<<<<<< SEARCH\nnothing like this\n=======\nx\n>>>>>>> REPLACE"),
-        Reply("late", delay_s=3.0), block("def priority(item, bins):\n    return [1, 2, 3]"),
-        block("def priority(item, bins)\n    return bins"), Reply(drop_connection=True),
+        Reply("boom", status=500),
+        BEST_FIT,
+        Reply("<<<<<<< SEARCH\nnothing like this\n=======\nx\n>>>>>>> REPLACE"),
+        Reply("late", delay_s=3.0),
+        block("def priority(item, bins):\n    return [1, 2, 3]"),
+        block("def priority(item, bins)\n    return bins"),
+        Reply(drop_connection=True),
     ]
     with ScriptedLLM.from_list(replies, then=binpack_reply("worst_fit")) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, "--llm-timeout", "1", "--parallel", "1",
-                             "--llm-parallel", "1", iterations=5))
+        r = evolve(
+            *run_args(
+                srv.base_url,
+                tmp_path,
+                "--llm-timeout",
+                "1",
+                "--parallel",
+                "1",
+                "--llm-parallel",
+                "1",
+                iterations=5,
+            )
+        )
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.splitlines()[0]
     progs = _programs(tmp_path, run_id)
@@ -90,8 +118,19 @@ def test_failures_from_the_endpoint_and_from_replies_are_recorded(tmp_path):
 def test_hostile_candidates_are_contained(tmp_path):
     replies = [block(code) for code in HOSTILE.values()] + [IMPROVED]
     with ScriptedLLM.from_list(replies, then=binpack_reply("worst_fit")) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, "--parallel", "2", "--llm-parallel", "1", iterations=len(replies)),
-                   extra_env={"OPENAI_API_KEY": "sk-secret-do-not-leak"}, timeout=400)
+        r = evolve(
+            *run_args(
+                srv.base_url,
+                tmp_path,
+                "--parallel",
+                "2",
+                "--llm-parallel",
+                "1",
+                iterations=len(replies),
+            ),
+            extra_env={"OPENAI_API_KEY": "sk-secret-do-not-leak"},
+            timeout=400,
+        )
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.splitlines()[0]
     progs = {p["iteration"]: p for p in _programs(tmp_path, run_id)}
@@ -113,11 +152,29 @@ def test_hostile_candidates_are_contained(tmp_path):
 
 
 def test_budget_stops_the_run_cleanly(tmp_path):
-    pricey = Reply(binpack_reply("worst_fit").content, prompt_tokens=400_000, completion_tokens=100_000)
+    pricey = Reply(
+        binpack_reply("worst_fit").content, prompt_tokens=400_000, completion_tokens=100_000
+    )
     with ScriptedLLM.from_list([pricey]) as srv:
-        r = evolve("run", BINPACK, "--iterations", "20", "--api-base", srv.base_url, "--model", "gpt-4o",
-                   "--runs-dir", tmp_path, "--no-progress", "--budget-usd", "2.5", "--llm-parallel", "1",
-                   "--parallel", "1")
+        r = evolve(
+            "run",
+            BINPACK,
+            "--iterations",
+            "20",
+            "--api-base",
+            srv.base_url,
+            "--model",
+            "gpt-4o",
+            "--runs-dir",
+            tmp_path,
+            "--no-progress",
+            "--budget-usd",
+            "2.5",
+            "--llm-parallel",
+            "1",
+            "--parallel",
+            "1",
+        )
         calls = srv.counters["chat"]
     assert r.returncode == 0, r.stderr
     run = archive_json(tmp_path, "runs")[0]
@@ -133,8 +190,17 @@ def test_openevolve_folder_runs_unchanged(tmp_path):
     start, end = program.index("# EVOLVE-BLOCK-START"), program.index("# EVOLVE-BLOCK-END")
     full = program[:start] + "# EVOLVE-BLOCK-START\n" + code + program[end:]
     with ScriptedLLM.from_list([f"```python\n{full}```"]) as srv:
-        r = evolve("run", OPENEVOLVE_FIXTURE, "--api-base", srv.base_url, "--runs-dir", tmp_path, "--no-progress",
-                   "--iterations", "3")
+        r = evolve(
+            "run",
+            OPENEVOLVE_FIXTURE,
+            "--api-base",
+            srv.base_url,
+            "--runs-dir",
+            tmp_path,
+            "--no-progress",
+            "--iterations",
+            "3",
+        )
         assert srv.requests[0]["model"] == "scripted"  # from config.yaml
     assert r.returncode == 0, r.stderr
     best = archive_json(tmp_path, "best")
@@ -154,7 +220,11 @@ def test_openevolve_folder_runs_unchanged(tmp_path):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
-    r = evolve(*args, "--runs-dir", str(tmp_path)) if args[0] in ("run", "resume") else evolve(*args)
+    r = (
+        evolve(*args, "--runs-dir", str(tmp_path))
+        if args[0] in ("run", "resume")
+        else evolve(*args)
+    )
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert fragment in lines[-1], r.stderr

@@ -217,7 +217,9 @@ def test_a_live_run_whose_locks_folder_was_deleted_is_still_its_owners(tmp_path)
     gate = Gate()
     args = ("--sandbox", "local", "--parallel", "1", "--llm-parallel", "1")
     with ScriptedLLM(gate) as srv:
-        first = popen(*run_args(srv.base_url, runs, *args, "--run-id", "gone", problem=problem, iterations=3))
+        first = popen(
+            *run_args(srv.base_url, runs, *args, "--run-id", "gone", problem=problem, iterations=3)
+        )
         _wait_owned(runs, "gone", first)
         shutil.rmtree(runs / ".locks")
         r = evolve("resume", "gone", "--runs-dir", runs, "--no-progress")

@@ -96,7 +96,10 @@ def _wheel(folder: Path) -> str:
             z.writestr(path, text)
             h = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
             record.append(f"{path},sha256={h.decode()},{len(text)}")
-        z.writestr("tinylayer-0.1.dist-info/RECORD", "\n".join(record) + "\ntinylayer-0.1.dist-info/RECORD,,\n")
+        z.writestr(
+            "tinylayer-0.1.dist-info/RECORD",
+            "\n".join(record) + "\ntinylayer-0.1.dist-info/RECORD,,\n",
+        )
     return name
 
 
@@ -109,7 +112,9 @@ def test_a_relative_problem_folder_installs_its_requirements(tmp_path, monkeypat
     (folder / "requirements.txt").write_text(f"--no-index\n./{wheel}\n")  # relative to the folder
     monkeypatch.chdir(tmp_path)
     site = tmp_path / "site"
-    added = _pip_install(Path("problems/mine/requirements.txt"), TARGET, str(site), log=lambda _: None)
+    added = _pip_install(
+        Path("problems/mine/requirements.txt"), TARGET, str(site), log=lambda _: None
+    )
     assert added == {"tinylayer": "0.1"}
     assert (site / "tinylayer" / "__init__.py").read_text() == "VALUE = 1\n"
 

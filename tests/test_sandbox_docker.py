@@ -50,8 +50,15 @@ SLEEP = "import time\ndef solve():\n    time.sleep({s})\n    return 1.0\n"
 
 def request(code: str, problem: Path = DIRECT, limits: Limits = LIMITS, **kw) -> EvalRequest:
     fmt = "openevolve" if problem == OPENEVOLVE else "native"
-    return EvalRequest(problem_dir=str(problem), program_code=code, program_name="cand.py",
-                       split="train", fmt=fmt, limits=limits, **kw)
+    return EvalRequest(
+        problem_dir=str(problem),
+        program_code=code,
+        program_name="cand.py",
+        split="train",
+        fmt=fmt,
+        limits=limits,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +95,9 @@ def test_native_and_trusted_score(sandbox: DockerSandbox) -> None:
     assert res.artifacts["note"] == "in-sandbox" and res.artifacts["checked_by"] == "score()"
 
 
-@pytest.mark.parametrize("stage,score", [(None, 0.75), ("evaluate_stage2", 1.75), ("evaluate_stage3", 1.5)])
+@pytest.mark.parametrize(
+    "stage,score", [(None, 0.75), ("evaluate_stage2", 1.75), ("evaluate_stage3", 1.5)]
+)
 def test_openevolve(sandbox: DockerSandbox, stage: str | None, score: float) -> None:
     """stage3 runs the candidate in the evaluator's own subprocess, helper from PYTHONPATH."""
     res = sandbox.evaluate(request("def run():\n    return 0.75\n", OPENEVOLVE, stage=stage))
@@ -112,13 +121,28 @@ def test_container_policy(sandbox: DockerSandbox) -> None:
     assert all("size=" in opts and "noexec" in opts for opts in hc["Tmpfs"].values())
     owners = {d: opts.split("uid=")[1].split(",")[0] for d, opts in hc["Tmpfs"].items()}
     assert owners == {"/scratch": "10001", "/score": "10002", "/tmp": "10000", "/out": "10000"}
-    assert {m["Destination"]: m["RW"] for m in c["Mounts"]} == {"/problem": False, "/in": False, "/data": False}
+    assert {m["Destination"]: m["RW"] for m in c["Mounts"]} == {
+        "/problem": False,
+        "/in": False,
+        "/data": False,
+    }
     assert cfg["User"] == "0:0" and cfg["Labels"][LABEL] == sandbox.run_id  # the agent drops it
     assert cfg["Labels"][OWNER_LABEL] == ds.owner_id()
     env = dict(e.split("=", 1) for e in cfg["Env"])
-    assert set(env) <= {"PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
-                        "PYTHONPATH", "EVOLVE_PRIVATE_TMP", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                        "EVOLVE_DATA_DIR"}
+    assert set(env) <= {
+        "PATH",
+        "LANG",
+        "HOME",
+        "TMPDIR",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONHASHSEED",
+        "PYTHONPATH",
+        "EVOLVE_PRIVATE_TMP",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "EVOLVE_DATA_DIR",
+    }
 
 
 def test_inside_view(sandbox: DockerSandbox) -> None:
@@ -150,10 +174,20 @@ def test_inside_view(sandbox: DockerSandbox) -> None:
     assert info["ids"] == [10001, 10001, 10001] and info["groups"] == []
     assert info["cap_eff"] == info["cap_prm"] == info["cap_bnd"] == "0000000000000000"
     assert info["no_new_privs"] == "1"
-    assert info["agent"] == [["10000", "10000"], ["10000", "10000"]]  # PID 1: not the candidate's uid
+    assert info["agent"] == [
+        ["10000", "10000"],
+        ["10000", "10000"],
+    ]  # PID 1: not the candidate's uid
     assert info["ifaces"] == ["lo"]
-    assert info["writable"] == {"/usr/x": False, "/in/x": False, "/problem/x": False,
-                                "/scratch/x": True, "/tmp/x": True, "/out/x": False, "/score/x": False}
+    assert info["writable"] == {
+        "/usr/x": False,
+        "/in/x": False,
+        "/problem/x": False,
+        "/scratch/x": True,
+        "/tmp/x": True,
+        "/out/x": False,
+        "/score/x": False,
+    }
     assert info["cwd"] == "/scratch" and info["program"] == "/in/cand.py"
 
 
@@ -161,10 +195,14 @@ def test_inside_view(sandbox: DockerSandbox) -> None:
 
 
 def test_warm_containers_are_reused_and_wiped(sandbox: DockerSandbox) -> None:
-    write = ("import os\nopen(os.path.join(os.environ['HOME'], 'left.txt'), 'w').write('x')\n"
-             "open('/tmp/left.txt', 'w').write('x')\n" + GOOD)
-    probe = ("import os\nLEFT = [p for p in (os.path.join(os.environ['HOME'], 'left.txt'), '/tmp/left.txt')"
-             " if os.path.exists(p)]\nINFO = repr(LEFT)\ndef solve():\n    return float(len(LEFT))\n")
+    write = (
+        "import os\nopen(os.path.join(os.environ['HOME'], 'left.txt'), 'w').write('x')\n"
+        "open('/tmp/left.txt', 'w').write('x')\n" + GOOD
+    )
+    probe = (
+        "import os\nLEFT = [p for p in (os.path.join(os.environ['HOME'], 'left.txt'), '/tmp/left.txt')"
+        " if os.path.exists(p)]\nINFO = repr(LEFT)\ndef solve():\n    return float(len(LEFT))\n"
+    )
     assert sandbox.evaluate(request(write)).status == Status.OK
     before = set(sandbox.containers())
     for _ in range(3):
@@ -180,24 +218,32 @@ def test_concurrent_evaluations_get_their_own_container(docker_image) -> None:  
     after another, the first would wait until its deadline)."""
     gate = Path(tempfile.mkdtemp(prefix="docker-gate-"))  # the data folder: readable inside
     gate.chmod(0o755)
-    code = ("import os, time\nMARK = os.path.join(os.environ['HOME'], 'mine')\n"
-            "GO = os.path.join(os.environ['EVOLVE_DATA_DIR'], 'go')\n"
-            "def solve():\n    busy = os.path.exists(MARK)\n    open(MARK, 'w').close()\n"
-            "    while not os.path.exists(GO):\n        time.sleep(0.02)\n"
-            "    return 0.0 if busy else 1.0\n")
+    code = (
+        "import os, time\nMARK = os.path.join(os.environ['HOME'], 'mine')\n"
+        "GO = os.path.join(os.environ['EVOLVE_DATA_DIR'], 'go')\n"
+        "def solve():\n    busy = os.path.exists(MARK)\n    open(MARK, 'w').close()\n"
+        "    while not os.path.exists(GO):\n        time.sleep(0.02)\n"
+        "    return 0.0 if busy else 1.0\n"
+    )
     limits = dataclasses.replace(LIMITS, timeout_s=300)
     # a pool of its own: the data folder is part of a container's key, and the shared pool's
     # containers are what the next tests inspect
-    sandbox = DockerSandbox(max_parallel=3, run_id=f"test-concurrent-{os.getpid()}", image=docker_image)
+    sandbox = DockerSandbox(
+        max_parallel=3, run_id=f"test-concurrent-{os.getpid()}", image=docker_image
+    )
     most = 0
     try:
         with ThreadPoolExecutor(3) as pool:  # three warm containers, started
             list(pool.map(sandbox.evaluate, [request(GOOD, limits=limits, data_dir=str(gate))] * 3))
-            futures = [pool.submit(sandbox.evaluate, request(code, limits=limits, data_dir=str(gate)))
-                       for _ in range(3)]
+            futures = [
+                pool.submit(sandbox.evaluate, request(code, limits=limits, data_dir=str(gate)))
+                for _ in range(3)
+            ]
             end = time.monotonic() + 240  # a guard only: the candidates wait for the file
             while most < 3 and time.monotonic() < end and not any(f.done() for f in futures):
-                most = max(most, sum(len(processes(sandbox.client, c)) > 1 for c in sandbox.containers()))
+                most = max(
+                    most, sum(len(processes(sandbox.client, c)) > 1 for c in sandbox.containers())
+                )
                 time.sleep(0.05)
             (gate / "go").touch()
             results = [f.result() for f in futures]
@@ -206,7 +252,9 @@ def test_concurrent_evaluations_get_their_own_container(docker_image) -> None:  
         sandbox.close()
         shutil.rmtree(gate)
     assert most == 3, f"at most {most} evaluations ran at once"
-    assert [(r.status, r.score) for r in results] == [(Status.OK, 1.0)] * 3, [r.artifacts for r in results]
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 1.0)] * 3, [
+        r.artifacts for r in results
+    ]
     assert wait_gone(sandbox.client, sandbox.run_id, 60) == []  # (the limit is a guard only)
 
 
@@ -221,20 +269,22 @@ def test_container_killed_while_idle_is_replaced(sandbox: DockerSandbox) -> None
 def test_container_dying_mid_evaluation_is_a_recorded_failure(sandbox: DockerSandbox) -> None:
     assert sandbox.evaluate(request(GOOD)).status == Status.OK
     t, out = in_background(sandbox.evaluate, request(SLEEP.format(s=30)))
-    wait_for(lambda: any(
-        len(processes(sandbox.client, c)) > 1 for c in sandbox.containers()))
+    wait_for(lambda: any(len(processes(sandbox.client, c)) > 1 for c in sandbox.containers()))
     victim = next(c for c in sandbox.containers() if len(processes(sandbox.client, c)) > 1)
     sandbox.client.api.kill(victim)
     t.join(120)  # a guard only: the candidate sleeps 30 s, the evaluation ends with its container
     assert not t.is_alive(), "the evaluation outlived its container"
     res: EvalResult = out[0]
-    assert res.status == Status.RUNTIME_ERROR and "container died" in res.artifacts["error"], res.artifacts
+    assert res.status == Status.RUNTIME_ERROR and "container died" in res.artifacts["error"], (
+        res.artifacts
+    )
     assert victim not in sandbox.containers()
     assert sandbox.evaluate(request(GOOD)).status == Status.OK
 
 
-def test_unreclaimable_container_is_destroyed_at_the_host_deadline(sandbox: DockerSandbox,
-                                                                  monkeypatch) -> None:
+def test_unreclaimable_container_is_destroyed_at_the_host_deadline(
+    sandbox: DockerSandbox, monkeypatch
+) -> None:
     """A frozen container (its agent cannot act at the deadline) goes, and the evaluation
     is a timeout; the next one gets a fresh container."""
     monkeypatch.setattr(ds, "GRACE_S", 1.0)
@@ -249,7 +299,10 @@ def test_unreclaimable_container_is_destroyed_at_the_host_deadline(sandbox: Dock
     res: EvalResult = out[0]
     assert res.status == Status.TIMEOUT, res
     assert frozen not in sandbox.containers()
-    assert wait_for(lambda: frozen not in [c["Id"] for c in sandbox.client.api.containers(all=True)]) is None
+    assert (
+        wait_for(lambda: frozen not in [c["Id"] for c in sandbox.client.api.containers(all=True)])
+        is None
+    )
     assert sandbox.evaluate(request(GOOD, limits=limits)).status == Status.OK
 
 
@@ -279,7 +332,10 @@ def test_leftovers_of_dead_runs_are_removed_at_start(docker_image) -> None:  # n
     ids = {}
     for kind, owner in owners.items():
         ids[kind] = client.api.create_container(
-            docker_image, ["python3", "-c", "pass"], labels={LABEL: f"test-{kind}", OWNER_LABEL: owner})["Id"]
+            docker_image,
+            ["python3", "-c", "pass"],
+            labels={LABEL: f"test-{kind}", OWNER_LABEL: owner},
+        )["Id"]
     try:
         assert reap_leftovers(client) >= 1
         left = {c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL})}
@@ -304,7 +360,9 @@ def test_controller_killed_outright_takes_its_containers_along(docker_image) -> 
         print(r.status, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
         """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert proc.returncode == -signal.SIGKILL and proc.stdout.strip() == "ok", proc.stderr
     assert wait_gone(engine(), run_id, 60) == []
 
@@ -344,18 +402,32 @@ def test_default_is_docker_with_a_notice(docker_image, tmp_path: Path) -> None: 
     assert len(notice) == 1 and notice[0].startswith("sandbox: docker (Docker engine "), r.stderr
     assert notice[0].endswith(f"answered and image {docker_image} exists)")
     docker_out = json.loads(r.stdout)
-    local = json.loads(evolve("eval", BINPACK, prog, "--split", "quick", "--json", "--sandbox", "local").stdout)
-    assert docker_out["status"] == local["status"] == Status.OK and docker_out["score"] == local["score"]
+    local = json.loads(
+        evolve("eval", BINPACK, prog, "--split", "quick", "--json", "--sandbox", "local").stdout
+    )
+    assert (
+        docker_out["status"] == local["status"] == Status.OK
+        and docker_out["score"] == local["score"]
+    )
 
 
 def test_default_falls_back_to_local_without_the_image(tmp_path: Path) -> None:
     prog = tmp_path / "best_fit.py"
     prog.write_text((BINPACK / "baselines" / "best_fit.py").read_text())
-    r = evolve("eval", BINPACK, prog, "--split", "quick", "--json",
-               extra_env={"EVOLVE_SANDBOX_IMAGE": "evolve-sandbox:no-such-image"})
+    r = evolve(
+        "eval",
+        BINPACK,
+        prog,
+        "--split",
+        "quick",
+        "--json",
+        extra_env={"EVOLVE_SANDBOX_IMAGE": "evolve-sandbox:no-such-image"},
+    )
     assert r.returncode == 0, r.stderr
-    assert "sandbox: local (Docker image evolve-sandbox:no-such-image is not built; " \
-           "`evolve sandbox build` builds it)" in r.stderr.splitlines()
+    assert (
+        "sandbox: local (Docker image evolve-sandbox:no-such-image is not built; "
+        "`evolve sandbox build` builds it)" in r.stderr.splitlines()
+    )
 
 
 def test_run_with_docker_completes_and_leaves_nothing(docker_image, tmp_path: Path) -> None:  # noqa: F811
@@ -363,8 +435,11 @@ def test_run_with_docker_completes_and_leaves_nothing(docker_image, tmp_path: Pa
     replies = [binpack_reply("funsearch_weibull"), Reply(hostile), binpack_reply("worst_fit")]
     run_id = f"docker-e2e-{os.getpid()}"  # its own: other test sessions may share the engine
     with ScriptedLLM.from_list(replies) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", run_id,
-                             iterations=6))
+        r = evolve(
+            *run_args(
+                srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", run_id, iterations=6
+            )
+        )
     assert r.returncode == 0, r.stderr
     run = archive_json(tmp_path, "runs")[0]
     assert (run["run_id"], run["status"], run["iterations_done"]) == (run_id, "finished", 6)
@@ -392,8 +467,12 @@ def test_ctrl_c_removes_the_runs_containers(docker_image, tmp_path: Path, cpu_ho
     slow = block("import time\ndef priority(item, bins):\n    time.sleep(60)\n    return -bins")
     client, run_id = engine(), f"docker-int-{os.getpid()}"
     with ScriptedLLM.from_list([Reply(slow)], then=Reply(slow)) as srv:
-        proc = popen(*run_args(srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", run_id,
-                               iterations=4), ignore_sigint=True)
+        proc = popen(
+            *run_args(
+                srv.base_url, tmp_path, "--sandbox", "docker", "--run-id", run_id, iterations=4
+            ),
+            ignore_sigint=True,
+        )
         try:
             end = time.monotonic() + 240  # a guard: under load the first container starts late
             while time.monotonic() < end and not _busy(client, run_id) and proc.poll() is None:

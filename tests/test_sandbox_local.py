@@ -44,8 +44,15 @@ def sandbox(tmp_root: Path):
 
 def request(code: str, problem: Path = DIRECT, limits: Limits = LIMITS, **kw) -> EvalRequest:
     fmt = "openevolve" if problem == OPENEVOLVE else "native"
-    return EvalRequest(problem_dir=str(problem), program_code=code, program_name="cand.py",
-                       split="train", fmt=fmt, limits=limits, **kw)
+    return EvalRequest(
+        problem_dir=str(problem),
+        program_code=code,
+        program_name="cand.py",
+        split="train",
+        fmt=fmt,
+        limits=limits,
+        **kw,
+    )
 
 
 def _procs() -> dict[int, tuple[int, str, int, bytes]]:
@@ -58,8 +65,12 @@ def _procs() -> dict[int, tuple[int, str, int, bytes]]:
         except OSError:
             continue
         field = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        out[int(pid)] = (int(field["PPid"]), field["State"].split()[0],
-                         int(field["Uid"].split()[0]), env)
+        out[int(pid)] = (
+            int(field["PPid"]),
+            field["State"].split()[0],
+            int(field["Uid"].split()[0]),
+            env,
+        )
     return out
 
 
@@ -76,8 +87,11 @@ def _live_tokens() -> set[bytes]:
     procs, key = _procs(), f"{TOKEN_VAR}=".encode()
     mine = _descendants(procs)
     return {
-        var for pid, (_, state, _, env) in procs.items() if state != "Z" and pid in mine
-        for var in env.split(b"\0") if var.startswith(key)
+        var
+        for pid, (_, state, _, env) in procs.items()
+        if state != "Z" and pid in mine
+        for var in env.split(b"\0")
+        if var.startswith(key)
     }
 
 
@@ -131,13 +145,22 @@ def test_native_invalid_uses_evaluator_error(sandbox: LocalSandbox) -> None:
     assert (res.status, res.score, res.artifacts["error"]) == (Status.INVALID, None, "wrong shape")
 
 
-@pytest.mark.parametrize("stage,score,metric", [
-    (None, 0.75, {"combined_score": 0.75, "scaled": 1.5}),
-    ("evaluate_stage1", 0.375, {"combined_score": 0.375, "stage": 1.0}),
-    ("evaluate_stage2", 1.75, {"a": 0.75, "b": 2.75}),  # mean of the numeric metrics
-    ("evaluate_stage3", 1.5, {"combined_score": 1.5}),  # candidate in the evaluator's subprocess
-])
-def test_openevolve_stages(sandbox: LocalSandbox, stage: str | None, score: float, metric: dict) -> None:
+@pytest.mark.parametrize(
+    "stage,score,metric",
+    [
+        (None, 0.75, {"combined_score": 0.75, "scaled": 1.5}),
+        ("evaluate_stage1", 0.375, {"combined_score": 0.375, "stage": 1.0}),
+        ("evaluate_stage2", 1.75, {"a": 0.75, "b": 2.75}),  # mean of the numeric metrics
+        (
+            "evaluate_stage3",
+            1.5,
+            {"combined_score": 1.5},
+        ),  # candidate in the evaluator's subprocess
+    ],
+)
+def test_openevolve_stages(
+    sandbox: LocalSandbox, stage: str | None, score: float, metric: dict
+) -> None:
     res = sandbox.evaluate(request("def run():\n    return 0.75\n", OPENEVOLVE, stage=stage))
     assert (res.status, res.score, res.metrics) == (Status.OK, score, metric), res.artifacts
     assert "label" not in res.metrics  # non-numeric metrics become artifacts
@@ -147,7 +170,11 @@ def test_openevolve_stages(sandbox: LocalSandbox, stage: str | None, score: floa
 
 def test_openevolve_error_metric_never_scores(sandbox: LocalSandbox) -> None:
     res = sandbox.evaluate(request("def run():\n    raise ValueError('bad input')\n", OPENEVOLVE))
-    assert (res.status, res.score, res.artifacts["error"]) == (Status.RUNTIME_ERROR, None, "bad input")
+    assert (res.status, res.score, res.artifacts["error"]) == (
+        Status.RUNTIME_ERROR,
+        None,
+        "bad input",
+    )
 
 
 def test_concurrent_evaluations(sandbox: LocalSandbox, tmp_root: Path) -> None:
@@ -156,10 +183,14 @@ def test_concurrent_evaluations(sandbox: LocalSandbox, tmp_root: Path) -> None:
     first would wait until its deadline)."""
     gate = Path(tempfile.mkdtemp(prefix="sandbox-gate-"))  # readable by every slot uid
     gate.chmod(0o755)
-    code = ("import os, time\nGO = os.path.join(os.environ['EVOLVE_DATA_DIR'], 'go')\n"
-            "def solve():\n    while not os.path.exists(GO):\n        time.sleep(0.02)\n"
-            "    return float(os.getuid())\n")
-    req = request(code, limits=Limits(timeout_s=300, memory_mb=512, max_procs=24), data_dir=str(gate))
+    code = (
+        "import os, time\nGO = os.path.join(os.environ['EVOLVE_DATA_DIR'], 'go')\n"
+        "def solve():\n    while not os.path.exists(GO):\n        time.sleep(0.02)\n"
+        "    return float(os.getuid())\n"
+    )
+    req = request(
+        code, limits=Limits(timeout_s=300, memory_mb=512, max_procs=24), data_dir=str(gate)
+    )
     most = 0
     try:
         with ThreadPoolExecutor(4) as pool:
@@ -190,34 +221,47 @@ def test_infinite_loop_times_out(sandbox: LocalSandbox, tmp_root: Path) -> None:
 
 
 def test_sigterm_ignored_still_killed(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    code = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "def solve():\n    time.sleep(100)\n")
+    code = (
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "def solve():\n    time.sleep(100)\n"
+    )
     assert hostile(sandbox, tmp_root, code).status == Status.TIMEOUT
 
 
 def test_fork_bomb(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    code = ("import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
-            "        except OSError:\n            pass\n")
+    code = (
+        "import os\ndef solve():\n    while True:\n        try:\n            os.fork()\n"
+        "        except OSError:\n            pass\n"
+    )
     assert hostile(sandbox, tmp_root, code).status == Status.TIMEOUT
 
 
 def test_fork_limit_enforced(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    code = ("import os, time\ndef solve():\n    n = 0\n    try:\n        while n < 500:\n"
-            "            if os.fork() == 0:\n                time.sleep(60)\n                os._exit(0)\n"
-            "            n += 1\n    except OSError:\n        pass\n    return float(n)\n")
+    code = (
+        "import os, time\ndef solve():\n    n = 0\n    try:\n        while n < 500:\n"
+        "            if os.fork() == 0:\n                time.sleep(60)\n                os._exit(0)\n"
+        "            n += 1\n    except OSError:\n        pass\n    return float(n)\n"
+    )
     res = hostile(sandbox, tmp_root, code)
     assert res.status == Status.OK and res.score < LIMITS.max_procs  # stopped by RLIMIT_NPROC
     assert "killed" in res.artifacts["cleanup"]  # the sleeping children did not survive
 
 
 def test_memory_bomb(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    res = hostile(sandbox, tmp_root, "def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n")
-    assert res.status == Status.RUNTIME_ERROR and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+    res = hostile(
+        sandbox, tmp_root, "def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n"
+    )
+    assert (
+        res.status == Status.RUNTIME_ERROR
+        and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+    )
 
 
 def test_output_flood_is_capped(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    code = ("import sys\ndef solve():\n    chunk = 'x' * (1 << 20) + '\\n'\n    for _ in range(400):\n"
-            "        sys.stdout.write(chunk)\n        sys.stderr.write(chunk)\n    return 1.0\n")
+    code = (
+        "import sys\ndef solve():\n    chunk = 'x' * (1 << 20) + '\\n'\n    for _ in range(400):\n"
+        "        sys.stdout.write(chunk)\n        sys.stderr.write(chunk)\n    return 1.0\n"
+    )
     res = hostile(sandbox, tmp_root, code)
     assert res.status == Status.RUNTIME_ERROR and "file size limit (8 MB)" in res.artifacts["error"]
     cap = LIMITS.max_output_kb * 1024 + 100  # the tail plus the "bytes cut" marker
@@ -234,9 +278,11 @@ def test_printed_fake_score_is_ignored(sandbox: LocalSandbox, tmp_root: Path) ->
 
 def test_secrets_do_not_leak(sandbox: LocalSandbox, tmp_root: Path, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-do-not-leak")
-    code = ("import json, os\ntry:\n    PARENT = open(f'/proc/{os.getppid()}/environ', 'rb').read()"
-            ".decode(errors='replace')\nexcept OSError:\n    PARENT = 'denied'\n"
-            "INFO = json.dumps({'env': dict(os.environ), 'parent': PARENT})\n" + GOOD)
+    code = (
+        "import json, os\ntry:\n    PARENT = open(f'/proc/{os.getppid()}/environ', 'rb').read()"
+        ".decode(errors='replace')\nexcept OSError:\n    PARENT = 'denied'\n"
+        "INFO = json.dumps({'env': dict(os.environ), 'parent': PARENT})\n" + GOOD
+    )
     res = hostile(sandbox, tmp_root, code, data_dir=str(SORTING))
     info = json.loads(res.artifacts["info"])
     assert info["env"]["EVOLVE_DATA_DIR"] == str(SORTING)
@@ -247,10 +293,12 @@ def test_secrets_do_not_leak(sandbox: LocalSandbox, tmp_root: Path, monkeypatch)
 
 
 def test_monkeypatched_evaluator_gets_honest_score(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    code = ("import builtins, sys\nev = sys.modules['evaluator']\n"
-            "ev.score = lambda outputs, split: {'score': 1e9}\n"
-            "builtins.sorted = lambda xs, **kw: list(xs)  # evaluate() now believes any output\n"
-            "def solve(xs):\n    return xs\n")
+    code = (
+        "import builtins, sys\nev = sys.modules['evaluator']\n"
+        "ev.score = lambda outputs, split: {'score': 1e9}\n"
+        "builtins.sorted = lambda xs, **kw: list(xs)  # evaluate() now believes any output\n"
+        "def solve(xs):\n    return xs\n"
+    )
     res = hostile(sandbox, tmp_root, code, problem=SORTING)
     assert (res.status, res.score) == (Status.OK, 0.0) and res.artifacts["checked_by"] == "score()"
 
@@ -265,15 +313,19 @@ def test_daemon_is_killed(sandbox: LocalSandbox, tmp_root: Path, tmp_path: Path)
     shared.mkdir()
     shared.chmod(0o777)
     pidfile = shared / "daemon.pid"
-    code = (f"import os, time\nPIDFILE = {str(pidfile)!r}\ndef solve():\n    if os.fork() == 0:\n"
-            "        os.setsid()\n        if os.fork() == 0:\n            open(PIDFILE, 'w').write(str(os.getpid()))\n"
-            "            time.sleep(60)\n        os._exit(0)\n    time.sleep(0.3)\n    return 1.0\n")
+    code = (
+        f"import os, time\nPIDFILE = {str(pidfile)!r}\ndef solve():\n    if os.fork() == 0:\n"
+        "        os.setsid()\n        if os.fork() == 0:\n            open(PIDFILE, 'w').write(str(os.getpid()))\n"
+        "            time.sleep(60)\n        os._exit(0)\n    time.sleep(0.3)\n    return 1.0\n"
+    )
     res = hostile(sandbox, tmp_root, code)
     if sandbox.isolation.bwrap:  # the shared folder is not even visible; the namespace died
         assert (res.status, res.score) == (Status.OK, 1.0), res.artifacts
         assert not pidfile.exists()
         return
-    assert (res.status, res.score) == (Status.OK, 1.0) and "killed 1 process " in res.artifacts["cleanup"]
+    assert (res.status, res.score) == (Status.OK, 1.0) and "killed 1 process " in res.artifacts[
+        "cleanup"
+    ]
     pid = int(pidfile.read_text())
     state = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
     assert "\nState:\tZ" in state or not state  # gone (or a zombie of PID 1, never running)
@@ -320,6 +372,11 @@ def test_syntax_error(sandbox: LocalSandbox, tmp_root: Path) -> None:
 def test_sys_exit_and_lingering_thread(sandbox: LocalSandbox, tmp_root: Path) -> None:
     res = hostile(sandbox, tmp_root, "import sys\nsys.exit(0)\n")
     assert res.status == Status.RUNTIME_ERROR and "sys.exit(0)" in res.artifacts["error"]
-    spin = ("import threading, time\nthreading.Thread(target=lambda: time.sleep(100)).start()\n" + GOOD)
+    spin = (
+        "import threading, time\nthreading.Thread(target=lambda: time.sleep(100)).start()\n" + GOOD
+    )
     res = hostile(sandbox, tmp_root, spin)  # a non-daemon thread must not hold the harness open
-    assert (res.status, res.score) == (Status.OK, 0.5)  # held open, it would be killed at the deadline: a timeout
+    assert (res.status, res.score) == (
+        Status.OK,
+        0.5,
+    )  # held open, it would be killed at the deadline: a timeout

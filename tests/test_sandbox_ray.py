@@ -57,7 +57,7 @@ PLAIN = """def f(x):
     return x + {k}
 """
 
-EVALUATOR = '''
+EVALUATOR = """
 import hashlib, importlib.util, os, uuid
 
 from evaluators import kit
@@ -82,7 +82,7 @@ def evaluate(program_path, split):
 
 def score(outputs, split):
     return {"score": -abs(outputs["value"] - 10.0), "metrics": {"value": outputs["value"]}}
-'''
+"""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -112,7 +112,9 @@ def sleepy_problem(root: Path, timeout_s: int = 60) -> Path:
         '[problem]\nname = "sleepy"\nentry = "seed.py"\n'
         f'[evaluation]\ntimeout_s = {timeout_s}\nsplits = ["train"]\n'
     )
-    (root / "seed.py").write_text("# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n")
+    (root / "seed.py").write_text(
+        "# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
+    )
     (root / "evaluator.py").write_text(EVALUATOR)
     return root
 
@@ -224,8 +226,13 @@ def test_bundle_carries_the_folder_its_outside_data_and_includes(tmp_path):
     assert not (where / "problem" / "__pycache__").exists()
     assert (where / "data" / "held_out.csv").stat().st_mode & 0o777 == 0o644  # every uid reads
     req = EvalRequest(
-        problem_dir=str(problem), program_code="", program_name="seed.py", split="train",
-        data_dir=str(data), includes=(str(shared),), hidden=(str(data / "held_out.csv"),),
+        problem_dir=str(problem),
+        program_code="",
+        program_name="seed.py",
+        split="train",
+        data_dir=str(data),
+        includes=(str(shared),),
+        hidden=(str(data / "held_out.csv"),),
     )
     moved = relocate(req, b.roots, where)
     assert Path(moved.problem_dir) == where / "problem"
@@ -270,7 +277,9 @@ def test_scores_match_the_local_sandbox_and_spread_over_both_nodes(cluster):
     candidates = {
         "seed": fixed,
         "first_fit": complete_from_seed(first_fit, fixed),
-        "syntax": fixed.replace(block_body(BINPACK / "seed.py"), "def priority(item, bins):\n    return (\n"),
+        "syntax": fixed.replace(
+            block_body(BINPACK / "seed.py"), "def priority(item, bins):\n    return (\n"
+        ),
         "wrong_shape": fixed.replace(
             block_body(BINPACK / "seed.py"), "def priority(item, bins):\n    return bins[:1]\n"
         ),
@@ -284,12 +293,22 @@ def test_scores_match_the_local_sandbox_and_spread_over_both_nodes(cluster):
     )
     try:
         with ThreadPoolExecutor(4) as pool:  # several in flight: the tasks spread
-            remote = dict(zip(candidates, pool.map(lambda c: ray.run_split(c, "quick"), candidates.values()), strict=True))
+            remote = dict(
+                zip(
+                    candidates,
+                    pool.map(lambda c: ray.run_split(c, "quick"), candidates.values()),
+                    strict=True,
+                )
+            )
             again = list(pool.map(lambda c: ray.run_split(c, "quick"), [fixed] * 4))
         for name, code in candidates.items():
             want = local.run_split(code, "quick")
             got = remote[name]
-            assert (got.status, got.score, got.metrics) == (want.status, want.score, want.metrics), name
+            assert (got.status, got.score, got.metrics) == (
+                want.status,
+                want.score,
+                want.metrics,
+            ), name
         assert [r.score for r in again] == [remote["seed"].score] * 4
         assert remote["seed"].status == Status.OK and remote["syntax"].status == "syntax_error"
         placements = ray.sandbox.placements  # type: ignore[attr-defined]
@@ -310,7 +329,10 @@ def test_a_node_with_docker_runs_the_candidate_in_its_container(cluster, docker_
     )
     local = CandidateEvaluator(problem, LocalSandbox())
     try:
-        seed, want = ray.run_split(problem.seed_code, "quick"), local.run_split(problem.seed_code, "quick")
+        seed, want = (
+            ray.run_split(problem.seed_code, "quick"),
+            local.run_split(problem.seed_code, "quick"),
+        )
         assert (seed.status, seed.score) == (Status.OK, want.score)
         netted = ray.run_split(code, "quick")  # --network none: not even the node's loopback
         assert netted.status == "runtime_error", netted.artifacts
@@ -341,8 +363,13 @@ def test_a_worker_node_killed_mid_run_is_survived(cluster, tmp_path):
     try:
         with ScriptedLLM(Script(mark, sleep_s=3)) as srv:
             proc = popen(
-                *run_args(srv.base_url, runs, *ray_args(cluster, "--parallel", "2", "--run-id", "node"),
-                          problem=problem, iterations=6),
+                *run_args(
+                    srv.base_url,
+                    runs,
+                    *ray_args(cluster, "--parallel", "2", "--run-id", "node"),
+                    problem=problem,
+                    iterations=6,
+                ),
                 extra_env=ray_env(),
             )
             wait_for(on_worker_node, 180, "no evaluation ever ran on the worker node", proc)
@@ -363,7 +390,9 @@ def test_a_worker_node_killed_mid_run_is_survived(cluster, tmp_path):
 def test_an_evaluation_whose_worker_keeps_dying_is_the_infrastructures_failure(cluster, tmp_path):
     problem = load_problem(sleepy_problem(tmp_path / "sleepy"))
     mark = f"zzdie{uuid.uuid4().hex[:10]}"
-    code = problem.seed_code.replace("def f(x):\n    return x\n", CANDIDATE.format(mark=mark, k=1, child_s=600, sleep_s=60))
+    code = problem.seed_code.replace(
+        "def f(x):\n    return x\n", CANDIDATE.format(mark=mark, k=1, child_s=600, sleep_s=60)
+    )
     sandbox = make_sandbox("ray", 1, ray=ray_options(problem, cluster.address, "local", retries=1))
     killed: list[int] = []
     stop = threading.Event()
@@ -443,8 +472,13 @@ def test_kill_9_of_the_controller_leaves_nothing_running_on_the_cluster(cluster,
     try:
         with ScriptedLLM(Script(mark, slow=100, slow_s=250)) as srv:  # far past MARGIN_S
             proc = popen(
-                *run_args(srv.base_url, runs, *ray_args(cluster, "--parallel", "2", "--run-id", "k9"),
-                          problem=problem, iterations=4),
+                *run_args(
+                    srv.base_url,
+                    runs,
+                    *ray_args(cluster, "--parallel", "2", "--run-id", "k9"),
+                    problem=problem,
+                    iterations=4,
+                ),
                 extra_env=ray_env(),
             )
             wait_for(lambda: len(marked(mark)) >= 2, 240, "the slow candidates never started", proc)
@@ -461,25 +495,43 @@ def test_kill_9_of_the_controller_leaves_nothing_running_on_the_cluster(cluster,
             p.kill()
 
 
-def test_resume_after_kill_9_neither_loses_nor_repeats_an_evaluation(cluster, tmp_path, walkable_tmp):
+def test_resume_after_kill_9_neither_loses_nor_repeats_an_evaluation(
+    cluster, tmp_path, walkable_tmp
+):
     problem = sleepy_problem(tmp_path / "sleepy", timeout_s=30)
     marks = walkable_tmp / "marks"  # written by the slot uid, which has no capability
     marks.mkdir()
     marks.chmod(0o777)
     runs = tmp_path / "runs"
     env = {**ray_env(), "EVOLVE_LOCAL_ISOLATION": "off"}  # the evaluator writes its marks
-    args = ray_args(cluster, "--parallel", "2", "--run-id", "k", "--env", f"MARKS={marks}",
-                    "--allow-unisolated-ray-nodes")
+    args = ray_args(
+        cluster,
+        "--parallel",
+        "2",
+        "--run-id",
+        "k",
+        "--env",
+        f"MARKS={marks}",
+        "--allow-unisolated-ray-nodes",
+    )
     with ScriptedLLM(Script("unused", sleep_s=0.5, fork=False)) as srv:
-        proc = popen(*run_args(srv.base_url, runs, *args, problem=problem, iterations=10), extra_env=env)
-        wait_for(lambda: len(statuses(runs, "k")) >= 4 and ray_tasks_running(), 240,
-                 "the run never got going", proc)
+        proc = popen(
+            *run_args(srv.base_url, runs, *args, problem=problem, iterations=10), extra_env=env
+        )
+        wait_for(
+            lambda: len(statuses(runs, "k")) >= 4 and ray_tasks_running(),
+            240,
+            "the run never got going",
+            proc,
+        )
         before = statuses(runs, "k")
         ends_before = end_marks(marks)
         scored = leaderboard_scored(runs, "k")  # after the marks: all it names were recorded
         proc.send_signal(signal.SIGKILL)  # with evaluations in flight on the cluster
         proc.communicate()
-        resumed = evolve("resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env, timeout=600)
+        resumed = evolve(
+            "resume", "k", "--runs-dir", runs, "--no-progress", extra_env=env, timeout=600
+        )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = statuses(runs, "k")
     assert sorted(after) == list(range(11))  # none lost
@@ -505,8 +557,13 @@ def test_ctrl_c_cancels_what_is_in_flight(cluster, tmp_path, cpu_hog):
     try:
         with ScriptedLLM(Script(mark, slow=100, slow_s=250)) as srv:
             proc = popen(
-                *run_args(srv.base_url, runs, *ray_args(cluster, "--parallel", "2", "--run-id", "int"),
-                          problem=problem, iterations=4),
+                *run_args(
+                    srv.base_url,
+                    runs,
+                    *ray_args(cluster, "--parallel", "2", "--run-id", "int"),
+                    problem=problem,
+                    iterations=4,
+                ),
                 extra_env=ray_env(),
                 ignore_sigint=True,
             )
@@ -531,7 +588,15 @@ def test_ctrl_c_cancels_what_is_in_flight(cluster, tmp_path, cpu_hog):
 
 def test_a_dead_address_is_one_line(tmp_path):
     with socket_port() as port:
-        r = evolve("eval", BINPACK, BINPACK / "seed.py", "--sandbox", "ray", "--ray-address", f"127.0.0.1:{port}")
+        r = evolve(
+            "eval",
+            BINPACK,
+            BINPACK / "seed.py",
+            "--sandbox",
+            "ray",
+            "--ray-address",
+            f"127.0.0.1:{port}",
+        )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"--ray-address 127.0.0.1:{port}: no Ray cluster answers there" in r.stderr
 
@@ -540,8 +605,14 @@ def test_without_the_ray_package_the_error_says_how_to_install_it(tmp_path):
     fake = tmp_path / "fake" / "ray"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('No module named ray')\n")
-    r = evolve("eval", BINPACK, BINPACK / "seed.py", "--sandbox", "ray",
-               extra_env={"PYTHONPATH": f"{fake.parent}:{ROOT}"})
+    r = evolve(
+        "eval",
+        BINPACK,
+        BINPACK / "seed.py",
+        "--sandbox",
+        "ray",
+        extra_env={"PYTHONPATH": f"{fake.parent}:{ROOT}"},
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "the `ray` package is not installed: pip install -e '.[ray]'" in r.stderr
 
@@ -576,7 +647,9 @@ def end_marks(marks: Path) -> collections.Counter:
 
 def _code(runs: Path, run_id: str, it: int) -> str:
     db = sqlite3.connect(runs / "archive.db")
-    (code,) = db.execute("SELECT code FROM programs WHERE run_id=? AND iteration=?", (run_id, it)).fetchone()
+    (code,) = db.execute(
+        "SELECT code FROM programs WHERE run_id=? AND iteration=?", (run_id, it)
+    ).fetchone()
     db.close()
     return code
 
@@ -602,8 +675,9 @@ def test_bad_resources_name_the_field(tmp_path, table, fragment):
 def test_declared_resources_reach_the_ray_task(tmp_path):
     problem = sleepy_problem(tmp_path / "res")
     toml = problem / "problem.toml"
-    toml.write_text(toml.read_text().replace("timeout_s = 60", "timeout_s = 60\nmemory_mb = 512")
-                    + "[evaluation.resources]\ncpus = 0.5\ngpus = 1\n")
+    toml.write_text(
+        toml.read_text().replace("timeout_s = 60", "timeout_s = 60\nmemory_mb = 512")
+        + "[evaluation.resources]\ncpus = 0.5\ngpus = 1\n"
+    )
     opts = ray_options(load_problem(problem), "127.0.0.1:6379", "docker")
     assert (opts.cpus, opts.gpus, opts.memory_mb, opts.node.sandbox) == (0.5, 1.0, 512, "docker")
-

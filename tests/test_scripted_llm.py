@@ -100,7 +100,9 @@ def test_delay_beyond_client_timeout_raises_timeout():
     with ScriptedLLM.from_list([Reply("late", delay_s=600.0)]) as llm:
         with pytest.raises(openai.APITimeoutError):
             ask(client(llm, max_retries=0, timeout=0.3))
-        handlers = [t for t in threading.enumerate() if t not in before and "process_request" in t.name]
+        handlers = [
+            t for t in threading.enumerate() if t not in before and "process_request" in t.name
+        ]
         assert handlers  # the handler is still sleeping out its delay
     # stop() wakes the sleeping handler: its thread ends instead of sleeping out the 600 s
     for t in handlers:

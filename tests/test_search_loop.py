@@ -31,8 +31,18 @@ def _rows(runs_dir, sql: str) -> list[tuple]:
 
 
 def _run(srv: ScriptedLLM, tmp_path, *extra: str, iterations: int = 2):
-    r = evolve(*run_args(srv.base_url, tmp_path, "--parallel", "1", "--llm-parallel", "1",
-                         *extra, iterations=iterations))
+    r = evolve(
+        *run_args(
+            srv.base_url,
+            tmp_path,
+            "--parallel",
+            "1",
+            "--llm-parallel",
+            "1",
+            *extra,
+            iterations=iterations,
+        )
+    )
     assert r.returncode == 0, r.stderr
     return r
 
@@ -44,7 +54,10 @@ def test_a_clone_is_asked_again_hotter_and_stays_a_row(tmp_path):
     assert len(asked) == 2
     assert "repeated a program that was already tried" in _text(asked[1])
     assert asked[1]["temperature"] > asked[0]["temperature"] == 0.5
-    calls = _rows(tmp_path, "SELECT iteration, purpose, outcome, completion_tokens FROM llm_calls ORDER BY call_id")
+    calls = _rows(
+        tmp_path,
+        "SELECT iteration, purpose, outcome, completion_tokens FROM llm_calls ORDER BY call_id",
+    )
     assert [c[:3] for c in calls] == [(1, "mutation", "rejected_duplicate"), (1, "resample", None)]
     assert calls[0][3] > 0  # its tokens are kept
     progs = archive_json(tmp_path, "runs")
@@ -71,7 +84,9 @@ def test_a_failed_child_is_repaired_once_with_its_error(tmp_path):
         _run(srv, tmp_path, "--iterations", "5", "--repair-attempts", "1", "--max-resamples", "0")
         repair_prompts = [r for r in srv.requests if "This code failed" in _text(r)]
     assert len(repair_prompts) == 1 and "returned NaN or infinity" in _text(repair_prompts[0])
-    rows = _rows(tmp_path, "SELECT iteration, kind, status, parent_id FROM programs ORDER BY iteration")
+    rows = _rows(
+        tmp_path, "SELECT iteration, kind, status, parent_id FROM programs ORDER BY iteration"
+    )
     failed = rows[1]
     repaired = [r for r in rows if r[1] == "repair"]
     assert failed[2] == "invalid" and repaired and repaired[0][3].endswith(f":{failed[0]}")
@@ -91,8 +106,18 @@ def test_max_calls_meta_notes_and_their_place_in_prompts(tmp_path):
         return binpack_reply(variants[state["n"] % len(variants)])
 
     with ScriptedLLM(responder) as srv:
-        _run(srv, tmp_path, "--iterations", "20", "--max-calls", "5", "--meta-interval", "2",
-             "--repair-attempts", "0")
+        _run(
+            srv,
+            tmp_path,
+            "--iterations",
+            "20",
+            "--max-calls",
+            "5",
+            "--meta-interval",
+            "2",
+            "--repair-attempts",
+            "0",
+        )
         asked = srv.requests
     assert len(asked) == 5
     notes = _rows(tmp_path, "SELECT at_calls, text FROM meta_notes")
@@ -115,11 +140,25 @@ def test_funsearch_prompt_names_versions_and_the_reply_is_renamed_back(tmp_path)
 
 def test_stagnation_bursts_and_restarts_an_island(tmp_path):
     with ScriptedLLM.from_list([WORST_FIT], then=binpack_reply("best_fit_tiebreak")) as srv:
-        _run(srv, tmp_path, "--iterations", "4", "--stagnation", "2", "--islands", "2",
-             "--max-resamples", "0", "--burst-calls", "2")
+        _run(
+            srv,
+            tmp_path,
+            "--iterations",
+            "4",
+            "--stagnation",
+            "2",
+            "--islands",
+            "2",
+            "--max-resamples",
+            "0",
+            "--burst-calls",
+            "2",
+        )
     decisions = _rows(tmp_path, "SELECT kind, detail_json FROM decisions")
     assert decisions and decisions[0][0] == "stagnation"
-    burst = _rows(tmp_path, "SELECT decision FROM llm_calls WHERE decision LIKE 'stagnation burst%'")
+    burst = _rows(
+        tmp_path, "SELECT decision FROM llm_calls WHERE decision LIKE 'stagnation burst%'"
+    )
     assert burst
 
 
@@ -132,7 +171,9 @@ def test_search_settings_come_from_problem_toml_and_bad_ones_name_the_key(tmp_pa
     toml = folder / "problem.toml"
     toml.write_text(toml.read_text() + "\n[search]\nmax_resamples = -1\n")
     r = evolve("check", folder)
-    assert r.returncode == 2 and "[search] max_resamples" in r.stderr and "Traceback" not in r.stderr
+    assert (
+        r.returncode == 2 and "[search] max_resamples" in r.stderr and "Traceback" not in r.stderr
+    )
     r = evolve("run", BINPACK, "--temperatures", "0.5,9")
     assert r.returncode == 2 and "--temperatures" in r.stderr and "Traceback" not in r.stderr
 
@@ -147,20 +188,39 @@ def test_resume_counts_the_rejected_calls_of_an_unfinished_iteration(tmp_path):
     from evolve.archive import Archive, LlmCall
 
     a = Archive(tmp_path)
-    call = a.insert_llm_call(LlmCall(
-        run_id=run_id, iteration=2, island=2, parent_id=f"{run_id}:0", edit_format="block",
-        model="scripted", prompt=[], reply=BEST_FIT, prompt_tokens=10, completion_tokens=5,
-        cost_usd=0.0, latency_s=0.1, purpose="mutation", temperature=0.5, decision="the only model",
-    ))
+    call = a.insert_llm_call(
+        LlmCall(
+            run_id=run_id,
+            iteration=2,
+            island=2,
+            parent_id=f"{run_id}:0",
+            edit_format="block",
+            model="scripted",
+            prompt=[],
+            reply=BEST_FIT,
+            prompt_tokens=10,
+            completion_tokens=5,
+            cost_usd=0.0,
+            latency_s=0.1,
+            purpose="mutation",
+            temperature=0.5,
+            decision="the only model",
+        )
+    )
     a.reject_call(call, "rejected_duplicate")
     a.close()
     with ScriptedLLM.from_list([WORST_FIT], port=port) as srv:  # the run's stored endpoint
-        r = evolve("resume", run_id, "--iterations", "2", "--runs-dir", str(tmp_path), "--no-progress")
+        r = evolve(
+            "resume", run_id, "--iterations", "2", "--runs-dir", str(tmp_path), "--no-progress"
+        )
         assert r.returncode == 0, r.stderr
         asked = srv.requests
     assert len(asked) == 1 and "repeated a program that was already tried" in _text(asked[0])
     assert asked[0]["temperature"] > 0.5
-    rows = _rows(tmp_path, "SELECT iteration, purpose, outcome FROM llm_calls WHERE iteration=2 ORDER BY call_id")
+    rows = _rows(
+        tmp_path,
+        "SELECT iteration, purpose, outcome FROM llm_calls WHERE iteration=2 ORDER BY call_id",
+    )
     assert rows == [(2, "mutation", "rejected_duplicate"), (2, "resample", None)]
 
 
@@ -173,17 +233,36 @@ NEAR_MISS = block(  # the right shape with a threshold too small: it scores belo
 def test_a_new_programs_numbers_are_tuned_without_calls(tmp_path):
     with ScriptedLLM.from_list([NEAR_MISS], then=BEST_FIT) as srv:
         # Two calls (the near miss, then a clone); the tuned children come after, call-free.
-        _run(srv, tmp_path, "--iterations", "30", "--max-calls", "2", "--tune-evals", "12",
-             "--max-resamples", "0", "--stagnation", "0", "--data-seed", "2023")
+        _run(
+            srv,
+            tmp_path,
+            "--iterations",
+            "30",
+            "--max-calls",
+            "2",
+            "--tune-evals",
+            "12",
+            "--max-resamples",
+            "0",
+            "--stagnation",
+            "0",
+            "--data-seed",
+            "2023",
+        )
         asked = len(srv.requests)
-    rows = _rows(tmp_path, "SELECT program_id, kind, parent_id, llm_call_id, score, diff FROM programs"
-                           " ORDER BY iteration")
+    rows = _rows(
+        tmp_path,
+        "SELECT program_id, kind, parent_id, llm_call_id, score, diff FROM programs"
+        " ORDER BY iteration",
+    )
     seed, near = rows[0], rows[1]
     tuned = [r for r in rows if r[1] == "tune"]
     assert near[1] == "mutation" and near[4] < seed[4]  # the model's child: worse than best fit
     assert len(tuned) == 12 and asked == 2  # every tuned child came without a call
     assert all(r[3] is None for r in tuned)
-    assert tuned[0][2] == near[0] and "(gap < 20), -gap - 10.0" in tuned[0][5]  # first number doubled
+    assert (
+        tuned[0][2] == near[0] and "(gap < 20), -gap - 10.0" in tuned[0][5]
+    )  # first number doubled
     by_id = {r[0]: r for r in rows}
     climbed = [r for r in tuned if r[4] > by_id[r[2]][4]]
     assert climbed and any(r[2] == climbed[0][0] for r in tuned)  # a better child is tuned in turn
@@ -200,9 +279,22 @@ def test_tuning_off_in_problem_toml_asks_the_model_every_iteration(tmp_path):
     toml = folder / "problem.toml"
     toml.write_text(toml.read_text() + "\n[search]\ntune_evals = 0\n")
     with ScriptedLLM.from_list([NEAR_MISS], then=WORST_FIT) as srv:
-        r = evolve(*run_args(srv.base_url, tmp_path, "--parallel", "1", "--llm-parallel", "1",
-                             "--max-resamples", "0", "--data-seed", "2023", problem=folder,
-                             iterations=3))
+        r = evolve(
+            *run_args(
+                srv.base_url,
+                tmp_path,
+                "--parallel",
+                "1",
+                "--llm-parallel",
+                "1",
+                "--max-resamples",
+                "0",
+                "--data-seed",
+                "2023",
+                problem=folder,
+                iterations=3,
+            )
+        )
         assert r.returncode == 0, r.stderr
         assert len(srv.requests) == 3
     assert _rows(tmp_path, "SELECT COUNT(*) FROM programs WHERE kind='tune'") == [(0,)]
@@ -216,8 +308,20 @@ def test_tuning_resumes_where_it_stopped(tmp_path):
     """Tuned children take no iteration: one iteration asks once and tunes its child. A run
     interrupted mid-tuning goes on with the variants not yet evaluated: the same tuned
     programs as a run never stopped, none evaluated twice, no call made again."""
-    args = ("--iterations", "1", "--tune-evals", "8", "--max-resamples", "0", "--stagnation", "0",
-            "--run-id", "t", "--data-seed", "2023")
+    args = (
+        "--iterations",
+        "1",
+        "--tune-evals",
+        "8",
+        "--max-resamples",
+        "0",
+        "--stagnation",
+        "0",
+        "--run-id",
+        "t",
+        "--data-seed",
+        "2023",
+    )
     sql = "SELECT code_hash FROM programs WHERE kind='tune'"
     with ScriptedLLM.from_list([NEAR_MISS]) as srv:
         _run(srv, tmp_path / "whole", *args)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from evolve.archive import ProgramRow, Status
 from evolve.search.tune import INERT_STOP, Tuner, literals, variants
 
-PROGRAM = '''import numpy as np
+PROGRAM = """import numpy as np
 
 LIMIT = 7  # fixed: outside the block
 
@@ -17,7 +17,7 @@ def priority(item, bins):
     first = bins[0] + bins[1:3].sum(axis=0)
     return np.where((gap > 0) & (gap < 10), -gap - 5.0, -gap) + 0 * first
 # EVOLVE-BLOCK-END
-'''
+"""
 
 
 def test_only_the_blocks_quantities_are_literals():
@@ -94,9 +94,16 @@ def test_a_program_that_does_not_parse_has_no_variants():
 
 def _row(pid: str, kind: str, score: float | None, parent: str | None, code: str) -> ProgramRow:
     return ProgramRow(
-        program_id=pid, run_id="r", problem="p", iteration=int(pid.split(":")[1]), island=0,
-        status=Status.OK if score is not None else Status.RUNTIME_ERROR, code=code, score=score,
-        parent_id=parent, kind=kind,
+        program_id=pid,
+        run_id="r",
+        problem="p",
+        iteration=int(pid.split(":")[1]),
+        island=0,
+        status=Status.OK if score is not None else Status.RUNTIME_ERROR,
+        code=code,
+        score=score,
+        parent_id=parent,
+        kind=kind,
     )
 
 
@@ -133,11 +140,17 @@ def test_replay_counts_stored_tuned_children_once():
 def test_failed_seed_and_unchanged_programs_are_not_bases():
     t = Tuner(budget=4)
     t.finished(_row("r:0", "seed", -4.0, None, "def f(x):\n    return x + 1\n"), None, novel=True)
-    t.finished(_row("r:1", "mutation", None, "r:0", "def f(x):\n    return x + 2\n"), -4.0, novel=False)
-    t.finished(_row("r:2", "mutation", -4.0, "r:0", "def f(x):\n    return x ** 2\n"), -4.0, novel=True)
+    t.finished(
+        _row("r:1", "mutation", None, "r:0", "def f(x):\n    return x + 2\n"), -4.0, novel=False
+    )
+    t.finished(
+        _row("r:2", "mutation", -4.0, "r:0", "def f(x):\n    return x ** 2\n"), -4.0, novel=True
+    )
     assert not t.waiting()  # the last scores as its parent: a monotone rewrite
     off = Tuner(budget=0)
-    off.finished(_row("r:1", "mutation", -4.0, "r:0", "def f(x):\n    return x + 2\n"), -4.0, novel=True)
+    off.finished(
+        _row("r:1", "mutation", -4.0, "r:0", "def f(x):\n    return x + 2\n"), -4.0, novel=True
+    )
     assert not off.waiting()
 
 

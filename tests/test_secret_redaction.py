@@ -51,24 +51,36 @@ def _leak():
     print("\\u200b".join(tok), file=sys.stderr)
     return tok
 '''
-OE_OK = LEAK + '''
+OE_OK = (
+    LEAK
+    + """
 def order(tasks):
     _leak()
     return sorted(range(len(tasks)), key=lambda i: tasks[i][0] / tasks[i][1])
-'''
-OE_RAISES = LEAK + '''
+"""
+)
+OE_RAISES = (
+    LEAK
+    + """
 def order(tasks):
     raise RuntimeError("leaking " + _leak() + " " + repr(dict(os.environ)))
-'''
-SHINKA_OK = LEAK + '''
+"""
+)
+SHINKA_OK = (
+    LEAK
+    + """
 def approximate(x: float) -> float:
     _leak()
     return x - x**3 / 6 + x**5 / 120
-'''
-SHINKA_RAISES = LEAK + '''
+"""
+)
+SHINKA_RAISES = (
+    LEAK
+    + """
 def approximate(x: float) -> float:
     raise ValueError("leaking " + _leak() + " " + repr(dict(os.environ)))
-'''
+"""
+)
 
 
 def spellings(secret: str) -> list[str]:
@@ -129,7 +141,11 @@ def test_a_secret_cut_at_a_texts_edge_is_redacted_but_short_values_are_left_alon
 
 def test_metric_and_artifact_names_are_redacted_too():
     res = EvalResult(
-        Status.OK, 1.0, metrics={TOKEN: 1.0, "m": 2.0}, artifacts={f"k{TOKEN}": TOKEN}, scores={TOKEN: 1.0}
+        Status.OK,
+        1.0,
+        metrics={TOKEN: 1.0, "m": 2.0},
+        artifacts={f"k{TOKEN}": TOKEN},
+        scores={TOKEN: 1.0},
     )
     out = Redactor([TOKEN]).result(res)
     assert_absent(json.dumps([out.metrics, out.artifacts, out.scores]), "the result", [TOKEN])
@@ -155,7 +171,9 @@ def _everything_shown(runs: Path, run_id: str, tmp_path: Path) -> dict[str, str]
         shown[f"archive show {pid}"] = r.stdout + r.stderr
     for fmt in ("jsonl", "csv"):
         out = tmp_path / f"export.{fmt}"
-        r = evolve("archive", "export", run_id, "--format", fmt, "--out", str(out), "--runs-dir", str(runs))
+        r = evolve(
+            "archive", "export", run_id, "--format", fmt, "--out", str(out), "--runs-dir", str(runs)
+        )
         assert r.returncode == 0, r.stderr
         for f in tmp_path.glob(f"export*.{fmt}"):
             shown[f"export {f.name}"] = f.read_text()
@@ -166,15 +184,21 @@ def _everything_shown(runs: Path, run_id: str, tmp_path: Path) -> dict[str, str]
     with UiServer(runs) as ui:
         for pid in db_ids:
             for path in (f"/programs/{pid}", f"/api/programs/{pid}"):
-                shown[f"web {path}"] = urllib.request.urlopen(ui.url + path, timeout=30).read().decode()
-        shown["web run"] = urllib.request.urlopen(f"{ui.url}/runs/{run_id}", timeout=30).read().decode()
+                shown[f"web {path}"] = (
+                    urllib.request.urlopen(ui.url + path, timeout=30).read().decode()
+                )
+        shown["web run"] = (
+            urllib.request.urlopen(f"{ui.url}/runs/{run_id}", timeout=30).read().decode()
+        )
     return shown
 
 
 def _program_ids(runs: Path, run_id: str) -> list[str]:
     db = sqlite3.connect(runs / "archive.db")
     try:
-        return [r[0] for r in db.execute("SELECT program_id FROM programs WHERE run_id = ?", (run_id,))]
+        return [
+            r[0] for r in db.execute("SELECT program_id FROM programs WHERE run_id = ?", (run_id,))
+        ]
     finally:
         db.close()
 
@@ -200,7 +224,9 @@ def _leaky_run(folder: Path, replies: list[str], tmp_path: Path) -> tuple[Path, 
     "name, folder, ok, raises",
     [("openevolve", OPENEVOLVE, OE_OK, OE_RAISES), ("shinka", SHINKA, SHINKA_OK, SHINKA_RAISES)],
 )
-def test_a_candidate_printing_the_environment_leaks_no_secret_anywhere(name, folder, ok, raises, tmp_path):
+def test_a_candidate_printing_the_environment_leaks_no_secret_anywhere(
+    name, folder, ok, raises, tmp_path
+):
     folder = Path(shutil.copytree(folder, tmp_path / folder.name))
     replies = [block(ok), block(raises)] + [block(ok + f"\n_VARIANT = {i}\n") for i in range(4)]
     runs, run_id, requests = _leaky_run(folder, replies, tmp_path)
@@ -213,8 +239,11 @@ def test_a_candidate_printing_the_environment_leaks_no_secret_anywhere(name, fol
     shown = _everything_shown(runs, run_id, tmp_path)
     assert any(MARK in text for where, text in shown.items() if where.startswith("archive show"))
     for where, text in shown.items():
-        secrets = (TOKEN, API_KEY) if where.startswith(("file", "export", "web /api", "web run")) else (
-            TOKEN, API_KEY, str(SEED))
+        secrets = (
+            (TOKEN, API_KEY)
+            if where.startswith(("file", "export", "web /api", "web run"))
+            else (TOKEN, API_KEY, str(SEED))
+        )
         assert_absent(text, where, secrets)
     assert all(req["_authorization"] == f"Bearer {API_KEY}" for req in requests)  # the run's key
     prompts = [json.dumps(req["messages"], ensure_ascii=False) for req in requests]
@@ -256,7 +285,9 @@ def test_env_values_are_kept_beside_the_archive_for_resume_only(tmp_path):
     assert run_env.names(entries) == ("SECRET_TOKEN", "FROM_SHELL", "EMPTY")
     run_env.keep(tmp_path, "r1", entries)
     [kept] = (tmp_path / "secrets").iterdir()
-    assert kept.stat().st_mode & 0o777 == 0o600 and (tmp_path / "secrets").stat().st_mode & 0o077 == 0
+    assert (
+        kept.stat().st_mode & 0o777 == 0o600 and (tmp_path / "secrets").stat().st_mode & 0o077 == 0
+    )
     stored = run_env.names(entries)
     assert run_env.restore(tmp_path, "r1", stored) == entries
     assert run_env.restore(tmp_path, "other-run", stored) == stored  # another run's: nothing

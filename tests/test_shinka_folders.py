@@ -37,7 +37,9 @@ REFERENCE = {
 
 
 def copy(name: str, dest: Path) -> Path:
-    return Path(shutil.copytree(FIXTURES / name, dest / name, ignore=shutil.ignore_patterns("__pycache__")))
+    return Path(
+        shutil.copytree(FIXTURES / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    )
 
 
 def evolve_eval(folder: Path, program: str = "initial.py", *flags: str) -> dict:
@@ -62,7 +64,9 @@ def test_public_and_private_metrics_and_the_folder_left_as_it_was(tmp_path):
     before = sorted(p.name for p in folder.rglob("*"))
     out = evolve_eval(folder)
     assert out["metrics"]["num_circles"] == 26.0  # public
-    assert out["metrics"]["private.reported_sum_of_radii"] == pytest.approx(REFERENCE["circle_packing"])
+    assert out["metrics"]["private.reported_sum_of_radii"] == pytest.approx(
+        REFERENCE["circle_packing"]
+    )
     assert "centers[25]" in out["artifacts"]["centers_str"]  # a public text metric
     assert out["metrics"]["num_valid_runs"] == 1.0  # run_shinka_eval's own counts
     assert sorted(p.name for p in folder.rglob("*")) == before  # results went to the scratch
@@ -74,14 +78,21 @@ def test_check_reads_the_folder_and_reports_shinkas_keys(tmp_path):
     assert r.returncode == 0, r.stderr
     text = r.stdout + r.stderr
     assert "(shinka)" in text and "--program_path P --results_dir D" in text
-    assert "shinka_small.yaml" in text and "config files not read: shinka_large.yaml, shinka_medium.yaml" in text
+    assert (
+        "shinka_small.yaml" in text
+        and "config files not read: shinka_large.yaml, shinka_medium.yaml" in text
+    )
     assert "shinka_small.yaml: evo_config.num_generations: iterations" in text
-    assert text.count("shinka_small.yaml: ignored key evo_config.llm_models: models come from --model") == 1
+    assert (
+        text.count("shinka_small.yaml: ignored key evo_config.llm_models: models come from --model")
+        == 1
+    )
 
 
 def test_config_keys_honoured_and_unknown_ones_reported_with_the_key_meant(tmp_path):
     folder = copy("sine_approx_headless", tmp_path)
-    (folder / "shinka_small.yaml").write_text(textwrap.dedent("""\
+    (folder / "shinka_small.yaml").write_text(
+        textwrap.dedent("""\
         num_islands: 3
         max_evaluation_jobs: 2
         evo_config:
@@ -91,27 +102,36 @@ def test_config_keys_honoured_and_unknown_ones_reported_with_the_key_meant(tmp_p
           patch_types: [full]
         db_config:
           migration_interval: 4
-    """))
+    """)
+    )
     p = load_problem(folder)
     assert (p.fmt, p.iterations, p.parallel, p.migration_interval) == ("shinka", 7, 2, 4)
     assert p.edit_format == "full" and p.domain_notes == "Approximate sine without calling it."
     notices = "\n".join(p.notices)
-    assert "ignored key num_islands: not a ShinkaEvolve 0.0.7 key (did you mean 'db_config.num_islands'?)" in notices
-    assert "evo_config.num_generation: not a ShinkaEvolve 0.0.7 key (did you mean 'evo_config.num_generations'?)" in notices
+    assert (
+        "ignored key num_islands: not a ShinkaEvolve 0.0.7 key (did you mean 'db_config.num_islands'?)"
+        in notices
+    )
+    assert (
+        "evo_config.num_generation: not a ShinkaEvolve 0.0.7 key (did you mean 'evo_config.num_generations'?)"
+        in notices
+    )
 
 
 def test_task_message_comes_from_run_evo_and_bad_settings_are_one_line(tmp_path):
     folder = copy("circle_packing", tmp_path)
     assert load_problem(folder).domain_notes.startswith("You are an expert mathematician")
     (folder / "shinka_small.yaml").write_text("evo_config:\n  num_generations: many\n")
-    with pytest.raises(ProblemError, match=r"shinka_small.yaml: evo_config.num_generations: expected int"):
+    with pytest.raises(
+        ProblemError, match=r"shinka_small.yaml: evo_config.num_generations: expected int"
+    ):
         load_problem(folder)
     (folder / "shinka_small.yaml").write_text("evo_config:\n  language: rust\n")
     with pytest.raises(ProblemError, match="evo_config.language: 'rust'"):
         load_problem(folder)
 
 
-BROKEN = '''\
+BROKEN = """\
 import argparse, json, os, sys
 p = argparse.ArgumentParser()
 p.add_argument("--program_path"); p.add_argument("--results_dir")
@@ -129,7 +149,7 @@ if mode == "incorrect":
     put("correct.json", {"correct": False, "error": "circles 3 and 4 overlap"})
 elif mode != "no_correct":
     put("correct.json", {"correct": True, "error": None})
-'''
+"""
 
 
 @pytest.mark.parametrize(
@@ -165,7 +185,9 @@ def stand_in(code: str, tmp_path: Path) -> dict:
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(STAND_IN)}, timeout=60)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    return {n: json.loads((tmp_path / "res" / f"{n}.json").read_text()) for n in ("correct", "metrics")}
+    return {
+        n: json.loads((tmp_path / "res" / f"{n}.json").read_text()) for n in ("correct", "metrics")
+    }
 
 
 def test_stand_in_run_shinka_eval_validates_aggregates_and_fails_as_shinka_does(tmp_path):
@@ -173,7 +195,9 @@ def test_stand_in_run_shinka_eval_validates_aggregates_and_fails_as_shinka_does(
     call = ("from shinka.core import run_shinka_eval\n"
             "run_shinka_eval('prog.py', 'res', 'run', 3, {kw}"
             "aggregate_metrics_fn=lambda r: {{'combined_score': {score}}})\n")  # fmt: skip
-    ok = stand_in(call.format(kw="validate_fn=lambda r: (r < 5, 'too big'), ", score="sum(r)"), tmp_path)
+    ok = stand_in(
+        call.format(kw="validate_fn=lambda r: (r < 5, 'too big'), ", score="sum(r)"), tmp_path
+    )
     assert ok["correct"] == {"correct": False, "error": "Validation failed: too big"}
     assert ok["metrics"]["combined_score"] == 12.0 and ok["metrics"]["num_invalid_runs"] == 1
     nan = stand_in(call.format(kw="", score="float('nan')"), tmp_path)
@@ -184,7 +208,7 @@ def test_stand_in_run_shinka_eval_validates_aggregates_and_fails_as_shinka_does(
 
 def test_a_scripted_run_on_circle_packing_keeps_private_metrics_out_of_prompts(tmp_path):
     folder = copy("circle_packing", tmp_path)
-    grid = '''
+    grid = """
 import numpy as np
 
 
@@ -205,9 +229,13 @@ def compute_max_radii(centers):
                 radii[i] *= s
                 radii[j] *= s
     return radii
-'''
+"""
     overlapping = grid.replace("    return radii\n", "    return radii + 0.05\n")
-    replies = [block(grid), block(overlapping), block(grid.replace("(i // 6 + 0.5) / 5", "(i // 6 + 0.5) / 5.0"))]
+    replies = [
+        block(grid),
+        block(overlapping),
+        block(grid.replace("(i // 6 + 0.5) / 5", "(i // 6 + 0.5) / 5.0")),
+    ]
     runs = tmp_path / "runs"
     with ScriptedLLM.from_list(replies) as srv:
         # No constant tuning: each tuned child is a full circle-packing evaluation, and what
@@ -217,13 +245,18 @@ def compute_max_radii(centers):
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("ignored key evo_config.llm_models") == 1
     db = sqlite3.connect(runs / "archive.db")
-    rows = db.execute("SELECT iteration, status, score, metrics_json FROM programs ORDER BY iteration").fetchall()
+    rows = db.execute(
+        "SELECT iteration, status, score, metrics_json FROM programs ORDER BY iteration"
+    ).fetchall()
     db.close()
     seed = [row for row in rows if row[0] == 0][0]
     assert seed[2] == pytest.approx(REFERENCE["circle_packing"], rel=1e-9)
     assert "private.reported_sum_of_radii" in json.loads(seed[3])
     statuses = [row[1] for row in rows]
-    assert "invalid" in statuses and max(s or 0 for _, _, s, _ in rows) > REFERENCE["circle_packing"] + 0.3
+    assert (
+        "invalid" in statuses
+        and max(s or 0 for _, _, s, _ in rows) > REFERENCE["circle_packing"] + 0.3
+    )
     prompts = [json.dumps(req) for req in srv.requests]
     assert len(prompts) >= 3 and all("reported_sum_of_radii" not in p for p in prompts)
     assert any("num_circles" in p for p in prompts) and any("centers[25]" in p for p in prompts)

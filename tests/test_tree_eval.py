@@ -75,8 +75,9 @@ def _spoil_name(folder: Path) -> str:
     return "reserved"
 
 
-@pytest.mark.parametrize("spoil", [_spoil_extra, _spoil_link, _spoil_linked_folder,
-                                   _spoil_bytes, _spoil_name])
+@pytest.mark.parametrize(
+    "spoil", [_spoil_extra, _spoil_link, _spoil_linked_folder, _spoil_bytes, _spoil_name]
+)
 def test_a_bad_folder_is_one_line(folder: Path, spoil) -> None:
     want = spoil(folder)
     r = _eval(folder)
@@ -89,7 +90,9 @@ def test_an_escaping_tree_text_is_one_line(tmp_path: Path) -> None:
     text = tmp_path / "program.txt"
     text.write_text(f"{tree.HEADER}pkg/__init__.py\nX = 1\n{tree.HEADER}../escape.py\nY = 2\n")
     r = _eval(text)
-    assert r.returncode == 2 and "'..'" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.returncode == 2 and "'..'" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (
+        r.stderr
+    )
     assert not (tmp_path.parent / "escape.py").exists()
 
 

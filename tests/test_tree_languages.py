@@ -29,8 +29,16 @@ need_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="no cargo 
 
 
 def _eval(problem: Path, program: Path, how: str) -> tuple[int, dict | None, str]:
-    r = evolve("eval", problem, program, "--json", "--sandbox", "local", timeout=280,
-               extra_env=ISOLATION[how])
+    r = evolve(
+        "eval",
+        problem,
+        program,
+        "--json",
+        "--sandbox",
+        "local",
+        timeout=280,
+        extra_env=ISOLATION[how],
+    )
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     return r.returncode, json.loads(lines[-1]) if lines else None, r.stderr
 
@@ -60,7 +68,10 @@ def test_cpp_with_a_header(tmp_path: Path, how: str) -> None:
     broken = header.replace("return static_cast", "retrun static_cast")
     rc, out, err = _eval(CPP, _program(tmp_path / "broken", {"policy.hpp": broken}), how)
     assert rc == 1 and out is not None and out["status"] == "invalid"
-    assert "compilation failed" in out["artifacts"]["error"] and "policy.hpp" in out["artifacts"]["stderr"]
+    assert (
+        "compilation failed" in out["artifacts"]["error"]
+        and "policy.hpp" in out["artifacts"]["stderr"]
+    )
 
 
 @need_cargo
@@ -90,8 +101,15 @@ def test_rust_crate_of_two_modules(tmp_path: Path, how: str) -> None:
 @pytest.mark.timeout(900)  # the first call builds the layer: g++ installed in the image
 def test_cpp_with_a_header_on_the_docker_sandbox(tmp_path: Path, docker_image) -> None:  # noqa: F811
     header = (CPP / "policy.hpp").read_text()
-    r = evolve("eval", CPP, _program(tmp_path, {"policy.hpp": header}), "--json", "--sandbox",
-               "docker", timeout=580)
+    r = evolve(
+        "eval",
+        CPP,
+        _program(tmp_path, {"policy.hpp": header}),
+        "--json",
+        "--sandbox",
+        "docker",
+        timeout=580,
+    )
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     assert r.returncode == 0 and lines, r.stdout + r.stderr
     out = json.loads(lines[-1])

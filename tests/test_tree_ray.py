@@ -13,8 +13,9 @@ from tests.test_tree_sandbox import OUTSIDE, _raw, eval_request, seed_files
 
 
 @pytest.mark.parametrize("node", ["local", "docker"])
-def test_ray_node_runs_a_tree(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
-                              node: str) -> None:
+def test_ray_node_runs_a_tree(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, node: str
+) -> None:
     pytest.importorskip("ray")
     if node == "docker":
         monkeypatch.setenv("EVOLVE_SANDBOX_IMAGE", request.getfixturevalue("docker_image"))
@@ -30,5 +31,7 @@ def test_ray_node_runs_a_tree(monkeypatch: pytest.MonkeyPatch, request: pytest.F
         bad = sb.evaluate(eval_request(_raw({**seed_files(), f"../{OUTSIDE}": "X = 1\n"})))
     finally:
         sb.close()
-    assert (ok.status, ok.score, ok.artifacts["private_data"]) == (Status.OK, 12.0, "True"), ok.artifacts
+    assert (ok.status, ok.score, ok.artifacts["private_data"]) == (Status.OK, 12.0, "True"), (
+        ok.artifacts
+    )
     assert bad.status == Status.INVALID and bad.artifacts["error"].startswith("program tree: ")

@@ -32,8 +32,14 @@ def seed_files() -> dict[str, str]:
 
 
 def request(code: str, problem: Path = TREE, entry: str = ENTRY, **kw) -> EvalRequest:
-    return EvalRequest(problem_dir=str(problem), program_code=code, program_name=entry,
-                       split="train", limits=LIMITS, **kw)
+    return EvalRequest(
+        problem_dir=str(problem),
+        program_code=code,
+        program_name=entry,
+        split="train",
+        limits=LIMITS,
+        **kw,
+    )
 
 
 eval_request = request  # for the tests that take pytest's `request` fixture
@@ -51,8 +57,9 @@ def sandbox(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         assert wait_gone(sb.client, sb.run_id, 60) == []
         return
     isolate = request.param == "bubblewrap"
-    sb = LocalSandbox(max_parallel=2, tmp_root=str(tmp_path_factory.mktemp("tree_tmp")),
-                      isolate=isolate)
+    sb = LocalSandbox(
+        max_parallel=2, tmp_root=str(tmp_path_factory.mktemp("tree_tmp")), isolate=isolate
+    )
     if isolate and sb.isolation.bwrap is None:
         sb.close()
         pytest.skip("no bubblewrap here")
@@ -103,21 +110,27 @@ def test_imports_across_the_tree(sandbox: LocalSandbox) -> None:
 
 def test_in_process_evaluator_imports_the_tree(sandbox: LocalSandbox) -> None:
     """An evaluator that imports the candidate itself finds the tree's modules too."""
-    files = {"main.py": "from helpers.values import HALF\ndef solve():\n    return HALF\n",
-             "helpers/values.py": "HALF = 0.5\n"}
+    files = {
+        "main.py": "from helpers.values import HALF\ndef solve():\n    return HALF\n",
+        "helpers/values.py": "HALF = 0.5\n",
+    }
     res = sandbox.evaluate(request(tree.encode(files), DIRECT, entry="main.py"))
     assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
 
 
 @pytest.mark.parametrize("stage,score", [(None, 0.75), ("evaluate_stage3", 1.5)])
-def test_openevolve_evaluator_imports_the_tree(sandbox: LocalSandbox, stage: str | None,
-                                               score: float) -> None:
+def test_openevolve_evaluator_imports_the_tree(
+    sandbox: LocalSandbox, stage: str | None, score: float
+) -> None:
     """An OpenEvolve evaluator imports the candidate in its process, or runs it in a
     subprocess of its own (stage 3): the tree's modules are found either way."""
-    files = {"main.py": "from lib.values import V\ndef run():\n    return V\n",
-             "lib/values.py": "V = 0.75\n"}
-    res = sandbox.evaluate(request(tree.encode(files), OPENEVOLVE, entry="main.py",
-                                   fmt="openevolve", stage=stage))
+    files = {
+        "main.py": "from lib.values import V\ndef run():\n    return V\n",
+        "lib/values.py": "V = 0.75\n",
+    }
+    res = sandbox.evaluate(
+        request(tree.encode(files), OPENEVOLVE, entry="main.py", fmt="openevolve", stage=stage)
+    )
     assert (res.status, res.score) == (Status.OK, score), res.artifacts
 
 
@@ -164,19 +177,24 @@ def _raw(files: dict[str, str]) -> str:
 OUTSIDE = "evolve-tree-escape-probe"
 
 
-@pytest.mark.parametrize("path,why", [
-    (f"../{OUTSIDE}", "'..'"),
-    (f"pkg/../../{OUTSIDE}", "'..'"),
-    (f"/tmp/{OUTSIDE}", "must be relative"),
-    ("REQ.json", "reserved"),
-    ("DATA_SEED", "reserved"),
-    ("pkg//x.py", "empty parts"),
-])
+@pytest.mark.parametrize(
+    "path,why",
+    [
+        (f"../{OUTSIDE}", "'..'"),
+        (f"pkg/../../{OUTSIDE}", "'..'"),
+        (f"/tmp/{OUTSIDE}", "must be relative"),
+        ("REQ.json", "reserved"),
+        ("DATA_SEED", "reserved"),
+        ("pkg//x.py", "empty parts"),
+    ],
+)
 def test_hostile_paths_are_invalid(sandbox: LocalSandbox, path: str, why: str) -> None:
     code = _raw({**seed_files(), path: "PWNED = 1\n"})
     res = sandbox.evaluate(request(code))
     assert res.status == Status.INVALID and why in res.artifacts["error"], res.artifacts
-    assert res.artifacts["error"].startswith("program tree: ") and "\n" not in res.artifacts["error"]
+    assert (
+        res.artifacts["error"].startswith("program tree: ") and "\n" not in res.artifacts["error"]
+    )
     assert not any(Path(d, OUTSIDE).exists() for d in ("/tmp", "/", tempfile.gettempdir()))
 
 
@@ -237,7 +255,9 @@ def test_writer_never_follows_a_link(tmp_path: Path) -> None:
             write_tree(str(scratch), {bad: "x"})
     assert list(outside.iterdir()) == []
     write_tree(str(scratch), {"ok/deep/er.py": "y", "top.py": "z"})
-    assert (scratch / "ok/deep/er.py").read_text() == "y" and (scratch / "top.py").read_text() == "z"
+    assert (scratch / "ok/deep/er.py").read_text() == "y" and (
+        scratch / "top.py"
+    ).read_text() == "z"
 
 
 # ---- kit.main: `python evaluator.py FOLDER`, the trusted way to score one's own tree -----
@@ -253,8 +273,13 @@ def test_kit_main_takes_a_folder(tmp_path: Path) -> None:
     (given / "pkg" / "ops.py").write_text("TWO = 3\ndef times(x, k):\n    return x * k\n")
     runs = {}
     for name, program in (("seed", TREE / "seed"), ("mine", given)):
-        r = subprocess.run([sys.executable, "evaluator.py", str(program), "train"], cwd=TREE,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "evaluator.py", str(program), "train"],
+            cwd=TREE,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         runs[name] = json.loads(r.stdout.splitlines()[-1])
     assert runs["seed"]["score"] == 12.0

@@ -32,8 +32,11 @@ def test_api_runs_lists_both_runs_with_their_figures(client, web_archive):
     runs = {r["run_id"]: r for r in client.get("/api/runs").json()}
     real = runs[web_archive.run_id]
     assert real["problem"] == "binpack" and real["status"] == "finished"
-    tuned = [p for p in client.get(f"/api/runs/{q(web_archive.run_id)}/programs").json()
-             if p["kind"] == "tune"]  # no iteration of the 8: slots of their own
+    tuned = [
+        p
+        for p in client.get(f"/api/runs/{q(web_archive.run_id)}/programs").json()
+        if p["kind"] == "tune"
+    ]  # no iteration of the 8: slots of their own
     assert real["iterations_done"] == 8 and real["programs"] == 9 + len(tuned)
     assert real["best_score"] > real["seed_score"] and real["best_test_score"] is not None
     assert real["tokens"] > 0 and 0 <= real["valid_pct"] <= 100

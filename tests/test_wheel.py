@@ -28,8 +28,21 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    r = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
-                        str(ROOT)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (path,) = out.glob("evolve-*.whl")
     return path
@@ -40,10 +53,27 @@ def venv(wheel, tmp_path_factory) -> Path:
     """A fresh venv with the wheel installed, borrowing only third-party packages from ours."""
     root = tmp_path_factory.mktemp("venv")
     root.chmod(0o755)  # as root, the sandbox's uid must read the interpreter's environment
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120
+    )
     target = next(root.glob("lib/python3*/site-packages"))
-    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install",
-                        "-q", "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(root / "bin" / "python"),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     (target / "zz_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return root
@@ -51,15 +81,27 @@ def venv(wheel, tmp_path_factory) -> Path:
 
 def test_wheel_carries_what_runs_need(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("prompts/__init__.py", "prompts/system.j2", "prompts/diff.j2", "evaluators/inside/harness.py",
-                   "evaluators/kit.py", "evaluators/inside/kit.py", "evaluators/inside/worker.py",
-                   "evaluators/inside/openevolve_compat/openevolve/evaluation_result.py",
-                   "evaluators/inside/shinka_run.py", "evaluators/inside/shinka_compat/shinka/core/wrap_eval.py",
-                   "evaluators/docker/agent.py", "evaluators/docker/build-base.sh",
-                   "evaluators/docker/packages.txt", "evaluators/docker/Dockerfile.layer",
-                   "evaluators/docker/Dockerfile",
-                   "evolve/web/templates/run.html", "evolve/web/templates/base.html",
-                   "evolve/web/static/live.js", "evolve/web/static/app.css"):
+    for needed in (
+        "prompts/__init__.py",
+        "prompts/system.j2",
+        "prompts/diff.j2",
+        "evaluators/inside/harness.py",
+        "evaluators/kit.py",
+        "evaluators/inside/kit.py",
+        "evaluators/inside/worker.py",
+        "evaluators/inside/openevolve_compat/openevolve/evaluation_result.py",
+        "evaluators/inside/shinka_run.py",
+        "evaluators/inside/shinka_compat/shinka/core/wrap_eval.py",
+        "evaluators/docker/agent.py",
+        "evaluators/docker/build-base.sh",
+        "evaluators/docker/packages.txt",
+        "evaluators/docker/Dockerfile.layer",
+        "evaluators/docker/Dockerfile",
+        "evolve/web/templates/run.html",
+        "evolve/web/templates/base.html",
+        "evolve/web/static/live.js",
+        "evolve/web/static/app.css",
+    ):
         assert needed in names, needed
     assert not any(n.startswith(("tests/", "problems/", "bench/")) for n in names)
 
@@ -67,14 +109,29 @@ def test_wheel_carries_what_runs_need(wheel):
 def _evolve(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     clean = env(PYTHONPATH="", HOME=str(cwd))
     clean.pop("PYTHONPATH")
-    return subprocess.run([str(venv / "bin" / "evolve"), *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd, env=clean)
+    return subprocess.run(
+        [str(venv / "bin" / "evolve"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=clean,
+    )
 
 
 def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import evolve, evaluators, prompts; "
-                            "print(evolve.__file__); print(evaluators.__file__); print(prompts.__file__)"],
-                           capture_output=True, text=True, cwd=tmp_path, env=env())
+    where = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import evolve, evaluators, prompts; "
+            "print(evolve.__file__); print(evaluators.__file__); print(prompts.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env(),
+    )
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(str(venv)) for line in where.stdout.split()), where.stdout
 
@@ -83,13 +140,31 @@ def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
     assert "ok" in r.stdout.splitlines()[-1]
 
     with ScriptedLLM.from_list([binpack_reply("funsearch_weibull")]) as llm:
-        r = _evolve(venv, tmp_path, "run", str(BINPACK), "--iterations", "1", "--api-base", llm.base_url,
-                    "--model", "scripted", "--runs-dir", str(tmp_path / "runs"), "--no-progress",
-                    "--sandbox", "local", "--tune-evals", "0")
+        r = _evolve(
+            venv,
+            tmp_path,
+            "run",
+            str(BINPACK),
+            "--iterations",
+            "1",
+            "--api-base",
+            llm.base_url,
+            "--model",
+            "scripted",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--no-progress",
+            "--sandbox",
+            "local",
+            "--tune-evals",
+            "0",
+        )
         assert r.returncode == 0, r.stdout + r.stderr
         prompt = llm.requests[0]["messages"]
     assert any("priority" in m["content"] for m in prompt)  # the packaged templates rendered
-    best = _evolve(venv, tmp_path, "archive", "best", "--json", "--runs-dir", str(tmp_path / "runs"))
+    best = _evolve(
+        venv, tmp_path, "archive", "best", "--json", "--runs-dir", str(tmp_path / "runs")
+    )
     assert best.returncode == 0, best.stderr
     # FunSearch's Weibull heuristic (-0.736) beat the best-fit seed (-3.884)
     assert json.loads(best.stdout)["score"] > -1.0
@@ -97,13 +172,31 @@ def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
     # the web view's pages and scripts, and the report, come from the installed package
     run_id = json.loads(best.stdout)["run_id"]
     page = subprocess.run(
-        [str(venv / "bin" / "python"), "-c",
-         "import sys; from starlette.testclient import TestClient; from evolve.web.app import make_app;"
-         "c = TestClient(make_app(sys.argv[1])); r = c.get('/runs/' + sys.argv[2]);"
-         "assert r.status_code == 200 and 'chart-score' in r.text, r.text[:300];"
-         "assert c.get('/static/live.js').status_code == 200; print('ok')",
-         str(tmp_path / "runs"), run_id], capture_output=True, text=True, cwd=tmp_path, env=env())
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sys; from starlette.testclient import TestClient; from evolve.web.app import make_app;"
+            "c = TestClient(make_app(sys.argv[1])); r = c.get('/runs/' + sys.argv[2]);"
+            "assert r.status_code == 200 and 'chart-score' in r.text, r.text[:300];"
+            "assert c.get('/static/live.js').status_code == 200; print('ok')",
+            str(tmp_path / "runs"),
+            run_id,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env(),
+    )
     assert page.stdout.strip() == "ok", page.stderr
-    r = _evolve(venv, tmp_path, "archive", "report", run_id, "--out", str(tmp_path / "r.html"),
-                "--runs-dir", str(tmp_path / "runs"))
+    r = _evolve(
+        venv,
+        tmp_path,
+        "archive",
+        "report",
+        run_id,
+        "--out",
+        str(tmp_path / "r.html"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
     assert r.returncode == 0 and "<svg" in (tmp_path / "r.html").read_text(), r.stderr

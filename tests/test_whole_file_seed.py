@@ -69,7 +69,9 @@ def test_a_native_problem_still_needs_markers(tmp_path):
     problem = load_problem(folder)
     require_blocks(problem)  # marked: fine
     seed = folder / problem.entry
-    seed.write_text("".join(ln for ln in seed.read_text().splitlines(True) if "EVOLVE-BLOCK" not in ln))
+    seed.write_text(
+        "".join(ln for ln in seed.read_text().splitlines(True) if "EVOLVE-BLOCK" not in ln)
+    )
     unmarked = load_problem(folder)
     assert not unmarked.whole_file
     with pytest.raises(ProblemError, match="no EVOLVE-BLOCK-START ... EVOLVE-BLOCK-END markers"):
@@ -100,7 +102,9 @@ def test_a_diff_and_a_rewrite_apply_to_the_whole_file():
     # a block-format reply (markers the model invented around the program): the markers go,
     # or they would fence off every later edit of a file that has none
     program = full.code.replace("SLACK = 1", "SLACK = 3")
-    block = apply_reply(full.code, f"```python\n# EVOLVE-BLOCK-START\n{program}# EVOLVE-BLOCK-END\n```", "block")
+    block = apply_reply(
+        full.code, f"```python\n# EVOLVE-BLOCK-START\n{program}# EVOLVE-BLOCK-END\n```", "block"
+    )
     assert block.ok and block.kind == "block" and block.code == program, block.error
 
 
@@ -117,7 +121,9 @@ def test_a_scripted_run_evolves_the_whole_file(tmp_path):
             "0",  # the three model-written children only: a tuned child may or may not fit in
         )
     assert r.returncode == 0, r.stderr
-    assert r.stderr.count("initial_program.py: no EVOLVE-BLOCK markers: the whole file evolves") == 1
+    assert (
+        r.stderr.count("initial_program.py: no EVOLVE-BLOCK markers: the whole file evolves") == 1
+    )
     run_id = r.stdout.strip().splitlines()[-1]
     web = TestClient(make_app(runs))
     programs = web.get(f"/api/runs/{run_id}/programs", params={"code": "1"}).json()

@@ -17,7 +17,9 @@ from tests.test_leaderboard import REPLY, seeded_problem
 
 pytest.importorskip("ray")
 
-DEEP = "def f(x):\n    return " + "+".join(["1"] * 2950) + "+x\n"  # overflowed the tuner's ast.parse
+DEEP = (
+    "def f(x):\n    return " + "+".join(["1"] * 2950) + "+x\n"
+)  # overflowed the tuner's ast.parse
 
 
 def _reply(body: str) -> Reply:
@@ -25,7 +27,9 @@ def _reply(body: str) -> Reply:
 
 
 @pytest.mark.timeout(900)
-def test_a_deep_reply_on_ray_is_the_candidates_and_the_best_is_on_the_leaderboard(tmp_path, monkeypatch):
+def test_a_deep_reply_on_ray_is_the_candidates_and_the_best_is_on_the_leaderboard(
+    tmp_path, monkeypatch
+):
     for k, v in ray_env().items():
         monkeypatch.setenv(k, v)
     problem, runs = seeded_problem(tmp_path / "seeded"), tmp_path / "runs"

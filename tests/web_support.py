@@ -46,13 +46,22 @@ def hostile_run(runs_dir: Path) -> dict[str, str]:
             metrics={IMG: 1.0},
         )
         a.insert_program(seed)
-        call = a.insert_llm_call(LlmCall(
-            run_id=HOSTILE_RUN, iteration=1, island=0, parent_id=seed.program_id,
-            edit_format="block", model=f"model{IMG}",
-            prompt=[{"role": "system", "content": SCRIPT}, {"role": "user", "content": IMG}],
-            reply=f"reply {SCRIPT}", prompt_tokens=10, completion_tokens=20, cost_usd=0.001,
-            latency_s=0.5,
-        ))
+        call = a.insert_llm_call(
+            LlmCall(
+                run_id=HOSTILE_RUN,
+                iteration=1,
+                island=0,
+                parent_id=seed.program_id,
+                edit_format="block",
+                model=f"model{IMG}",
+                prompt=[{"role": "system", "content": SCRIPT}, {"role": "user", "content": IMG}],
+                reply=f"reply {SCRIPT}",
+                prompt_tokens=10,
+                completion_tokens=20,
+                cost_usd=0.001,
+                latency_s=0.5,
+            )
+        )
         child = ProgramRow(
             f"{HOSTILE_RUN}:1",
             HOSTILE_RUN,
