@@ -121,6 +121,27 @@ def test_every_run_flag_is_a_setting_whose_default_is_written_once():
     assert "(default 2)" in run.format_help()  # --parallel's help shows Settings' default
 
 
+def test_run_help_teaches_in_groups_with_examples_and_fits_80_columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    run = next(
+        a for a in build_parser()._actions if getattr(a, "choices", None) and "run" in a.choices
+    ).choices["run"]
+    assert all(a.help for a in run._actions), [a.dest for a in run._actions if not a.help]
+    groups = [g.title for g in run._action_groups if g._group_actions]
+    assert groups[-6:] == [
+        "model",
+        "budget (the run stops at the first reached)",
+        "search",
+        "evaluation",
+        "sandbox",
+        "output",
+    ]
+    text = run.format_help()
+    assert text.count("  evolve run problems/binpack") == 3  # the examples
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "else the local model that comes with the install" in " ".join(text.split())
+
+
 def test_evaluate_and_check_return_what_the_commands_print(tmp_path):
     toy = toy_problem(tmp_path / "toy")
     program = tmp_path / "better.py"

@@ -16,6 +16,7 @@ from evolve.cli.archive import add_parser as add_archive_parser
 from evolve.cli.ui import add_parser as add_ui_parser
 from evolve.settings.flags import Sandbox, Settings, check_model
 
+Flags = argparse.ArgumentParser | argparse._ArgumentGroup  # where a flag is added
 SANDBOXES: tuple[str, ...] = get_args(Sandbox)  # evaluators.backends.CHOICES, not imported here
 
 
@@ -116,7 +117,7 @@ def _env_entry(text: str) -> str:
     return text
 
 
-def _flag(p: argparse.ArgumentParser, name: str, **kw: Any) -> None:
+def _flag(p: Flags, name: str, **kw: Any) -> None:
     """`--name`, the Settings field `name` (evolve/settings/flags.py): its type and range,
     choices, metavar and help text (showing its default) come from the field; `kw` adds to
     or replaces argparse's arguments. A flag not given is None (bool flags too): the run
@@ -124,11 +125,10 @@ def _flag(p: argparse.ArgumentParser, name: str, **kw: Any) -> None:
     field = Settings.model_fields[name]
     help_text = kw.pop("help", None) or field.description or ""
     shown = f"{field.default:g}" if isinstance(field.default, float) else str(field.default)
-    opts: dict[str, Any] = {"help": help_text.replace("{default}", shown)}
+    opts: dict[str, Any] = {"help": help_text.replace("{default}", shown), **_parsing(field)}
     extra = field.json_schema_extra
-    if isinstance(extra, dict) and "metavar" in extra:
+    if isinstance(extra, dict) and "metavar" in extra:  # the field's own name for its value
         opts["metavar"] = extra["metavar"]
-    opts.update(_parsing(field))
     opts.update(kw)
     p.add_argument("--" + name.replace("_", "-"), **opts)
 
@@ -152,15 +152,15 @@ def _parsing(field: FieldInfo) -> dict[str, Any]:
     if get_origin(t) is Literal:
         return {"choices": list(get_args(t))}
     if t is int:
-        return {"type": _integer(bound[Ge].ge if Ge in bound else None)}
+        return {"type": _integer(bound[Ge].ge if Ge in bound else None), "metavar": "N"}
     if t is float:
         if Gt in bound:
-            return {"type": _number(above=bound[Gt].gt)}
-        return {"type": _number(bound[Ge].ge, bound[Le].le)}
+            return {"type": _number(above=bound[Gt].gt), "metavar": "X"}
+        return {"type": _number(bound[Ge].ge, bound[Le].le), "metavar": "X"}
     return {}
 
 
-def _problem_flags(p: argparse.ArgumentParser) -> None:
+def _problem_flags(p: Flags) -> None:
     """How the problem's programs are evaluated, over its folder's settings (run, eval
     and check; `run` stores them so `resume` evaluates the same way)."""
     _flag(p, "env", action="append", type=_env_entry)
@@ -296,39 +296,49 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+RUN_EXAMPLES = """examples:
+  evolve run problems/binpack --iterations 20
+      the local model that comes with the install; the sandbox this machine has
+  evolve run problems/binpack --model gpt-4.1-mini --budget-usd 2
+      a hosted model (OPENAI_API_KEY set), stopping at $2 of spend
+  evolve run problems/binpack --model NAME --api-base http://127.0.0.1:8000/v1
+      any OpenAI-compatible server (vLLM, Ollama, LiteLLM, llama.cpp)
+"""
+
+
 def _run_flags(run: argparse.ArgumentParser) -> None:
-    """`evolve run`'s flags, the Settings fields of the same names. Each is None unless given:
-    evolve.api merges a given flag over the problem's settings, the model's profile and the
-    defaults (Settings', shown in the help texts), so a flag given with its default still wins."""
-    run.add_argument("problem_dir", metavar="PROBLEM_DIR")
-    _problem_flags(run)
-    _flag(run, "iterations")
-    _flag(run, "model", action="append", type=_model)
-    _flag(run, "api_base")
-    _flag(run, "parallel")
-    _flag(run, "llm_parallel")
-    _flag(run, "seed")
-    _flag(run, "run_id")
-    _flag(run, "data_seed", type=_data_seed)
-    _flag(run, "budget_usd")
-    _flag(run, "time_limit")
-    _flag(run, "sandbox")
-    _ray_flags(run)
-    _flag(run, "require_isolation")
-    _flag(run, "islands")
-    _flag(run, "migration_interval")
-    _flag(run, "edit_format")
-    _flag(run, "crossover_rate")
-    _flag(run, "temperature")
-    _flag(run, "max_tokens")
-    _flag(run, "llm_timeout")
-    _flag(run, "llm_retries")
-    _flag(run, "llm_backoff")
-    _flag(run, "llm_max_reply_kb")
-    _search_flags(run)
-    _flag(run, "prices")
-    _flag(run, "runs_dir")
+    """`evolve run`'s flags, the Settings fields of the same names, in groups. Each is None
+    unless given: evolve.api merges a given flag over the problem's settings, the model's
+    profile and the defaults (Settings', shown in the help texts), so a flag given with its
+    default still wins."""
+    run.description = "Evolve the problem's program: a model proposes, the sandbox scores."
+    run.epilog = RUN_EXAMPLES
+    run.formatter_class = argparse.RawDescriptionHelpFormatter
     run.add_argument(
+        "problem_dir", metavar="PROBLEM_DIR", help="the problem folder (problem.toml, or an "
+        "OpenEvolve or ShinkaEvolve folder)",
+    )  # fmt: skip
+    model = run.add_argument_group("model")
+    for name in ("model", "api_base", "temperature", "max_tokens", "llm_parallel"):
+        _flag(model, name, **({"action": "append", "type": _model} if name == "model" else {}))
+    for name in ("llm_timeout", "llm_retries", "llm_backoff", "llm_max_reply_kb", "prices"):
+        _flag(model, name)
+    budget = run.add_argument_group("budget (the run stops at the first reached)")
+    for name in ("iterations", "max_calls", "budget_usd", "time_limit"):
+        _flag(budget, name)
+    _search_flags(run.add_argument_group("search"))
+    evaluation = run.add_argument_group("evaluation")
+    _problem_flags(evaluation)
+    _flag(evaluation, "parallel")
+    _flag(evaluation, "data_seed", type=_data_seed)
+    sandbox = run.add_argument_group("sandbox")
+    _flag(sandbox, "sandbox")
+    _ray_flags(sandbox)
+    _flag(sandbox, "require_isolation")
+    output = run.add_argument_group("output")
+    _flag(output, "run_id")
+    _flag(output, "runs_dir")
+    output.add_argument(
         "--no-progress", action="store_true", help="plain log lines instead of the live display"
     )
 
@@ -345,10 +355,11 @@ def _temperatures(text: str) -> tuple[float, ...]:
     return values
 
 
-def _search_flags(run: argparse.ArgumentParser) -> None:
+def _search_flags(run: Flags) -> None:
     """How the search spends its calls (evolve/search/); defaults: problem's, then the
     model's profile, then Settings'."""
-    _flag(run, "max_calls")
+    for name in ("seed", "islands", "migration_interval", "edit_format", "crossover_rate"):
+        _flag(run, name)
     _flag(run, "max_resamples")
     _flag(run, "repair_attempts")
     _flag(run, "temperatures", type=_temperatures)
@@ -360,7 +371,7 @@ def _search_flags(run: argparse.ArgumentParser) -> None:
     _flag(run, "tune_evals")
 
 
-def _ray_flags(p: argparse.ArgumentParser) -> None:
+def _ray_flags(p: Flags) -> None:
     _flag(p, "ray_address")
     _flag(p, "ray_node_sandbox")
     _flag(p, "allow_unisolated_ray_nodes")

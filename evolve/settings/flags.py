@@ -146,7 +146,11 @@ class Settings(Section):
         50, "total iterations (default: problem's, else {default})"
     )
     model: Models = _flag(
-        None, "model to sample from; repeat for an ensemble with weights", "NAME[:WEIGHT]"
+        None,
+        "model to sample from; repeat for an ensemble with weights (default: the problem's, "
+        "else gpt-4.1-mini where OPENAI_API_KEY or an endpoint is set, else the local model "
+        "that comes with the install)",
+        "NAME[:WEIGHT]",
     )
     api_base: str | None = _flag(
         None, "OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)", "URL"
