@@ -23,6 +23,9 @@ from evolve.cli.safe_text import safe_rich, safe_text
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    folder = getattr(args, "problem_dir", None)
+    if folder is not None and not Path(folder).is_dir():  # before the command's imports
+        return _fail(args, f"{folder}: no such problem folder")
     _sweep()
     try:
         if args.command in ("run", "resume") and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
