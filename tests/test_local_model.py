@@ -283,6 +283,9 @@ def test_missing_extra_is_a_one_line_error_with_the_install_command(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     assert "local" in lines[0] and "pip install" in lines[0] and "[local]" in lines[0]
+    assert (
+        "--model NAME --api-base URL" in lines[0] and "OPENAI_API_KEY" in lines[0]
+    )  # the other ways on
     assert r.stdout == "" and not (tmp_path / "archive.db").exists()
 
 

