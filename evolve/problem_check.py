@@ -35,11 +35,13 @@ class CheckReport:
     lines: list[str] = field(default_factory=list)
     seed: EvalResult | None = None  # on the train split, through the whole cascade
     held_out: EvalResult | None = None  # on the held-out split, when the seed passed train
+    errors: list[str] = field(default_factory=list)  # what the folder says and the seed belies
 
     @property
     def ok(self) -> bool:
         return (
-            self.seed is not None
+            not self.errors
+            and self.seed is not None
             and self.seed.status == Status.OK
             and (self.held_out is None or self.held_out.status == Status.OK)
         )
@@ -77,6 +79,18 @@ def check_seed(
             line(f"    {k}: {str(v).strip()[-600:]}")
     elif "cascade" in o.artifacts:
         line(f"  warning: {o.artifacts['cascade']}")
+    headline = problem.metric != "score"  # the default: the score itself
+    if (
+        o.status == Status.OK
+        and problem.fmt == "native"
+        and headline
+        and problem.metric not in o.metrics
+    ):
+        report.errors.append(
+            f"problem.toml: metric '{problem.metric}' is not a metric the evaluator returns "
+            f"(it returns: {', '.join(sorted(o.metrics)) or 'none'})"
+        )
+        line(f"  error: {report.errors[-1]}")
     if problem.test_split and o.status == Status.OK:
         r = report.held_out = ev.run_split(problem.seed_code, problem.test_split)
         line(

@@ -162,6 +162,22 @@ def test_evaluate_and_check_return_what_the_commands_print(tmp_path):
     assert cli.stdout.splitlines()[-1] == "ok"
 
 
+def test_check_refuses_a_headline_metric_the_evaluator_never_returns(tmp_path):
+    toy = toy_problem(tmp_path / "toy")
+    toml = toy / "problem.toml"
+    toml.write_text(
+        toml.read_text().replace('entry = "seed.py"', 'entry = "seed.py"\nmetric = "valeu"')
+    )
+    cli = evolve_cli("check", toy, "--sandbox", "local")
+    assert cli.returncode != 0
+    assert (
+        "  error: problem.toml: metric 'valeu' is not a metric the evaluator returns (it returns: value)"
+        in cli.stdout
+    )
+    toml.write_text(toml.read_text().replace('"valeu"', '"value"'))
+    assert evolve.check(toy, sandbox="local").ok
+
+
 def test_import_evolve_loads_neither_the_api_nor_pydantic():
     code = "import sys, evolve; print(sorted(m for m in ('evolve.api', 'pydantic') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
