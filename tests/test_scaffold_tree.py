@@ -5,11 +5,16 @@ the one-file scaffold, byte for byte."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from evaluators.tree import decode
 from evolve.problem import load_problem
-from tests.cli_helpers import evolve
+from tests.cli_helpers import env, evolve
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -25,6 +30,7 @@ def test_files_1_is_the_one_file_scaffold(tmp_path):
         r = evolve("new", tmp_path / f"one{len(args)}" / "sched", *args)
         assert r.returncode == 0, r.stderr
     a, b = (_tree(tmp_path / f"one{n}" / "sched") for n in (0, 2))
+    a["README.md"] = a["README.md"].replace(b"/one0/", b"/one2/")  # the README names the folder
     assert a == b and "seed.py" in a and "baselines/spt.py" in a
     assert b"[program]" not in a["problem.toml"]
     assert load_problem(tmp_path / "one0" / "sched").files == ()
@@ -57,3 +63,16 @@ def test_bad_file_counts_are_one_line(tmp_path):
         r = evolve("new", tmp_path / f"bad{n}", "--files", n)
         assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
         assert not (tmp_path / f"bad{n}").exists()
+
+
+@pytest.mark.parametrize("files", ["1", "2"])
+def test_the_readmes_command_works_from_where_evolve_new_ran(tmp_path, files):
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "evolve.cli", *args], cwd=tmp_path, env=env(),
+                              capture_output=True, text=True, timeout=240)  # fmt: skip
+
+    assert cli("new", "problems/mine", "--files", files).returncode == 0
+    readme = " ".join((tmp_path / "problems" / "mine" / "README.md").read_text().split())
+    (command,) = re.findall(r"`(evolve eval [^`]+)`", readme)
+    r = cli(*command.split()[1:])
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stderr[-2000:]

@@ -159,7 +159,8 @@ README = """# {name}
 
 TODO: the problem, the policy API, the simulator's rules, the metric and how the
 score is built from it, the data and its source, the splits, and published
-reference numbers beside ours (`evolve eval {name} {name}/baselines/spt.py --split test --json`).
+reference numbers beside ours (from where `evolve new` ran:
+`evolve eval {where} {where}/baselines/spt.py --split test --json`).
 """
 
 
@@ -193,6 +194,6 @@ def scaffold(target: str, files: int = 1) -> Path:
         toml = dict(entry="seed.py", entry_note=ENTRY_NOTE, notes=ONE_FILE_NOTES, program="")
         (path / "seed.py").write_text(SEED)
         (path / "baselines" / "spt.py").write_text(BASELINE)
-        (path / "README.md").write_text(README.format(name=name))
+        (path / "README.md").write_text(README.format(name=name, where=path.as_posix()))
     (path / "problem.toml").write_text(PROBLEM_TOML.format(name=name, sha256=sha256, **toml))
     return path

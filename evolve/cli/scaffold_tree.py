@@ -72,8 +72,8 @@ reference numbers beside ours.
 
 The policy is a tree of {n} evolving modules and a fixed entry, under `seed/`:
 `seed/policy/__init__.py` (fixed) composes `seed/policy/part1.py` .. `part{n}.py`.
-A baseline is a folder of the files it changes at their tree paths:
-`evolve eval {name} {name}/baselines/spt --split test --json`.
+A baseline is a folder of the files it changes at their tree paths (from where
+`evolve new` ran: `evolve eval {where} {where}/baselines/spt --split test --json`).
 """
 
 
@@ -95,4 +95,4 @@ def write_tree(path: Path, name: str, n: int) -> None:
         (policy / f"part{k}.py").write_text(PART.format(k=k, n=n))
     (path / "baselines" / "spt" / "policy").mkdir(parents=True)
     (path / "baselines" / "spt" / "policy" / "part1.py").write_text(BASELINE)
-    (path / "README.md").write_text(README.format(name=name, n=n))
+    (path / "README.md").write_text(README.format(name=name, n=n, where=path.as_posix()))
