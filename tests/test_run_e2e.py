@@ -253,3 +253,22 @@ def test_eval_check_and_new(tmp_path):
     bad = new / "seed.py"
     bad.write_text(bad.read_text().replace("return [job_id", "return [job_id, 1/0"))
     assert evolve("check", new).returncode == 2
+
+
+def test_a_reader_that_goes_away_never_ends_the_run(tmp_path):
+    """`evolve run ... 2>&1 | head -3`: the pipe closes after three lines; the run goes on
+    (it was recorded as failed, `SystemExit: 1`, from rich's broken-pipe exit)."""
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.cli_helpers import ROOT, env
+
+    with ScriptedLLM(lambda req: BEST_FIT) as srv:
+        args = run_args(srv.base_url, tmp_path, "--tune-evals", "0", iterations=3)
+        line = " ".join(shlex.quote(str(a)) for a in [sys.executable, "-m", "evolve.cli", *args])
+        r = subprocess.run(["bash", "-c", line + " 2>&1 | head -3"], env=env(), cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert len(r.stdout.splitlines()) == 3, r.stdout
+    (run,) = archive_json(tmp_path, "runs")
+    assert run["status"] == "finished", run

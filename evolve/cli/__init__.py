@@ -32,14 +32,12 @@ def main(argv: list[str] | None = None) -> int:
             # inherited (`evolve run ... &` in a script): a Ctrl-C while the command loads
             # stops it; then evolve/cli/stopping.py takes SIGINT and SIGTERM for the run
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        if args.command == "run":
-            from evolve.cli.run import cmd_run
+        if args.command in ("run", "resume"):
+            from evolve.cli.outlasting import outlasting
+            from evolve.cli.run import cmd_resume, cmd_run
 
-            return cmd_run(args)
-        if args.command == "resume":
-            from evolve.cli.run import cmd_resume
-
-            return cmd_resume(args)
+            with outlasting():  # a reader that goes away (`| head`) never ends the run
+                return cmd_run(args) if args.command == "run" else cmd_resume(args)
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "check":
