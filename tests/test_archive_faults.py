@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -372,12 +373,16 @@ def test_archive_runs_never_cuts_a_run_id(tmp_path):
         a.create_run(run_id, run_id.split("-")[0], "/nowhere", {}, 50)
         a.set_run_status(run_id, "stopped", "budget reached: spent $0.50 of a $0.50 budget")
     a.close()
-    for cols in ("80", "40"):
-        r = evolve("archive", "runs", "--runs-dir", runs, extra_env={"COLUMNS": cols})
+    for cols in ("80", "40"):  # as on a terminal (rich's TTY_COMPATIBLE), without colours
+        terminal = {"COLUMNS": cols, "TTY_COMPATIBLE": "1", "NO_COLOR": "1"}
+        r = evolve("archive", "runs", "--runs-dir", runs, extra_env=terminal)
         assert r.returncode == 0, r.stderr
-        for run_id in ids:
-            assert run_id in r.stdout, r.stdout
-        assert "…" not in r.stdout
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout).splitlines()
+        for run_id in ids:  # whole, and one line a run: the status cut with an ellipsis
+            (line,) = [x for x in lines if run_id in x]
+            assert "stopped (b" in line and "…" in line, r.stdout
+        if cols == "80":  # the optional columns (seed, $, problem) left out to fit
+            assert max(len(x) for x in lines) <= 80 and "iters" in lines[0], r.stdout
     r = evolve("archive", "runs", "--wide", "--runs-dir", runs, extra_env={"COLUMNS": "80"})
     assert any(
         ids[0] in line and "budget reached: spent $0.50 of a $0.50 budget" in line

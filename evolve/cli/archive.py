@@ -246,7 +246,7 @@ def _runs(out: Console, runs: list[dict], as_json: bool, wide: bool) -> int:
             data = "public" if r.get("data_seed") is None else "private"
             row += [str(r["calls"]), str(r["rejected"]), str(r["repairs"]), data]
         columns += [(h, None) for h in ("calls", "rejected", "repairs", "data")]
-    _print_table(out, columns, rows, wide=wide)
+    _print_table(out, columns, rows, wide=wide, optional=("seed", "$", "problem"))
     return 0
 
 
@@ -256,43 +256,76 @@ def _print_table(
     rows: list[list[Cell]],
     title: str | None = None,
     wide: bool = False,
+    optional: tuple[str, ...] = (),
 ) -> None:
-    """A table whose ids and numbers are never cut or wrapped.
+    """A table of one line per row whose ids and numbers are never cut.
 
-    columns: (header, fold) where fold is the narrowest a column may be wrapped to,
-    or None for a column shown whole. Rich, short of room, would cut even no-wrap
-    columns (a run id ending in "…" cannot be pasted): when only wrapping the others
-    cannot make the table fit, it is printed wider than the terminal. --wide: nothing
-    wraps at all."""
+    columns: (header, narrowest) where narrowest is the width a column may be cut to
+    with an ellipsis when the terminal is short of room, or None for a column shown
+    whole (a run id ending in "…" cannot be pasted). `optional`: headers left out, in
+    this order, while the table does not fit even so; when it still does not, it is
+    printed wider than the terminal. --wide, or output that is not a terminal (a file, a
+    pipe): nothing is cut or left out."""
+    wide = wide or not out.is_terminal
+    for head in optional if not wide else ():
+        if _fits(out, columns, rows):
+            break
+        i = [h for h, _ in columns].index(head)
+        columns = columns[:i] + columns[i + 1 :]
+        rows = [r[:i] + r[i + 1 :] for r in rows]
+    _print_fitted(out, columns, rows, title, wide)
+
+
+def _fits(out: Console, columns: list[tuple[str, int | None]], rows: list[list[Cell]]) -> bool:
+    """Whether the table fits the terminal with its cuttable columns at their narrowest."""
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for head, narrowest in columns:
+        t.add_column(head, no_wrap=True, width=narrowest)
+    for r in rows:
+        t.add_row(*r)
+    return Console(width=1_000_000).measure(t).maximum <= out.width
+
+
+def _print_fitted(
+    out: Console,
+    columns: list[tuple[str, int | None]],
+    rows: list[list[Cell]],
+    title: str | None,
+    wide: bool,
+) -> None:
 
     def cells(c: Cell) -> int:
         return c.cell_len if isinstance(c, Text) else cell_len(c)
 
     natural = [max([cell_len(h)] + [cells(r[i]) for r in rows]) for i, (h, _) in enumerate(columns)]
+    cut = {i: min(f, natural[i]) for i, (_, f) in enumerate(columns) if f is not None}
 
-    def build(squeeze: bool) -> Table:
+    def build(widths: dict[int, int]) -> Table:
         t = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-        for (head, fold), n in zip(columns, natural, strict=True):
-            if fold is None:
+        for i, (head, _) in enumerate(columns):
+            if i in widths:
+                t.add_column(head, no_wrap=True, overflow="ellipsis", width=widths[i])
+            else:
                 justify: JustifyMethod = "left" if head in ("run", "program") else "right"
-                t.add_column(head, no_wrap=True, min_width=n, justify=justify)
-            else:  # squeezed: exactly as narrow as allowed, so rich has nothing left to cut
-                t.add_column(head, overflow="fold", width=min(fold, n) if squeeze else None)
+                t.add_column(head, no_wrap=True, min_width=natural[i], justify=justify)
         for r in rows:
             t.add_row(*r)
         return t
 
-    t = build(squeeze=False)
-    full = Console(width=1_000_000).measure(t).maximum
-    folded = sum(min(fold, n) for (_, fold), n in zip(columns, natural, strict=True) if fold)
-    room = out.width - (full - sum(n for (_, f), n in zip(columns, natural, strict=True) if f))
-    if wide or full <= out.width:
-        width = max(full, out.width)
-    elif room >= folded:
-        width = out.width  # rich wraps the foldable columns into the room left
-    else:
-        t = build(squeeze=True)
-        width = Console(width=1_000_000).measure(t).maximum
+    def measure(t: Table) -> int:
+        return Console(width=1_000_000).measure(t).maximum
+
+    whole = {i: natural[i] for i in cut}
+    full = measure(build(whole))
+    widths = whole
+    if not wide and full > out.width:
+        room = out.width - (full - sum(whole.values()))  # what the cut columns may share
+        level = max(natural, default=0)  # the widest any cut column may be: lowered to fit
+        while level > 0 and sum(max(f, min(natural[i], level)) for i, f in cut.items()) > room:
+            level -= 1
+        widths = {i: max(f, min(natural[i], level)) for i, f in cut.items()}
+    t = build(widths)
+    width = max(out.width, measure(t))
     if width != out.width:
         out = Console(width=width, force_terminal=out.is_terminal, no_color=out.no_color)
     out.print(t)
