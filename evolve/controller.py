@@ -583,7 +583,7 @@ class Controller:
         best = self._add(row)
         self._refresh()
         if best:
-            self.observer.note(f"new best {row.score:.6g} at iteration {row.iteration}")
+            self.observer.note(f"new best {row.score:.6g}: {_origin(row)}")
             await self._rescore_test(row)
             self.board.offer(row)  # on the leaderboard's data, in the background
 
@@ -648,6 +648,7 @@ class Controller:
             self.stats.best = p.score
 
     def _refresh(self) -> None:
+        self.stats.tune_left = self.tuner.left()
         self.observer.update(self.stats)
 
     def _program(self, pid: str) -> ProgramRow:
@@ -663,3 +664,10 @@ def _code(p: ProgramRow) -> str:
     if p.code is None:
         raise RunAborted(f"program {p.program_id} has no code")
     return p.code
+
+
+def _origin(row: ProgramRow) -> str:
+    """Which candidate: a tuned child's slot lies beyond --iterations, so never "iteration N"."""
+    if row.kind == TUNED:
+        return f"{row.program_id}, {row.parent_id}'s numbers tuned (no call)"
+    return f"{row.program_id}, the model's" + (f" ({row.kind})" if row.kind != "mutation" else "")

@@ -22,6 +22,7 @@ class RunStats:
     done: int = 0  # finished iterations (the model's candidates), the seed not counted
     ok: int = 0  # of those, evaluated cleanly
     tuned: int = 0  # tuned children evaluated (no call, no iteration: evolve/search/tune.py)
+    tune_left: int = 0  # at most this many more from the variants queued now (Tuner.left)
     best: float | None = None
     best_test: float | None = None  # held-out score of the current best
     seed_score: float | None = None

@@ -190,3 +190,22 @@ def test_a_root_whose_first_tuned_children_all_score_as_their_base_is_given_no_m
     replay, _ = run([INERT_STOP, *range(INERT_STOP)], moved=INERT_STOP)
     assert replay.spent == live.spent and replay.moved == live.moved
     assert sorted(p.code for p in replay.pending) == sorted(p.code for p in live.pending)
+
+
+def test_left_is_what_the_queue_can_still_give_within_each_roots_budget():
+    """What the progress display shows as `tuning 1/N` while the model's candidates are done."""
+    from evolve.cli.progress import counts
+    from evolve.run_state import RunStats
+
+    base = "def f(x):\n    return x * 3 + 10\n"  # two numbers: four variants
+    t = Tuner(budget=3)
+    assert t.left() == 0
+    t.finished(_row("r:1", "mutation", -5.0, "r:0", base), parent_score=-4.0, novel=True)
+    assert t.left() == 3  # four queued, three allowed
+    first = t.next(lambda code: False)
+    assert first is not None and t.left() == 3  # one being evaluated, two more
+    t.finished(_row("r:2", "tune", -6.0, "r:1", first.code), parent_score=-5.0, novel=True)
+    assert t.left() == 2  # worse than its base: nothing of its own queued
+    stats = RunStats(target=20, done=20, tuned=1, tune_left=t.left())
+    assert counts(stats) == "20/20 model, tuning 1/3"
+    assert counts(RunStats(target=20, done=7)) == "7/20 model"

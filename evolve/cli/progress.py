@@ -19,6 +19,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.text import Text
 
@@ -40,6 +41,13 @@ def status_line(s: RunStats) -> str:
         f" | {tokens:,} tokens ${s.cost_usd:.4f}"
         f" | in flight: {s.llm_in_flight} LLM, {s.eval_in_flight} eval{llm_faults(s)}"
     )
+
+
+def counts(s: RunStats) -> str:
+    """`20/20 model, tuning 5/12`: the model's candidates, and the tuned children done of
+    those done and queued (a better one queues more), while any are queued."""
+    tuning = f", tuning {s.tuned}/{s.tuned + s.tune_left}" if s.tune_left else ""
+    return f"{s.done}/{s.target} model{tuning}"
 
 
 def llm_faults(s: RunStats) -> str:
@@ -64,6 +72,7 @@ class RunProgress:
         self.live: Live | None = None
         self.bar: Progress | None = None
         self.task: TaskID | None = None
+        self.tuning: TaskID | None = None
         self.status = Text()
         self.last_plain = 0.0
         self.faults_shown = (0, 0)  # (retries, failed calls) in the last plain line
@@ -72,13 +81,17 @@ class RunProgress:
         if not self.enabled:
             return
         self.bar = Progress(
-            TextColumn("[bold]iterations"),
+            TextColumn("[bold]{task.fields[what]}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),  # from the pace so far: a guess, shown as one
             console=self.console,
         )
-        self.task = self.bar.add_task("run", total=stats.target, completed=stats.done)
+        self.task = self.bar.add_task(
+            "run", total=stats.target, completed=stats.done, what="model's candidates"
+        )
+        self.tuning = self.bar.add_task("tuning", total=1, visible=False, what="tuned children")
         self.status = safe_rich(status_line(stats))
         self.live = Live(
             Group(self.bar, self.status),
@@ -91,13 +104,16 @@ class RunProgress:
     def update(self, stats: RunStats) -> None:
         if self.bar is not None and self.task is not None:
             self.bar.update(self.task, total=stats.target, completed=stats.done)
+            if self.tuning is not None and (stats.tuned or stats.tune_left):  # a queue that grows
+                total = stats.tuned + stats.tune_left
+                self.bar.update(self.tuning, total=total, completed=stats.tuned, visible=True)
             self.status.plain = safe_text(status_line(stats))
         elif (faults := (stats.llm_retries, stats.llm_failed)) != self.faults_shown or (
             time.monotonic() - self.last_plain > 10 and stats.done
         ):  # every new LLM fault at once (a log shows each), progress every 10 s
             self.last_plain, self.faults_shown = time.monotonic(), faults
             self.console.print(
-                safe_rich(f"[{stats.done}/{stats.target}] {status_line(stats)}"), highlight=False
+                safe_rich(f"[{counts(stats)}] {status_line(stats)}"), highlight=False
             )
 
     def note(self, text: str) -> None:

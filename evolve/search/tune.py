@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import heapq
 import math
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -204,6 +205,7 @@ class Tuner:
     moved: set[str] = field(default_factory=set)  # roots with a tuned child that did not
     issued: set[str] = field(default_factory=set)  # codes given out by next(), counted there
     queued: int = 0
+    in_flight: int = 0  # given out by next(), not finished yet
 
     def finished(self, row: ProgramRow, parent_score: float | None, novel: bool) -> None:
         """A program's outcome (`novel`: it behaves unlike every earlier program of the
@@ -215,6 +217,8 @@ class Tuner:
             self.root[row.program_id] = root
             if row.code not in self.issued:  # replayed from the archive: not counted yet
                 self.spent[root] = self.spent.get(root, 0) + 1
+            else:
+                self.in_flight -= 1
             if row.score is not None and row.score == parent_score:
                 self.inert[root] = self.inert.get(root, 0) + 1
             else:
@@ -257,10 +261,19 @@ class Tuner:
                 continue
             self.spent[p.root_id] = self.spent.get(p.root_id, 0) + 1
             self.issued.add(p.code)
+            self.in_flight += 1
             found = p
         for p in held:
             heapq.heappush(self.pending, p)
         return found
+
+    def left(self) -> int:
+        """At most how many tuned children are still to come: those being evaluated, and
+        what the queued variants give (a root's, up to what is left of its budget); a
+        better child queues more of its own."""
+        queued = Counter(p.root_id for p in self.pending if not self._inert(p.root_id))
+        waiting = sum(max(0, min(n, self.budget - self.spent.get(r, 0))) for r, n in queued.items())
+        return self.in_flight + waiting
 
     def _inert(self, root: str) -> bool:
         return root not in self.moved and self.inert.get(root, 0) >= INERT_STOP
