@@ -138,23 +138,16 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
     try:
         a.create_run("live-run", "binpack", str(BINPACK), {}, 10)
         code = "def priority(item, bins):\n    return -bins\n"
-        a.insert_program(
-            ProgramRow(
-                "live-run:0",
-                "live-run",
-                "binpack",
-                0,
-                0,
-                "ok",
-                kind="seed",
-                code=code,
-                score=-5.0,
-            )
+        seed = ProgramRow(
+            "live-run:0", "live-run", "binpack", 0, 0, "ok", kind="seed", code=code, score=-5.0
         )
         with UiServer(runs) as ui:
-            page.goto(ui.url + "/runs/live-run")
+            page.goto(ui.url + "/runs/live-run")  # before the seed is scored: every card follows
             expect(page.locator("#run-figures")).to_contain_text("running")
-            expect(page.locator("#program-count")).to_have_text("1")
+            expect(page.locator('[data-k="seed_score"]')).to_have_text("–")
+            a.insert_program(seed)
+            expect(page.locator("#program-count")).to_have_text("1", timeout=20_000)
+            expect(page.locator('[data-k="seed_score"]')).to_have_text("-5", timeout=20_000)
             page.evaluate("window.__same_page = true")
             for i in (1, 2, 3):
                 a.insert_program(
@@ -175,6 +168,8 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
             expect(row).to_contain_text("#3")
             expect(row.locator("a")).to_have_attribute("href", "/programs/live-run%3A3")
             expect(page.locator('[data-k="best_score"]')).to_contain_text("-2")
+            a.set_test_result("live-run:3", -2.5, {})
+            expect(page.locator('[data-k="best_test_score"]')).to_have_text("-2.5", timeout=20_000)
             # a meta-note written meanwhile shows up too, as text
             expect(page.locator("#meta-notes")).to_contain_text("None written")
             meta = a.insert_llm_call(LlmCall(
@@ -186,6 +181,7 @@ def test_a_run_in_progress_updates_without_a_reload(page: Page, tmp_path):
             expect(page.locator("#meta-notes")).to_contain_text(
                 "try smaller bins </textarea><script>", timeout=20_000
             )
+            expect(page.locator('[data-k="llm_calls"]')).to_have_text("1", timeout=20_000)
             assert page.evaluate("window.__pwned") is None
             assert page.evaluate("window.__same_page") is True  # updated in place, no reload
             page.screenshot(path=ARTIFACTS / "live_run.png", full_page=True)

@@ -22,7 +22,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from evolve.archive import ArchiveReader, LlmCall, ProgramRow, Status  # noqa: E402
-from evolve.web.charts import STATUS_COLORS, best_so_far  # noqa: E402
+from evolve.web.charts import STATUS_COLORS, best_so_far, score_range  # noqa: E402
 
 # Above this many points a scatter is embedded in SVG as one bitmap, not one node a point.
 _RASTER_OVER = 2000
@@ -101,36 +101,46 @@ def score_figure(progs: Sequence[ProgramRow], title: str | None = None) -> Figur
     of the axis), the best-so-far train score, and the held-out scores of the bests."""
     ok = valid(progs)
     fig, ax = _axes(title, "iteration", "score (higher is better)")
-    floor = min((p.score for p in ok if p.score is not None), default=0.0)
+    low, high = score_range(list(progs))  # an outlier far below: drawn at the bottom edge
     by_status: dict[Status, list[ProgramRow]] = {}
     for p in progs:
         by_status.setdefault(p.status, []).append(p)
     many = len(progs) > _RASTER_OVER
     for status in sorted(by_status, key=lambda s: (s != Status.OK, s)):
         ps = by_status[status]
-        ax.scatter(
-            [p.iteration for p in ps],
-            [floor if p.score is None else p.score for p in ps],
-            s=14 if status == Status.OK else 18,
-            marker="o" if status == Status.OK else "x",
-            color=STATUS_COLORS.get(status, "#444444"),
-            alpha=0.6,
-            label=_plain(f"{status} ({len(ps)})"),
-            rasterized=many,
-        )
+        inside = [p for p in ps if p.score is None or p.score >= low]
+        outside = [p for p in ps if p.score is not None and p.score < low]
+        for group, marker, label in (
+            (inside, "o" if status == Status.OK else "x", f"{status} ({len(ps)})"),
+            (outside, "v", f"{status} below the axis ({len(outside)})"),
+        ):
+            if not group:
+                continue
+            ax.scatter(
+                [p.iteration for p in group],
+                [low if p.score is None else max(p.score, low) for p in group],
+                s=14 if status == Status.OK else 18,
+                marker=marker,
+                color=STATUS_COLORS.get(status, "#444444"),
+                alpha=0.6,
+                label=_plain(label),
+                rasterized=many,
+                clip_on=False,
+            )
     xs, ys = best_so_far(list(progs))
     ax.step(xs, ys, where="post", color="#e63946", lw=1.8, label="best so far (train)")
     tested = [p for p in ok if p.test_score is not None]
     if tested:
         ax.scatter(
             [p.iteration for p in tested],
-            [_y(p.test_score) for p in tested],
+            [max(_y(p.test_score), low) for p in tested],
             marker="D",
             s=18,
             alpha=0.8,
             color="#1d3557",
             label="held-out score\nof a new best",
         )
+    ax.set_ylim(low, high)
     # beside the axes: the curve rises to the top right, failures line the bottom
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
@@ -216,6 +226,7 @@ def usage_figure(calls: Sequence[LlmCall], start: float) -> Figure:
     ax2 = ax.twinx()
     ax2.plot(xs, cost, color="C1", ls="--", drawstyle="steps-post", label="cost")
     ax2.set_ylabel("cost in USD (cumulative)")
+    ax2.set_ylim(0, max(cost, default=0.0) * 1.05 or 1.0)  # from $0; nothing spent: 0 to 1
     ax.legend(
         ax.get_lines() + ax2.get_lines(), ["tokens", "cost (USD)"], loc="upper left", fontsize=8
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import statistics
 from collections import Counter, defaultdict
 
 from evolve.archive import LlmCall, ProgramRow, RunStatus, Status
@@ -64,7 +65,7 @@ def score_figure(progs: list[ProgramRow]) -> dict:
     """Every candidate over iterations coloured by status (failures at the floor of the
     axis), the best-so-far line, and held-out scores of the bests."""
     ok = [p for p in progs if p.status == Status.OK and p.score is not None]
-    floor = min((p.score for p in ok if p.score is not None), default=0.0)
+    low, high = score_range(progs)
     traces: list[dict] = []
     by_status: dict[str, list[ProgramRow]] = defaultdict(list)
     for p in progs:
@@ -76,15 +77,16 @@ def score_figure(progs: list[ProgramRow]) -> dict:
                 "mode": "markers",
                 "name": status,
                 "x": [p.iteration for p in ps],
-                "y": [p.score if p.score is not None else floor for p in ps],
+                "y": [low if p.score is None else max(p.score, low) for p in ps],
                 "customdata": [p.program_id for p in ps],
+                "text": ["-" if p.score is None else f"{p.score:.6g}" for p in ps],
                 "marker": {
                     "size": 6 if status == Status.OK else 5,
                     "color": STATUS_COLORS.get(status, "#444"),
                     "opacity": 0.75,
-                    "symbol": "circle" if status == Status.OK else "x",
+                    "symbol": [_symbol(status, p.score, low) for p in ps],
                 },
-                "hovertemplate": "%{customdata}<br>iteration %{x}<br>score %{y}<extra>"
+                "hovertemplate": "%{customdata}<br>iteration %{x}<br>score %{text}<extra>"
                 + status
                 + "</extra>",
             }
@@ -107,13 +109,43 @@ def score_figure(progs: list[ProgramRow]) -> dict:
             "mode": "markers",
             "name": "held-out (test)",
             "x": [p.iteration for p in tested],
-            "y": [p.test_score for p in tested],
+            "y": [max(p.test_score, low) for p in tested if p.test_score is not None],
             "customdata": [p.program_id for p in tested],
+            "text": [f"{p.test_score:.6g}" for p in tested],
             "marker": {"symbol": "diamond", "size": 9, "color": "#1d3557"},
-            "hovertemplate": "%{customdata}<br>held-out %{y}<extra></extra>",
+            "hovertemplate": "%{customdata}<br>held-out %{text}<extra></extra>",
         }
     )
-    return {"data": traces, "layout": _layout("Score per candidate", "iteration", "score")}
+    layout = _layout("Score per candidate", "iteration", "score", legend=_SIDE_LEGEND)
+    layout["yaxis"]["range"] = [low, high]
+    return {"data": traces, "layout": layout}
+
+
+# beside the plot, not under it: a long legend (nine statuses) never runs into what follows
+_SIDE_LEGEND = {"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top", "font": {"size": 10}}
+
+
+def _symbol(status: str, score: float | None, low: float) -> str:
+    """A failure's cross; an outlier drawn at the bottom edge points down, off the axis."""
+    if status != Status.OK:
+        return "x"
+    return "triangle-down" if score is not None and score < low else "circle"
+
+
+def score_range(progs: list[ProgramRow]) -> tuple[float, float]:
+    """The score axis: every best so far and the bulk of the valid scores. A score far
+    below the rest (one candidate at -47 among scores near -1) would flatten the progress
+    into a line: it is drawn at the bottom edge instead, as are candidates with no score."""
+    scores = sorted(p.score for p in progs if p.status == Status.OK and p.score is not None)
+    if not scores:
+        return (-1.0, 1.0)
+    low = scores[0]
+    if len(scores) >= 4:
+        q1, _, q3 = statistics.quantiles(scores, n=4)
+        low = max(low, q1 - 1.5 * (q3 - q1))  # Tukey's fence for an outlier
+    low = min([low, *best_so_far(progs)[1][:1]])  # the first best (the seed's) stays in view
+    pad = (scores[-1] - low) * 0.06 or abs(low) * 0.06 or 1.0
+    return (low - pad, scores[-1] + pad)
 
 
 def best_so_far(progs: list[ProgramRow]) -> tuple[list[int], list[float]]:
@@ -201,7 +233,9 @@ def usage_figure(calls: list[LlmCall]) -> dict:
                 "title": {"text": "$"},
                 "overlaying": "y",
                 "side": "right",
-                "rangemode": "tozero",
+                "rangemode": "nonnegative",
+                # nothing spent (a local model): 0 to 1, never an axis around 0
+                **({} if any(cost) else {"range": [0, 1]}),
             },
         ),
     }

@@ -91,6 +91,8 @@ const evolveLive = (() => {
     setCell(root, "iterations", document.createTextNode(`${r.iterations_done} / ${r.iterations_target}`));
     setCell(root, "best_score", r.best_program_id ? link(progHref(r.best_program_id), fmt(r.best_score), root.id === "run-figures" ? {id: "best-link"} : {}) : document.createTextNode("–"));
     setCell(root, "best_test_score", document.createTextNode(fmt(r.best_test_score)));
+    setCell(root, "seed_score", r.seed_program_id ? link(progHref(r.seed_program_id), fmt(r.seed_score)) : document.createTextNode("–"));
+    if (root.id === "run-figures") setCell(document, "llm_calls", document.createTextNode(String(r.llm_calls)));  // in the line under the cards
     setCell(root, "valid_pct", document.createTextNode(pct(r.valid_pct)));
     setCell(root, "tokens", document.createTextNode(r.tokens.toLocaleString("en-US")));
     setCell(root, "cost_usd", document.createTextNode(usd(r.cost_usd)));
