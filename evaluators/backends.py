@@ -8,6 +8,7 @@ sandbox (evaluators/ray/). Every backend implements evaluators.sandbox.Sandbox.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from evaluators.machine import (
@@ -52,20 +53,24 @@ def make_sandbox(
     isolate: bool | None = None,
     ray: RayOptions | None = None,
     tools: tuple[str, ...] = (),
+    say: Callable[[str], None] | None = None,
 ) -> Sandbox:
     """The backend `name` ("auto" picks one); `require_isolation` refuses a local sandbox
     that lost any of its isolation guarantees on this machine instead of warning;
     `problem_dir`, `tools`: the problem whose requirements.txt and tools (cargo, g++) a
     Docker sandbox's image must carry;
     `isolate`: the local sandbox's namespaces (None: on unless $EVOLVE_LOCAL_ISOLATION=off);
-    `ray`: where a ray sandbox sends its tasks (None: a private instance, one CPU a task)."""
+    `ray`: where a ray sandbox sends its tasks (None: a private instance, one CPU a task);
+    `say`: hears which backend was picked and what is built for it (default: stderr)."""
     if isolate is None:
         isolate = os.environ.get(ISOLATION_ENV, "on") != "off"
     if name not in CHOICES:
         raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {', '.join(CHOICES)})")
     if name == "ray":
         return _ray(ray, run_id, require_isolation, isolate)
-    return machine_sandbox(name, parallel, run_id, require_isolation, problem_dir, isolate, tools)
+    return machine_sandbox(
+        name, parallel, run_id, require_isolation, problem_dir, isolate, tools, say
+    )
 
 
 def ray_options(

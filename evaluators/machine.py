@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 from evaluators.sandbox import Sandbox
 
@@ -74,12 +75,14 @@ def machine_sandbox(
     problem_dir: str | None = None,
     isolate: bool = True,
     tools: tuple[str, ...] = (),
+    say: Callable[[str], None] | None = None,
 ) -> Sandbox:
     """The backend `name` of this machine ("auto" picks one); the arguments are
     backends.make_sandbox's."""
+    say = say or _say
     if name == "auto":
         name, why = default_backend()
-        print(f"sandbox: {name} ({why})", file=sys.stderr, flush=True)
+        say(f"sandbox: {name} ({why})")
     if name == "local":
         from evaluators.local.sandbox import IsolationMissing, LocalSandbox
 
@@ -92,12 +95,10 @@ def machine_sandbox(
         except IsolationMissing as e:
             raise SandboxUnavailable(f"--require-isolation: {e}") from None
         if local.isolation.lost:
-            print(
-                f"sandbox: local isolation {local.isolation.summary()}", file=sys.stderr, flush=True
-            )
+            say(f"sandbox: local isolation {local.isolation.summary()}")
         return local
     if name == "docker":
-        return _docker(parallel, run_id, problem_dir, tools)
+        return _docker(parallel, run_id, problem_dir, tools, say)
     choices = ", ".join(("auto", *MACHINE_BACKENDS))
     raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {choices})")
 
@@ -121,7 +122,11 @@ def sweep() -> list[str]:
 
 
 def _docker(
-    parallel: int, run_id: str | None, problem_dir: str | None, tools: tuple[str, ...]
+    parallel: int,
+    run_id: str | None,
+    problem_dir: str | None,
+    tools: tuple[str, ...],
+    say: Callable[[str], None],
 ) -> Sandbox:
     from evaluators.docker.image import IMAGE_ENV, ImageError, build, find_image
     from evaluators.docker.sandbox import DockerSandbox
@@ -135,19 +140,21 @@ def _docker(
                 f"--sandbox docker: ${IMAGE_ENV} names {os.environ[IMAGE_ENV]}, "
                 "which this Docker engine does not have"
             )
-        _say("sandbox: the Docker image is not built yet; building it (once)")
+        say("sandbox: the Docker image is not built yet; building it (once)")
         try:
-            build(client, log=_say)
+            build(client, log=say)
         except ImageError as e:
             raise SandboxUnavailable(f"--sandbox docker: {e}") from None
-    image = _problem_image(client, problem_dir, tools) if problem_dir else None
+    image = _problem_image(client, problem_dir, tools, say) if problem_dir else None
     # held-out re-scoring runs beside the --parallel evaluations, as for local
     return DockerSandbox(
         max_parallel=max(1, parallel) + 1, run_id=run_id, image=image, client=client
     )
 
 
-def _problem_image(client, problem_dir: str, tools: tuple[str, ...]) -> str | None:
+def _problem_image(
+    client, problem_dir: str, tools: tuple[str, ...], say: Callable[[str], None]
+) -> str | None:
     """The image with the problem's requirements.txt and tools layered on, built now if it
     is not yet."""
     from evaluators.docker.image import ImageError
@@ -159,8 +166,8 @@ def _problem_image(client, problem_dir: str, tools: tuple[str, ...]) -> str | No
             return None  # the sandbox image as it is
         if (image := find_problem_image(client, problem_dir, inputs=inputs)) is not None:
             return image
-        _say(layering_notice(problem_dir, bool(inputs.requirements), tools if inputs.tools else ()))
-        return problem_image(client, problem_dir, log=_say, tools=tools, inputs=inputs)
+        say(layering_notice(problem_dir, bool(inputs.requirements), tools if inputs.tools else ()))
+        return problem_image(client, problem_dir, log=say, tools=tools, inputs=inputs)
     except ImageError as e:
         raise SandboxUnavailable(f"--sandbox docker: {e}") from None
 

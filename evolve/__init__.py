@@ -1,8 +1,9 @@
 """evolve: the ADRS controller.
 
-Its Python API (evolve/api.py) is here: evolve.run, evolve.resume, evolve.evaluate and
-evolve.check, with Settings, RunSummary and UsageError. They are imported on first use,
-so `import evolve` (and every command line start) stays fast.
+Its Python API is here: evolve.run, evolve.resume, evolve.evaluate and evolve.check
+(evolve/api.py), with Settings, RunSummary and UsageError; and the archive's reads,
+evolve.runs, evolve.best and evolve.program (evolve/reading.py). They are imported on first
+use, so `import evolve` (and every command line start) stays fast.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ __all__ = [
     "Settings",
     "UsageError",
     "__version__",
+    "best",
     "check",
     "evaluate",
+    "program",
     "resume",
     "run",
+    "runs",
 ]
-_API = frozenset(__all__) - {"__version__"}
+_READS = frozenset({"best", "program", "runs"})
+_API = frozenset(__all__) - {"__version__"} - _READS
 
 if TYPE_CHECKING:
     from evolve.api import (
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
         run,
     )
     from evolve.controller import RunSummary
+    from evolve.reading import best, program, runs
 
 
 def __getattr__(name: str) -> Any:
@@ -50,8 +56,12 @@ def __getattr__(name: str) -> Any:
         from evolve import api
 
         return getattr(api, name)
+    if name in _READS:
+        from evolve import reading
+
+        return getattr(reading, name)
     raise AttributeError(f"module 'evolve' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_API})
+    return sorted({*globals(), *_API, *_READS})

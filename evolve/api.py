@@ -208,7 +208,7 @@ def evaluate(
         )
     if stage and split:
         raise UsageError("--stage and --split: give one (a stage names its own split)")
-    sandbox = problem_sandbox(problem, s, 1)
+    sandbox = problem_sandbox(problem, s, 1, say=warn or _stderr)
     try:
         ev = CandidateEvaluator(problem, sandbox, data_seed=s.data_seed)
         try:
@@ -251,7 +251,7 @@ def check(
     for line in describe(problem):
         report.lines.append(line)
         say(line)
-    sandbox = problem_sandbox(problem, s, 1)
+    sandbox = problem_sandbox(problem, s, 1, say=warn or _stderr)
     try:
         check_seed(problem, sandbox, report, say)
     finally:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
@@ -182,13 +182,19 @@ class SandboxChoice(Protocol):
 
 
 def problem_sandbox(
-    problem: Problem, s: SandboxChoice, parallel: int, run_id: str | None = None
+    problem: Problem,
+    s: SandboxChoice,
+    parallel: int,
+    run_id: str | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> Sandbox:
-    """The sandbox `s` names, for `problem`'s evaluations (`parallel` at a time)."""
+    """The sandbox `s` names, for `problem`'s evaluations (`parallel` at a time); `say`
+    hears which backend was picked (default: stderr)."""
     return make_sandbox(
         s.sandbox,
         parallel,
         run_id=run_id,
+        say=say,
         require_isolation=s.require_isolation,
         problem_dir=str(problem.root),
         tools=problem.tools,

@@ -99,7 +99,7 @@ def _execute_with(
         prices = PriceTable.load(cfg.prices_file)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    sandbox = given or problem_sandbox(problem, cfg, cfg.parallel, run_id)
+    sandbox = given or problem_sandbox(problem, cfg, cfg.parallel, run_id, hooks.notice)
     hooks.reassert()  # Ray's init installs its own SIGTERM handler
     hooks.on_force(sandbox.close)  # a forced stop kills what is in flight
     llm_cfg = llm_config(cfg, problem)  # with the keys, read now

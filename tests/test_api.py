@@ -228,3 +228,34 @@ def test_ctrl_c_stops_a_script_s_run_cleanly_and_resume_continues_it(tmp_path):
         assert [r["status"] for r in _runs(runs)] == ["stopped"]
         summary = evolve.resume("lib", runs_dir=runs, iterations=1)
     assert (summary.status, summary.iterations_done) == ("finished", 1)
+
+
+def test_the_archive_reads_return_what_the_commands_print_and_print_nothing(search_archive, capfd):
+    runs, ids = search_archive.runs_dir, search_archive.ids
+
+    def cli_json(*args: str):
+        r = evolve_cli("archive", *args, "--json", "--runs-dir", runs)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    listed, shown = cli_json("runs"), cli_json("show", ids["improved"])
+    best_of_run = cli_json("best", "--run", listed[0]["run_id"])
+    capfd.readouterr()
+    assert evolve.runs(runs_dir=runs) == listed
+    assert evolve.program(ids["improved"], runs_dir=runs) == shown
+    assert evolve.best(run=listed[0]["run_id"][:8], runs_dir=runs) == best_of_run
+    top = evolve.best(problem=listed[0]["problem"], runs_dir=runs)
+    assert top is not None and top["ranked_by"] and json.loads(json.dumps(top)) == top
+    assert evolve.best(problem="no-such-problem", runs_dir=runs) is None
+    assert capfd.readouterr() == ("", "")  # nothing printed, not even a warning
+    with pytest.raises(evolve.UsageError, match="^nope:9: no such program$"):
+        evolve.program("nope:9", runs_dir=runs)
+    with pytest.raises(evolve.UsageError, match="give problem=NAME or run=RUN_ID"):
+        evolve.best(runs_dir=runs)
+
+
+def test_evaluate_prints_nothing_when_told_to_warn_nowhere(tmp_path, capfd):
+    toy = toy_problem(tmp_path / "toy")
+    capfd.readouterr()
+    got = evolve.evaluate(toy, toy / "seed.py", warn=lambda line: None)
+    assert got.status == "ok" and capfd.readouterr() == ("", "")  # the sandbox line went to warn

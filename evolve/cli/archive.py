@@ -17,6 +17,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
+from evolve.answers import program_dict
 from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Ranked, Status
 from evolve.archive.rows import public_dict
 from evolve.cli import program_view as view
@@ -368,10 +369,10 @@ def _show(
     from evolve.cli import best as cross
 
     if as_json:
-        board = cross.board_fields(ranked) if ranked is not None else {}
-        files = {"files": view.files_json(reader, p)} if reader is not None else {}
-        extra = {**board, **({"proposal": proposal} if proposal else {})}
-        print(json.dumps({**public_dict(p), **files, **extra}))
+        if reader is None:
+            print(json.dumps(public_dict(p)))
+        else:
+            print(json.dumps(program_dict(reader, p, ranked)))
         return 0
     if code_only:
         sys.stdout.write(for_stream(p.code or "", sys.stdout))

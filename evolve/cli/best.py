@@ -15,35 +15,13 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from evolve.archive import BOARD_CAPTION, ArchiveReader, Ranked
+from evolve.answers import UNRANKED, board_fields, files_json, problem_best
+from evolve.archive import ArchiveReader, Ranked
 from evolve.archive.boards import BOARD_DATA
 from evolve.archive.rows import public_dict
 from evolve.cli.safe_text import safe_rich, safe_text
 
-RANKED_BY = f"leaderboard_score: {BOARD_CAPTION}"
-UNRANKED = "score: its own run's data (unranked: no leaderboard score, not comparable across runs)"
-
-
-def board_fields(r: Ranked) -> dict:
-    """What `--json` adds to a program of a cross-run answer."""
-    b = r.board
-    return {
-        "leaderboard_status": b.status if b else None,
-        "leaderboard_score": b.score if b else None,
-        "leaderboard_test_score": b.test_score if b else None,
-        "ranked_by": RANKED_BY if b and b.score is not None else UNRANKED,
-    }
-
-
-def problem_best(reader: ArchiveReader, problem: str) -> Ranked | None:
-    """The problem's best on the leaderboard data; else, unranked, by its own run's score
-    (with its code: a listing's rows have none)."""
-    best = reader.board_best(problem)
-    if best is None:
-        unranked = reader.unranked(problem, 1)
-        best = unranked[0] if unranked else None
-    whole = reader.program(best.program.program_id) if best is not None else None
-    return Ranked(whole, best.board) if best is not None and whole is not None else None
+__all__ = ["board_fields", "problem_best"]  # evolve/answers.py's, for the archive command
 
 
 def warn_unranked(r: Ranked) -> None:
@@ -75,8 +53,6 @@ def per_problem(
 ) -> list[list]:
     """`archive best` with neither flag: JSON lines (with each program's `files` map), or
     the table's rows."""
-    from evolve.cli.program_view import files_json
-
     if as_json:
         for r in best:
             d = {**public_dict(r.program), "files": files_json(reader, r.program)}

@@ -18,24 +18,11 @@ from rich.console import Console
 from rich.syntax import Syntax
 
 from evaluators import tree
+from evolve.answers import program_entry
 from evolve.archive import ArchiveReader, ProgramRow
 from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax
 from evolve.edits import unified_diff
-from evolve.program_files import FALLBACK_ENTRY, entry_name, file_diffs, files_of, has_files
-
-
-def program_entry(reader: ArchiveReader, p: ProgramRow) -> str:
-    """What a one-file program's file is called: its run's problem's entry. A tree names
-    its own files, so its problem folder is not read."""
-    if has_files(p.code):
-        return FALLBACK_ENTRY
-    run = reader.run(p.run_id)
-    return entry_name(run.problem_dir) if run is not None else FALLBACK_ENTRY
-
-
-def files_json(reader: ArchiveReader, p: ProgramRow) -> dict[str, str] | None:
-    """`files` beside `code` in --json: path -> text (None: the program has no code)."""
-    return files_of(p.code, program_entry(reader, p)) if p.code is not None else None
+from evolve.program_files import FALLBACK_ENTRY, file_diffs, files_of, has_files
 
 
 def print_files(out: Console, code: str) -> None:
