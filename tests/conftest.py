@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -46,13 +47,20 @@ _NEEDS = {
     "wheel": "wheel",  # tests/test_wheel.py: a wheel built and installed in a venv
     "cpu_hog": "loaded",  # every core kept busy
 }
+# A test that took longer than SLOW_S (setup, call and teardown, on two busy cores) when the
+# whole suite last ran with --store-durations is in the slow tier: whole runs, kills and
+# resumes. Measured, not listed by hand; a new test is fast until the next measurement.
+DURATIONS = Path(__file__).with_name("durations.json")
+SLOW_S = 1.0
+
+
 TIERS = {
     "docker": "a Docker engine and the sandbox image (`evolve sandbox build`)",
     "ray": "a Ray cluster of two nodes on 127.0.0.1 (the `ray` extra)",
     "browser": "Debian's chromium, driven by Playwright",
     "wheel": "a wheel built and installed in a fresh venv",
     "loaded": "every core kept busy by a CPU hog",
-    "slow": "minutes each: the local model, other languages' toolchains, long runs",
+    "slow": f"more than {SLOW_S:g} s in the last measurement (whole runs, kills, resumes)",
 }
 
 
@@ -60,6 +68,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--all", action="store_true", dest="all_tiers",
         help="run every tier (" + ", ".join(TIERS) + "); plain `pytest` runs the fast one",
+    )  # fmt: skip
+    parser.addoption(
+        "--store-durations", action="store_true",
+        help=f"write each test's time to {DURATIONS.name} (with --all: the slow tier's measure)",
     )  # fmt: skip
 
 
@@ -79,15 +91,32 @@ def _needs(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    measured = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
     for item in items:
         for need in sorted(_needs(item)):
             item.add_marker(need)
+        if measured.get(item.nodeid, 0.0) > SLOW_S:
+            item.add_marker("slow")
     if _chosen(config):
         return
     heavy = [i for i in items if any(i.get_closest_marker(t) for t in TIERS)]
     if heavy:
         config.hook.pytest_deselected(items=heavy)
         items[:] = [i for i in items if not any(i.get_closest_marker(t) for t in TIERS)]
+
+
+_TIMES: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _TIMES[report.nodeid] = _TIMES.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if config.option.store_durations and not hasattr(config, "workerinput"):  # xdist's controller
+        times = {k: round(v, 2) for k, v in sorted(_TIMES.items())}
+        DURATIONS.write_text(json.dumps(times, indent=0) + "\n")
 
 
 def _chosen(config: pytest.Config) -> bool:
