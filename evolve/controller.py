@@ -670,4 +670,6 @@ def _origin(row: ProgramRow) -> str:
     """Which candidate: a tuned child's slot lies beyond --iterations, so never "iteration N"."""
     if row.kind == TUNED:
         return f"{row.program_id}, {row.parent_id}'s numbers tuned (no call)"
+    if row.iteration == 0:
+        return f"{row.program_id}, the seed"
     return f"{row.program_id}, the model's" + (f" ({row.kind})" if row.kind != "mutation" else "")
