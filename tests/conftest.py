@@ -46,6 +46,8 @@ _NEEDS = {
     "browser": "browser",  # tests/test_web_browser.py: Chromium through Playwright
     "wheel": "wheel",  # tests/test_wheel.py: a wheel built and installed in a venv
     "cpu_hog": "loaded",  # every core kept busy
+    "web_archive": "slow",  # the session archives below, each made by scripted runs
+    "search_archive": "slow",
 }
 # A test that took longer than SLOW_S (setup, call and teardown, on two busy cores) when the
 # whole suite last ran with --store-durations is in the slow tier: whole runs, kills and
@@ -115,8 +117,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if config.option.store_durations and not hasattr(config, "workerinput"):  # xdist's controller
-        times = {k: round(v, 2) for k, v in sorted(_TIMES.items())}
-        DURATIONS.write_text(json.dumps(times, indent=0) + "\n")
+        # merged: a run of some tiers keeps the others' times (a fixture's cost moves to the
+        # first test left in a tier that uses it, which the next measurement finds)
+        times = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+        times.update({k: round(v, 2) for k, v in _TIMES.items()})
+        DURATIONS.write_text(json.dumps(dict(sorted(times.items())), indent=0) + "\n")
 
 
 def _chosen(config: pytest.Config) -> bool:
