@@ -50,11 +50,11 @@ def problem_best(reader: ArchiveReader, problem: str) -> Ranked | None:
 
 
 def program_dict(
-    reader: ArchiveReader, p: ProgramRow, ranked: Ranked | None = None, proposal: bool = True
+    reader: ArchiveReader, p: ProgramRow, ranked: Ranked | None = None, proposal: dict | None = None
 ) -> dict:
     """The program's row, its `files`, its leaderboard fields when `ranked`, and how it was
-    proposed (`proposal`: the call, the decision, the rejected replies) where known."""
-    how = reader.proposal(p) if proposal else None
+    proposed (the call, the decision, the rejected replies; read here unless given)."""
+    how = proposal if proposal is not None else reader.proposal(p)
     return {
         **public_dict(p),
         "files": files_json(reader, p),

@@ -369,6 +369,7 @@ class Controller:
             return None
         lang = self.problem.language
         v = self.tuner.next(lambda code: bool(self._seen(normalized_hash(code, lang))))
+        self.stats.tune_left = self.tuner.left()
         if v is None:
             return None
         parent = self._program(v.parent_id)
@@ -523,6 +524,7 @@ class Controller:
         parent_score = parent.score if parent else None
         self.search.finished(row, parent_score, novel, best, self._depth(row))
         self.tuner.finished(row, parent_score, novel)
+        self.stats.tune_left = self.tuner.left()  # counted where the queue changes, not per refresh
         self.stats.novel += novel and row.iteration > 0
         if self.search.stagnant() and not self.replaying:
             self._on_stagnation()
@@ -648,7 +650,6 @@ class Controller:
             self.stats.best = p.score
 
     def _refresh(self) -> None:
-        self.stats.tune_left = self.tuner.left()
         self.observer.update(self.stats)
 
     def _program(self, pid: str) -> ProgramRow:

@@ -17,7 +17,7 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from evolve.answers import program_dict
+from evolve.answers import problem_best, program_dict
 from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Ranked, Status
 from evolve.archive.rows import public_dict
 from evolve.cli import program_view as view
@@ -149,13 +149,13 @@ def dispatch(args) -> int:
                 )
             return _show(out, p, args.json, args.code, reader.proposal(p), reader=reader)
         if args.problem:  # across runs: ranked on the leaderboard data
-            top = cross.problem_best(reader, args.problem)
+            top = problem_best(reader, args.problem)
             if top is None:
                 raise UsageError(f"no evaluated program matches --problem {args.problem}")
             cross.warn_unranked(top)
             proposal = reader.proposal(top.program)
             return _show(out, top.program, args.json, args.code, proposal, top, reader)
-        found = [cross.problem_best(reader, name) for name in reader.problems()]
+        found = [problem_best(reader, name) for name in reader.problems()]
         return _best_per_problem(
             out, [r for r in found if r is not None], args.json, args.code, reader
         )
@@ -372,7 +372,7 @@ def _show(
         if reader is None:
             print(json.dumps(public_dict(p)))
         else:
-            print(json.dumps(program_dict(reader, p, ranked)))
+            print(json.dumps(program_dict(reader, p, ranked, proposal)))
         return 0
     if code_only:
         sys.stdout.write(for_stream(p.code or "", sys.stdout))

@@ -15,13 +15,11 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from evolve.answers import UNRANKED, board_fields, files_json, problem_best
+from evolve.answers import UNRANKED, board_fields, files_json
 from evolve.archive import ArchiveReader, Ranked
 from evolve.archive.boards import BOARD_DATA
 from evolve.archive.rows import public_dict
 from evolve.cli.safe_text import safe_rich, safe_text
-
-__all__ = ["board_fields", "problem_best"]  # evolve/answers.py's, for the archive command
 
 
 def warn_unranked(r: Ranked) -> None:
