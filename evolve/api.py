@@ -66,7 +66,7 @@ def run(
     from evolve import data_seed, run_env
     from evolve.archive import Archive
     from evolve.data import data_dir_for, ensure
-    from evolve.endpoints import llm_config, model_line
+    from evolve.endpoints import llm_config, model_line, probe_endpoints
     from evolve.launch import prepare_local, resolve
     from evolve.runner import execute, owning
     from evolve.settings.report import ignored_lines
@@ -79,6 +79,7 @@ def run(
     prepare_local(cfg)
     archive = Archive(runs_dir(s.runs_dir))  # a broken runs dir: one line, before anything else
     try:
+        said = probe_endpoints(cfg, problem)  # a wrong URL, key or model: one line, no run
         for line in _config_lines(problem):  # the file read, its unknown keys
             hooks.notice(line)
         for line in ignored_lines(problem.root, problem.config_file):  # once: not at resume
@@ -86,6 +87,8 @@ def run(
         if problem.whole_file:
             hooks.notice(f"{problem.seed_file}: no EVOLVE-BLOCK markers: {WHOLE_FILE}")
         hooks.notice(f"evolve: {model_line(s, problem, cfg)}")
+        for line in said:
+            hooks.notice(f"evolve: {line}")
         ensure(
             list(problem.data), Path(cfg.data_dir) if cfg.data_dir else data_dir_for(problem.root)
         )
@@ -121,7 +124,7 @@ def resume(
     from evolve import run_env
     from evolve.archive import Archive
     from evolve.config import RunConfig
-    from evolve.endpoints import llm_config
+    from evolve.endpoints import llm_config, probe_endpoints
     from evolve.runner import execute, owning
 
     s = settings_for("evolve.resume", RESUME, settings)
@@ -151,6 +154,8 @@ def resume(
             except ProblemError as e:
                 raise UsageError(f"run {found}: {e}") from None
             llm_config(cfg, problem)  # keys are read again, never stored: check them first
+            for line in probe_endpoints(cfg, problem):  # the endpoint may have moved since
+                hooks.notice(f"evolve: {line}")
             archive.take_over(found, cfg.iterations, cfg.to_json())
             hooks.started(found)
             return execute(archive, found, cfg, problem, observer, hooks, sandbox)

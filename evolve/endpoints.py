@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from evolve.config import RunConfig
 from evolve.llm import LLMConfig, ModelSpec
+from evolve.llm.probe import Endpoint, EndpointRefused, probe
 from evolve.llm.profiles import is_local
 from evolve.problem import ModelDefault, Problem
 from evolve.settings import SettingsError, check_url
@@ -136,3 +137,24 @@ def _entry(entries: tuple[ModelDefault, ...], m: ModelSpec) -> tuple[ModelDefaul
         if e.name == m.name and e.api_base == m.api_base:
             return e, i
     return None, -1
+
+
+def probe_endpoints(cfg: RunConfig, problem: Problem) -> list[str]:
+    """Look once at every endpoint the run will call (evolve/llm/probe.py): UsageError, one
+    line, when one cannot serve it; else the lines worth telling. Not for the local model."""
+    if cfg.iterations == 0 or any(is_local(m.name) for m in cfg.models):
+        return []  # no call to make, or an endpoint evolve starts itself
+    llm = llm_config(cfg, problem)
+    env_key = os.environ.get("OPENAI_API_KEY")
+    by_place: dict[tuple[str | None, str | None, str], list[str]] = {}
+    for m in llm.models:
+        key = m.api_key or llm.api_key or env_key
+        source = "OPENAI_API_KEY" if key is env_key else "the key in config.yaml"
+        by_place.setdefault((m.api_base or llm.api_base, key, source), []).append(m.name)
+    lines: list[str] = []
+    for (base, key, source), names in by_place.items():
+        try:
+            lines += probe(Endpoint(base, key, source, tuple(names)))
+        except EndpointRefused as e:
+            raise UsageError(str(e)) from None
+    return lines

@@ -110,9 +110,11 @@ class ScriptedLLM:
         host: str = "127.0.0.1",
         port: int = 0,
         models: Iterable[str] = ("scripted",),
+        key: str | None = None,
     ):
         self.responder = responder or _echo
         self.host, self.port, self.models = host, port, list(models)
+        self.key = key  # a key every request must bear (HTTP 401 otherwise); None: any
         self._lock = threading.Lock()
         self._requests: list[dict] = []
         names = "chat ok error dropped bad_request models prompt_tokens completion_tokens"

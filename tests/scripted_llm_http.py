@@ -105,9 +105,19 @@ class Handler(BaseHTTPRequestHandler):
             sent.update(headers)
         self._send_json(status, {"error": error}, sent or None)
 
+    def _refused(self) -> bool:
+        """HTTP 401, as OpenAI answers, when the server wants a key and was sent another."""
+        want = self.llm.key
+        if want is None or self.headers.get("Authorization") == f"Bearer {want}":
+            return False
+        self._error(401, "Incorrect API key provided", "invalid_api_key")
+        return True
+
     def do_GET(self) -> None:
         if self.path.rstrip("/") != "/v1/models":
             return self._error(404, f"no route GET {self.path}", "not_found")
+        if self._refused():
+            return None
         self.llm._count(models=1)
         data = [
             {"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
@@ -127,6 +137,8 @@ class Handler(BaseHTTPRequestHandler):
             self.llm._count(bad_request=1)
             return self._error(400, "request body must be a JSON object")
         self.llm._record(body, self.headers.get("Authorization"))
+        if self._refused():
+            return None
         if body.get("stream"):
             self.llm._count(bad_request=1)
             msg = "ScriptedLLM does not support stream=true"

@@ -27,6 +27,7 @@ from evolve.cli.progress import RunProgress
 from evolve.cli.safe_text import safe_rich, safe_syntax, safe_text
 from evolve.edits import unified_diff
 from tests.cli_helpers import ROOT, env
+from tests.scripted_llm import ScriptedLLM
 
 # ESC-based OSC 52 (clipboard), OSC 0 (title), CSI (clear), 8-bit CSI, lone CR,
 # backspace, DEL, a bidi override; then rich markup and an emoji code.
@@ -276,10 +277,12 @@ def test_check_and_run_show_a_hostile_seed_escaped(problem, tmp_path):
     assert_neutral(err, "does not evaluate cleanly")
 
     runs = tmp_path / "runs"
-    rc, out, err = cli(
-        "run", prob, "--sandbox", "local", "--model", "scripted", "--api-base",
-        "http://127.0.0.1:9/v1", "--runs-dir", runs, "--iterations", "1", "--no-progress",
-    )  # fmt: skip
+    with ScriptedLLM() as llm:
+        rc, out, err = cli(
+            "run", prob, "--sandbox", "local", "--model", "scripted", "--api-base",
+            llm.base_url, "--runs-dir", runs, "--iterations", "1", "--no-progress",
+        )  # fmt: skip
+        assert llm.counters["chat"] == 0
     assert rc == 2  # the seed fails before any LLM call
     assert_neutral(out)
     # the reason quotes the error's last line (str.splitlines also splits at the lone \r)

@@ -231,12 +231,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
     assert "Traceback" not in r.stderr
 
 
-def test_unreachable_endpoint_exits_2(tmp_path):
+def test_unreachable_endpoint_exits_2_before_the_run_starts(tmp_path):
     r = evolve(*run_args("http://127.0.0.1:9/v1", tmp_path, "--llm-retries", "1", iterations=3))
     assert r.returncode == 2
     assert "unreachable" in r.stderr.strip().splitlines()[-1]
-    run = archive_json(tmp_path, "runs")[0]
-    assert run["status"] == "failed"
+    assert archive_json(tmp_path, "runs") == []  # the probe refused it: no run to hide
 
 
 def test_eval_check_and_new(tmp_path):

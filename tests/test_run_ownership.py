@@ -170,23 +170,24 @@ def test_an_error_after_the_run_row_exists_never_leaves_it_running(
     monkeypatch.setattr(runner, "_execute_with", explode)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # no local model
     problem = toy_problem(tmp_path / "toy", timeout_s=20)
-    code = main(
-        [
-            "run",
-            str(problem),
-            "--runs-dir",
-            str(tmp_path / "runs"),
-            "--run-id",
-            "e",
-            "--api-base",
-            "http://127.0.0.1:9/v1",
-            "--model",
-            "scripted",
-            "--no-progress",
-            "--sandbox",
-            "local",
-        ]
-    )
+    with ScriptedLLM() as llm:  # the endpoint is up: the run row is written
+        code = main(
+            [
+                "run",
+                str(problem),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--run-id",
+                "e",
+                "--api-base",
+                llm.base_url,
+                "--model",
+                "scripted",
+                "--no-progress",
+                "--sandbox",
+                "local",
+            ]
+        )
     assert code == (130 if status == "stopped" else 1 if isinstance(raised, RuntimeError) else 2)
     a = Archive(tmp_path / "runs")
     run = a.get_run("e")
