@@ -13,6 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from evolve.archive import SCHEMA_VERSION, Archive, ArchiveReader, ProgramRow
+from evolve.archive.rows import LlmCall
 from evolve.web.app import make_app
 from evolve.web.baselines import Baselines
 from tests.cli_helpers import BINPACK, archive_json, evolve
@@ -376,3 +377,17 @@ def test_an_archive_of_schema_3_reads_as_it_is_and_once_migrated(tmp_path):
     assert look() == search
     shown = archive_json(runs, "show", "old:1")
     assert shown["code"] == "x = 1\n" and shown["proposal"]["purpose"] is None
+
+
+def test_a_run_that_max_calls_ends_counts_calls_not_iterations(tmp_path):
+    """A benchmark's run: --max-calls 5 under --iterations 20 is 1 of 5 calls, not 1 of 20."""
+    a = Archive(tmp_path)
+    a.create_run("b", "toy", "/nowhere", {"max_calls": 5}, 20)
+    a.create_run("i", "toy", "/nowhere", {"max_calls": None}, 20)
+    a.insert_llm_call(LlmCall("b", 1, 0, "m", "diff", [], reply="r"))
+    a.insert_llm_call(LlmCall("b", 2, 0, "m", "diff", [], error="HTTP 500"))
+    a.close()
+    runs = {r.run_id: r for r in ArchiveReader(tmp_path).runs()}
+    assert runs["b"].progress == "1 / 5 calls" and runs["i"].progress == "0 / 20"
+    page = TestClient(make_app(tmp_path)).get("/").text
+    assert "1 / 5 calls" in page and "0 / 20" in page

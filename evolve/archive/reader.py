@@ -38,14 +38,15 @@ SELECT r.*,
      AS seed_program_id,
   COALESCE(c.prompt_tokens, 0) AS prompt_tokens,
   COALESCE(c.completion_tokens, 0) AS completion_tokens,
-  COALESCE(c.cost_usd, 0) AS cost_usd, COALESCE(c.calls, 0) AS llm_calls
+  COALESCE(c.cost_usd, 0) AS cost_usd, COALESCE(c.calls, 0) AS llm_calls,
+  COALESCE(c.answered, 0) AS answered_calls
 FROM runs r
 LEFT JOIN (SELECT run_id, COUNT(*) AS programs, SUM(status = :ok) AS valid,
                   SUM(iteration > 0 AND status != :pending AND kind != 'tune') AS done, MAX(score) AS best_score
            FROM programs GROUP BY run_id) p ON p.run_id = r.run_id
 LEFT JOIN (SELECT run_id, SUM(prompt_tokens) AS prompt_tokens,
                   SUM(completion_tokens) AS completion_tokens, SUM(cost_usd) AS cost_usd,
-                  COUNT(*) AS calls
+                  COUNT(*) AS calls, SUM(error IS NULL) AS answered
            FROM llm_calls GROUP BY run_id) c ON c.run_id = r.run_id
 """
 _RUNS_ARGS = {"ok": Status.OK, "pending": Status.PENDING}  # _RUNS_SQL's parameters

@@ -35,6 +35,16 @@ class RunSummary:
     updated_at: float
     config: dict = field(default_factory=dict)
     data_seed: int | None = None  # the private seed of its workloads (None: public data)
+    answered_calls: int = 0
+
+    @property
+    def progress(self) -> str:
+        """How far the run got against what bounds it: its iterations, or its answered calls
+        where --max-calls ends it first (a benchmark's runs: 5 calls, 20 iterations at most)."""
+        cap = self.config.get("max_calls")
+        if isinstance(cap, int) and cap < self.iterations_target:
+            return f"{self.answered_calls} / {cap} calls"
+        return f"{self.iterations_done} / {self.iterations_target}"
 
     @property
     def valid_pct(self) -> float | None:

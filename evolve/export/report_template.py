@@ -57,7 +57,7 @@ TEMPLATE = """<!doctype html>
 {%- if why %}<span class="why">{{ why }}</span>{% endif %}</div>
 {%- endmacro %}
 {{ fig("status", run.status, run.stop_reason or "") }}
-{{ fig("iterations", run.iterations_done ~ " / " ~ run.iterations_target) }}
+{{ fig("iterations", run.progress) }}
 {{ fig("best train score", run.best_score | num, "on this run's own data") }}
 {{ fig("held-out score of the best", (best.test_score if best else None) | num, "on this run's own data") }}
 {{ fig("seed score", run.seed_score | num) }}

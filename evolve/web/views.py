@@ -36,6 +36,7 @@ def run_json(r: RunSummary) -> dict:
     d = asdict(r)
     d.pop("config")
     d["valid_pct"] = r.valid_pct
+    d["progress"] = r.progress
     d["duration_s"] = r.duration_s
     d["tokens"] = r.prompt_tokens + r.completion_tokens
     return finite(d)

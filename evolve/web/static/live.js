@@ -88,7 +88,7 @@ const evolveLive = (() => {
   const afterPaint = (fn) => window.addEventListener("load", () => requestAnimationFrame(() => setTimeout(fn, 0)));
   const runFigures = (root, r) => {
     setCell(root, "status", badge(r.status));
-    setCell(root, "iterations", document.createTextNode(`${r.iterations_done} / ${r.iterations_target}`));
+    setCell(root, "iterations", document.createTextNode(r.progress));
     setCell(root, "best_score", r.best_program_id ? link(progHref(r.best_program_id), fmt(r.best_score), root.id === "run-figures" ? {id: "best-link"} : {}) : document.createTextNode("–"));
     setCell(root, "best_test_score", document.createTextNode(fmt(r.best_test_score)));
     setCell(root, "seed_score", r.seed_program_id ? link(progHref(r.seed_program_id), fmt(r.seed_score)) : document.createTextNode("–"));
