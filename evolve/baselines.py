@@ -108,7 +108,11 @@ def score_program(
     try:
         problem = load_problem(root)
         code = program_code(problem, program)
-        sandbox = make_sandbox(sandbox_name, 1, problem_dir=str(root), tools=problem.tools)
+        # the folder's own programs, one sandbox each: which backend was picked is no line
+        # worth printing once per program (a benchmark scores a seed and every baseline)
+        sandbox = make_sandbox(
+            sandbox_name, 1, problem_dir=str(root), tools=problem.tools, say=lambda _: None
+        )
     except Exception as e:  # a broken folder: shown on its row, never raised
         return BaselineScore(program.name, "error", detail=_first_line(e))
     try:
