@@ -391,3 +391,19 @@ def test_a_run_that_max_calls_ends_counts_calls_not_iterations(tmp_path):
     assert runs["b"].progress == "1 / 5 calls" and runs["i"].progress == "0 / 20"
     page = TestClient(make_app(tmp_path)).get("/").text
     assert "1 / 5 calls" in page and "0 / 20" in page
+
+
+def test_a_running_run_lasts_until_now_not_until_its_row_was_last_written():
+    """The live page showed DURATION 0s all through a run (issue 42 item 8)."""
+    from evolve.archive.rows import RunStatus
+    from evolve.archive.summaries import RunSummary
+
+    start = time.time() - 100
+    fields = dict(run_id="r", problem="p", problem_dir="/p", stop_reason=None)
+    counts = dict(iterations_target=5, iterations_done=1, programs=2, valid=1)
+    scores = dict(best_score=None, best_program_id=None, best_test_score=None)
+    seed = dict(seed_score=None, seed_program_id=None, prompt_tokens=0, completion_tokens=0)
+    rest = dict(cost_usd=0.0, llm_calls=0, created_at=start, updated_at=start)
+    running = RunSummary(status=RunStatus.RUNNING, **fields, **counts, **scores, **seed, **rest)
+    ended = RunSummary(status=RunStatus.FINISHED, **fields, **counts, **scores, **seed, **rest)
+    assert running.duration_s >= 100 and ended.duration_s == 0

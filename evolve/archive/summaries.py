@@ -4,6 +4,7 @@ results. Plain dataclasses, read-only views of the archive."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from evolve.archive.rows import CallOutcome, RunStatus, Status
@@ -53,7 +54,9 @@ class RunSummary:
 
     @property
     def duration_s(self) -> float:
-        return max(0.0, self.updated_at - self.created_at)
+        """Until now while it runs (its row is written when it starts and ends, not between)."""
+        end = time.time() if self.status == RunStatus.RUNNING else self.updated_at
+        return max(0.0, end - self.created_at)
 
 
 @dataclass

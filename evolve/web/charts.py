@@ -234,6 +234,8 @@ def usage_figure(calls: list[LlmCall]) -> dict:
                 "overlaying": "y",
                 "side": "right",
                 "rangemode": "nonnegative",
+                "tickprefix": "$",
+                "automargin": True,  # the right-hand labels stay inside the figure
                 # nothing spent (a local model): 0 to 1, never an axis around 0
                 **({} if any(cost) else {"range": [0, 1]}),
             },
