@@ -21,7 +21,7 @@ from evaluators.inside.caches import CRATES_ENV
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
 from evolve.crates import CrateError, crates_dir, manifests
-from tests.cli_helpers import evolve
+from tests.cli_helpers import evolve, run_args
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None, reason="no cargo")
 
@@ -64,7 +64,10 @@ SEED = """fn main() {
     let planted = std::env::var("EVOLVE_CRATES_DIR")
         .map(|d| std::fs::write(format!("{d}/tinydep/src/planted.rs"), "//").is_ok())
         .unwrap_or(false);
-    println!("{} {}", tinydep::answer(), if planted { "planted" } else { "denied" });
+    // EVOLVE-BLOCK-START
+    let answer = tinydep::answer();
+    // EVOLVE-BLOCK-END
+    println!("{} {}", answer, if planted { "planted" } else { "denied" });
 }
 """
 MANIFEST = '[package]\nname = "probe"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
@@ -205,3 +208,11 @@ def test_eval_scores_on_an_empty_home_and_names_a_crate_it_cannot_fetch(world, t
     [line] = r.stderr.strip().splitlines()
     assert f"{problem / 'build' / 'Cargo.toml'}: cargo vendor could not fetch its crates" in line
     assert "no matching package named `missing` found" in line
+    for args in (
+        ["check", problem, "--sandbox", "local"],
+        run_args("http://127.0.0.1:9", tmp_path / "runs", "--sandbox", "local", problem=problem),
+    ):
+        r = evolve(*args, extra_env=env)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+        assert r.stderr.strip().splitlines()[-1].endswith(line.split(": error: ", 1)[1])
+        assert "seed on" not in r.stdout  # nothing evaluated: no candidate is blamed
