@@ -101,8 +101,18 @@ def _path_only(dep: object) -> bool:
 
 
 def vendors_itself(problem_dir: str | Path) -> bool:
-    """The problem keeps its own source replacement (a vendored cache: caches.py)."""
-    return Path(problem_dir, ".cargo", "config.toml").is_file()
+    """The problem's .cargo/config.toml replaces crates.io (a vendored cache: caches.py);
+    CrateError for one that is no TOML (cargo would stop on it in every evaluation)."""
+    path = Path(problem_dir, ".cargo", "config.toml")
+    if not path.is_file():
+        return False
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise CrateError(f"{path}: not a readable cargo config ({e})") from None
+    source = doc.get("source")
+    crates_io = source.get("crates-io") if isinstance(source, dict) else None
+    return isinstance(crates_io, dict) and "replace-with" in crates_io
 
 
 def crates_dir(problem_dir: str | Path, tools: tuple[str, ...] | list[str]) -> str | None:

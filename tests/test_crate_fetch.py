@@ -13,11 +13,12 @@ import json
 import os
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from evaluators.inside.caches import CRATES_ENV
+from evaluators.inside.caches import CRATES_ENV, prepare_cargo
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
 from evolve.crates import CrateError, crates_dir, manifests
@@ -179,9 +180,29 @@ def test_nothing_is_fetched_for_path_dependencies_or_a_folder_that_vendors(world
     assert manifests(problem).paths == () and crates_dir(problem, ("cargo",)) is None
     (problem / "build" / "Cargo.toml").write_text(MANIFEST + 'tinydep = "0.1"\n')
     (problem / ".cargo").mkdir()
-    (problem / ".cargo" / "config.toml").write_text("# vendors its own\n")
+    (problem / ".cargo" / "config.toml").write_text(
+        '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
+        '[source.vendored-sources]\ndirectory = "vendor"\n'
+    )
     assert crates_dir(problem, ("cargo",)) is None
     assert not (world["home"] / ".cache").exists()
+    (problem / ".cargo" / "config.toml").write_text("[source.crates-io\n")
+    with pytest.raises(CrateError, match=r"\.cargo/config\.toml: not a readable cargo config"):
+        crates_dir(problem, ("cargo",))
+
+
+def test_the_fetched_crates_follow_a_problem_config_that_replaces_no_source(tmp_path, monkeypatch):
+    """A .cargo/config.toml with build settings only: kept, and crates.io is the fetched folder."""
+    (tmp_path / ".cargo").mkdir()
+    (tmp_path / ".cargo" / "config.toml").write_text('[build]\nrustflags = ["-Copt-level=2"]\n')
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(CRATES_ENV, "/crates")
+    prepare_cargo(str(tmp_path))
+    text = (tmp_path / "home" / "config.toml").read_text()
+    assert text.startswith("[build]") and tomllib.loads(text)["source"] == {
+        "crates-io": {"replace-with": "evolve-fetched"},
+        "evolve-fetched": {"directory": "/crates"},
+    }
 
 
 def test_a_manifest_that_is_no_toml_is_named_in_one_line(world):

@@ -45,21 +45,22 @@ def absolute_config(path: str, base: str) -> str | None:
 
 
 def fetched_config(crates_dir: str) -> str:
-    """The source replacement that makes the fetched folder crates.io, as `cargo vendor`
-    prints it."""
+    """The source replacement that makes the fetched folder crates.io (`cargo vendor`'s,
+    under a name of ours: a problem's own config, which replaces no source, comes first)."""
     return (
-        '[source.crates-io]\nreplace-with = "vendored-sources"\n\n'
-        f'[source.vendored-sources]\ndirectory = "{crates_dir}"\n'
+        '\n[source.crates-io]\nreplace-with = "evolve-fetched"\n\n'
+        f'[source.evolve-fetched]\ndirectory = "{crates_dir}"\n'
     )
 
 
 def prepare_cargo(problem_dir: str) -> None:
-    """Write the problem's cargo config into $CARGO_HOME (default $HOME/.cargo), if it has
-    one, else the one naming the crates fetched for it ($EVOLVE_CRATES_DIR), if any."""
-    text = cargo_config(problem_dir)
-    if text is None and os.environ.get(CRATES_ENV):
-        text = fetched_config(os.environ[CRATES_ENV])
-    if text is None:
+    """Write into $CARGO_HOME (default $HOME/.cargo) the problem's cargo config, if it has
+    one, and the replacement naming the crates fetched for it ($EVOLVE_CRATES_DIR: only
+    for a problem whose config replaces no source), if any."""
+    text = cargo_config(problem_dir) or ""
+    if os.environ.get(CRATES_ENV):
+        text += fetched_config(os.environ[CRATES_ENV])
+    if not text:
         return
     home = os.environ.get("CARGO_HOME") or os.path.join(os.path.expanduser("~"), ".cargo")
     os.makedirs(home, exist_ok=True)
