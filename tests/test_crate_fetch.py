@@ -23,6 +23,7 @@ from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
 from evolve.crates import CrateError, crates_dir, manifests
 from tests.cli_helpers import evolve, run_args
+from tests.docker_support import docker_image  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None, reason="no cargo")
 
@@ -237,3 +238,16 @@ def test_eval_scores_on_an_empty_home_and_names_a_crate_it_cannot_fetch(world, t
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
         assert r.stderr.strip().splitlines()[-1].endswith(line.split(": error: ", 1)[1])
         assert "seed on" not in r.stdout  # nothing evaluated: no candidate is blamed
+
+
+@pytest.mark.timeout(900)  # the first call layers the toolchain on the image (~600 MB)
+def test_the_docker_sandbox_mounts_the_fetched_crates_read_only(world, docker_image):  # noqa: F811
+    problem, env = world["problem"], world["env"]
+    r = evolve(
+        "eval", problem, problem / "main.rs", "--json", "--sandbox", "docker",
+        extra_env=env, timeout=880,
+    )  # fmt: skip
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert r.returncode == 0 and lines, r.stdout + r.stderr
+    out = json.loads(lines[-1])
+    assert out["status"] == "ok" and out["score"] == 1.0 and out["metrics"]["planted"] == 0.0, out
