@@ -88,6 +88,9 @@ class EvalRequest:
     # JSON values), checked against its signature as OpenEvolve checks them
     evaluator_args: dict = field(default_factory=dict)
     tools: tuple[str, ...] = ()  # programs the evaluator runs (cargo, g++): offered read-only
+    # the crates the problem's Cargo.toml files declare, fetched on the trusted side
+    # (evolve/crates.py): offered read-only, named in $EVOLVE_CRATES_DIR
+    crates: str | None = None
 
     def to_json(self) -> dict:
         """REQ.json: everything but the data seed, which `seed_files` carries."""

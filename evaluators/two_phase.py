@@ -69,6 +69,7 @@ def absolute(req: EvalRequest) -> EvalRequest:
         data_dir=req.data_dir and abspath(req.data_dir),
         includes=tuple(abspath(p) for p in req.includes),
         hidden=tuple(abspath(p) for p in req.hidden),
+        crates=req.crates and abspath(req.crates),
     )
 
 

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
+from evolve.crates import crates_dir
 from evolve.data import data_dir_for, ensure
 from evolve.problem import Problem
 from evolve.redaction import Redactor, folder_keys
@@ -68,6 +69,8 @@ class CandidateEvaluator:
         if problem.data:
             ensure(list(problem.data), root)  # trusted side fetches; the sandbox gets no network
         self.data_dir = str(root) if root.is_dir() else None  # a problem may have no data/
+        # so are the crates its Cargo.toml files name (CrateError: one line, nothing evaluated)
+        self.crates = crates_dir(problem.root, problem.tools)
         timeout_s = problem.timeout_s
         if problem.fmt == "openevolve":  # each stage has the timeout; the import one more
             timeout_s *= len(problem.cascade) + 1
@@ -96,6 +99,7 @@ class CandidateEvaluator:
             env=dict(self.problem.env),
             data_seed=self.data_seed,
             tools=self.problem.tools,
+            crates=self.crates,
         )
         if self.problem.fmt != "openevolve":
             return req

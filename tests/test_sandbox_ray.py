@@ -218,8 +218,11 @@ def test_bundle_carries_the_folder_its_outside_data_and_includes(tmp_path):
     (data / "held_out.csv").write_text("1,2\n")
     (data / "held_out.csv").chmod(0o600)
     shared.write_text("y = 2\n")
-    b = pack(str(problem), str(data), (str(shared),))
-    assert b.digest == pack(str(problem), str(data), (str(shared),)).digest  # deterministic
+    crates = tmp_path / "cache" / "cargo" / "0123"  # fetched on the controller (evolve/crates.py)
+    (crates / "rand").mkdir(parents=True)
+    (crates / "rand" / "Cargo.toml").write_text("[package]\n")
+    b = pack(str(problem), str(data), (str(shared),), str(crates))
+    assert b.digest == pack(str(problem), str(data), (str(shared),), str(crates)).digest
     where = unpack(b.data, b.digest, str(tmp_path / "node"))
     assert unpack(b.data, b.digest, str(tmp_path / "node")) == where  # unpacked once
     assert (where / "problem" / "evaluator.py").read_text() == "x = 1\n"
@@ -233,9 +236,11 @@ def test_bundle_carries_the_folder_its_outside_data_and_includes(tmp_path):
         data_dir=str(data),
         includes=(str(shared),),
         hidden=(str(data / "held_out.csv"),),
+        crates=str(crates),
     )
     moved = relocate(req, b.roots, where)
     assert Path(moved.problem_dir) == where / "problem"
+    assert moved.crates and Path(moved.crates, "rand", "Cargo.toml").read_text() == "[package]\n"
     assert Path(moved.hidden[0]).read_text() == "1,2\n"
     assert Path(moved.includes[0]).read_text() == "y = 2\n"
     with pytest.raises(BundleError, match="do not match their hash"):

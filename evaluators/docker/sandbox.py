@@ -66,6 +66,7 @@ from evaluators import tree
 from evaluators.docker.agent_link import Box
 from evaluators.docker.image import find_image, wanted_image
 from evaluators.harness_result import RESULT_MAX_BYTES, ProcRun, read_preamble
+from evaluators.inside.caches import CRATES_ENV
 from evaluators.inside.layout import write_tree
 from evaluators.local import leftovers
 from evaluators.local.liveness import owner_alive, owner_id
@@ -77,6 +78,7 @@ USER = "0:0"  # only to start: the agent becomes AGENT_UID before it reads a req
 AGENT_UID, RUN_UID, SCORE_UID = 10000, 10001, 10002
 AGENT_CAPS = ["SETUID", "SETGID", "SETPCAP", "KILL"]
 PROBLEM, DATA, IN, INCLUDE = "/problem", "/data", "/in", "/include"
+CRATES = "/crates"  # the crates fetched for the problem (evolve/crates.py), read-only
 TREE_DIR = "tree"  # /in/tree: a tree's files, which the agent lays out in the scratch
 LABEL = "evolve"  # its value is the run id
 OWNER_LABEL = "evolve.owner"  # host:pid:start:boot of the controller (liveness.owner_id)
@@ -239,6 +241,7 @@ class DockerSandbox(TwoPhaseSandbox):
                 problem_dir=PROBLEM,
                 data_dir=DATA if req.data_dir else None,
                 includes=tuple(_inside(p) for p in req.includes),
+                crates=CRATES if req.crates else None,
             )
 
             def launch(mode: str, payload: dict, files: dict[str, str]) -> ProcRun:
@@ -359,6 +362,7 @@ class DockerSandbox(TwoPhaseSandbox):
             lim.max_file_mb,
             req.split,
             bool(req.tools),
+            req.crates,
         )
 
     def _checkout(self, req: EvalRequest) -> Box:
@@ -428,6 +432,7 @@ class DockerSandbox(TwoPhaseSandbox):
             max_file_mb,
             _split,
             tools,
+            crates,
         ) = key
         in_dir = tempfile.mkdtemp(prefix="in-", dir=self._host_root)
         os.chmod(in_dir, 0o755)
@@ -452,6 +457,9 @@ class DockerSandbox(TwoPhaseSandbox):
         if includes:
             env["EVOLVE_INCLUDE_DIR"] = INCLUDE
             mounts += [Mount(_inside(p), p, type="bind", read_only=True) for p in includes]
+        if crates:
+            env[CRATES_ENV] = CRATES
+            mounts.append(Mount(CRATES, crates, type="bind", read_only=True))
         for path in hidden:  # another split's data: an empty file in its place
             if os.path.isfile(path):
                 for inside in _hidden_inside(path, problem_dir, data_dir):

@@ -6,6 +6,9 @@ source replacement `cargo vendor` prints in `<problem>/.cargo/config.toml`. Carg
 that file only below the problem's folder, and writes its locks into CARGO_HOME, so the
 sandbox's own, writable CARGO_HOME ($HOME/.cargo, in the scratch) gets a copy whose
 relative `directory` paths point into the problem's folder, as cargo would resolve them.
+A problem that vendors nothing gets its crates fetched on the trusted side (evolve/crates.py)
+into a folder the sandbox offers read-only and names in $EVOLVE_CRATES_DIR: the same source
+replacement then points there.
 
 Stdlib only: the harness runs it in a bare interpreter.
 """
@@ -16,12 +19,18 @@ import os
 import re
 
 _DIRECTORY = re.compile(r'^(\s*directory\s*=\s*)(["\'])([^"\']+)\2', re.M)
+CRATES_ENV = "EVOLVE_CRATES_DIR"  # the crates fetched for the problem (evolve/crates.py)
 
 
 def cargo_config(problem_dir: str) -> str | None:
     """The problem's .cargo/config.toml with its relative directories made absolute (None:
     the problem has none)."""
-    path = os.path.join(problem_dir, ".cargo", "config.toml")
+    return absolute_config(os.path.join(problem_dir, ".cargo", "config.toml"), problem_dir)
+
+
+def absolute_config(path: str, base: str) -> str | None:
+    """The cargo config at `path` with its relative `directory` paths made absolute from
+    `base` (cargo's rule: the folder above the one holding the file); None: no such file."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -29,16 +38,29 @@ def cargo_config(problem_dir: str) -> str | None:
         return None
 
     def absolute(m: re.Match) -> str:
-        target = os.path.join(problem_dir, m.group(3))  # an absolute one stays as it is
+        target = os.path.join(base, m.group(3))  # an absolute one stays as it is
         return f"{m.group(1)}{m.group(2)}{target}{m.group(2)}"
 
     return _DIRECTORY.sub(absolute, text)
 
 
+def fetched_config(crates_dir: str) -> str:
+    """The source replacement that makes the fetched folder crates.io (`cargo vendor`'s,
+    under a name of ours: a problem's own config, which replaces no source, comes first)."""
+    return (
+        '\n[source.crates-io]\nreplace-with = "evolve-fetched"\n\n'
+        f'[source.evolve-fetched]\ndirectory = "{crates_dir}"\n'
+    )
+
+
 def prepare_cargo(problem_dir: str) -> None:
-    """Write the problem's cargo config into $CARGO_HOME (default $HOME/.cargo), if it has one."""
-    text = cargo_config(problem_dir)
-    if text is None:
+    """Write into $CARGO_HOME (default $HOME/.cargo) the problem's cargo config, if it has
+    one, and the replacement naming the crates fetched for it ($EVOLVE_CRATES_DIR: only
+    for a problem whose config replaces no source), if any."""
+    text = cargo_config(problem_dir) or ""
+    if os.environ.get(CRATES_ENV):
+        text += fetched_config(os.environ[CRATES_ENV])
+    if not text:
         return
     home = os.environ.get("CARGO_HOME") or os.path.join(os.path.expanduser("~"), ".cargo")
     os.makedirs(home, exist_ok=True)

@@ -103,10 +103,11 @@ def private_tmp() -> list[tuple[str, int]]:
 
 
 def vendored(problem_dir: str) -> list[str]:
-    """The crate folders the problem's .cargo/config.toml names (caches.py): cargo, a child,
-    reads them; they hold only published crates."""
+    """The crate folders the problem's .cargo/config.toml names (caches.py), or those fetched
+    for it ($EVOLVE_CRATES_DIR): cargo, a child, reads them; they hold only published crates."""
     text = caches.cargo_config(problem_dir) or ""
-    return [m.group(3) for m in caches._DIRECTORY.finditer(text) if os.path.isabs(m.group(3))]
+    found = [m.group(3) for m in caches._DIRECTORY.finditer(text) if os.path.isabs(m.group(3))]
+    return found + [p for p in [os.environ.get(caches.CRATES_ENV, "")] if os.path.isabs(p)]
 
 
 def confine(req: dict, program: str, env: dict[str, str]) -> str | None:

@@ -311,8 +311,9 @@ def run(req: dict) -> dict:
             _report_loaded(None)
             return bad
     _apply_env(req.get("env"))
-    if os.path.isfile(os.path.join(req["problem_dir"], ".cargo", "config.toml")):
-        _provide_kit()  # the `evaluators` package: the problem vendored its crates
+    vendored = os.path.isfile(os.path.join(req["problem_dir"], ".cargo", "config.toml"))
+    if vendored or os.environ.get("EVOLVE_CRATES_DIR"):
+        _provide_kit()  # the `evaluators` package: the problem vendored its crates, or we did
         from evaluators.inside.caches import prepare_cargo
 
         prepare_cargo(req["problem_dir"])

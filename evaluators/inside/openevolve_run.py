@@ -107,6 +107,7 @@ def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]
     libs |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
     readable = {here, problem_dir, *(p for p in sys.path if p and os.path.isabs(p))}
     readable |= {os.environ.get(v, "") for v in ("EVOLVE_DATA_DIR", "EVOLVE_INCLUDE_DIR")}
+    readable.add(os.environ.get("EVOLVE_CRATES_DIR", ""))  # crates fetched for the problem
     # the toolchains the problem declared (`tools`: cargo, g++) where the sandbox bound them
     libs |= set(os.environ.get(TOOL_DIRS_ENV, "").split(os.pathsep))
     rules = [(p, ll.EXEC_DIR) for p in sorted({*libs, *SYSTEM_DIRS}) if p]

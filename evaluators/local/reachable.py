@@ -261,8 +261,10 @@ def _move(path: str, moves: Moves) -> str:
 
 
 def request(req: EvalRequest) -> EvalRequest:
-    """The request with its problem, data and include folders where the slot uid reaches them."""
-    moves = folders([req.problem_dir, *([req.data_dir] if req.data_dir else []), *req.includes])
+    """The request with its problem, data, include and crate folders where the slot uid
+    reaches them."""
+    extra = [p for p in (req.data_dir, req.crates) if p]
+    moves = folders([req.problem_dir, *extra, *req.includes])
     if not moves:
         return req
     return replace(
@@ -271,6 +273,7 @@ def request(req: EvalRequest) -> EvalRequest:
         data_dir=req.data_dir and _move(req.data_dir, moves),
         includes=tuple(_move(p, moves) for p in req.includes),
         hidden=tuple(_move(p, moves) for p in req.hidden),
+        crates=req.crates and _move(req.crates, moves),
     )
 
 

@@ -38,6 +38,7 @@ from evaluators.harness_result import (
     read_result_file,
     tail,
 )
+from evaluators.inside.caches import CRATES_ENV
 from evaluators.inside.layout import write_tree
 from evaluators.inside.openevolve_run import TOOL_DIRS_ENV
 from evaluators.local import bubblewrap, cgroups, exec_chain, reachable
@@ -101,6 +102,8 @@ def sandbox_env(
         env["LC_ALL"] = os.environ["LC_ALL"]
     if req.data_dir:
         env["EVOLVE_DATA_DIR"] = req.data_dir
+    if req.crates:
+        env[CRATES_ENV] = req.crates
     return env
 
 
@@ -242,7 +245,7 @@ class LocalSandbox(TwoPhaseSandbox):
             stack.callback(os.close, seccomp)
         # cargo, g++ outside /usr: read-only too
         readable = [INSIDE, *tool_roots, req.problem_dir, *req.includes]
-        readable += [req.data_dir] if req.data_dir else []
+        readable += [p for p in (req.data_dir, req.crates) if p]
         if uid is not None and (why := bubblewrap.unreadable(readable)):
             raise PermissionError(why)
         argv = bubblewrap.command(
@@ -285,7 +288,8 @@ class LocalSandbox(TwoPhaseSandbox):
         python, harness = sys.executable, HARNESS
         env: dict[str, str] = {}
         if uid is not None:
-            if why := bubblewrap.unreadable([req.problem_dir, *req.includes]):
+            crates = [req.crates] if req.crates else []
+            if why := bubblewrap.unreadable([req.problem_dir, *req.includes, *crates]):
                 raise PermissionError(why)
             os.chown(scratch, uid, uid)
             python, harness, env = reachable.launcher(HARNESS)

@@ -41,11 +41,19 @@ class Bundle:
     roots: tuple[tuple[str, str], ...]  # (absolute path on the controller, name in the tar)
 
 
-def pack(problem_dir: str, data_dir: str | None = None, includes: tuple[str, ...] = ()) -> Bundle:
-    """Everything an evaluation of this problem may read, as one tar."""
+def pack(
+    problem_dir: str,
+    data_dir: str | None = None,
+    includes: tuple[str, ...] = (),
+    crates: str | None = None,
+) -> Bundle:
+    """Everything an evaluation of this problem may read, as one tar (the crates fetched for
+    it too: a node has no more network inside its sandbox than we do)."""
     roots = [(str(Path(problem_dir).resolve()), "problem")]
     if data_dir and not _inside(Path(data_dir).resolve(), Path(roots[0][0])):
         roots.append((str(Path(data_dir).resolve()), "data"))
+    if crates:
+        roots.append((str(Path(crates).resolve()), "crates"))
     for i, inc in enumerate(includes):
         path = Path(inc).resolve()
         if not any(_inside(path, Path(r)) for r, _ in roots):
@@ -153,4 +161,5 @@ def relocate(req: EvalRequest, roots: tuple[tuple[str, str], ...], where: Path) 
         data_dir=moved(req.data_dir),
         includes=tuple(moved(p) or p for p in req.includes),
         hidden=tuple(moved(p) or p for p in req.hidden),
+        crates=moved(req.crates),
     )

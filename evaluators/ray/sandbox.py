@@ -197,10 +197,10 @@ class RaySandbox:
 
     def _bundle(self, req: EvalRequest) -> tuple[Bundle, Any]:
         """The problem's files, packed and put in the object store once per run."""
-        key = (req.problem_dir, req.data_dir, req.includes)
+        key = (req.problem_dir, req.data_dir, req.includes, req.crates)
         with self._lock:
             if key not in self._bundles:
-                bundle = pack(req.problem_dir, req.data_dir, req.includes)
+                bundle = pack(req.problem_dir, req.data_dir, req.includes, req.crates)
                 self._bundles[key] = (bundle, self._ray.put(bundle.data))
             return self._bundles[key]
 
