@@ -65,6 +65,7 @@ def run(
     lives in the archive under `runs_dir`, so `evolve resume` or evolve.resume continues it."""
     from evolve import data_seed, run_env
     from evolve.archive import Archive
+    from evolve.crates import crates_dir
     from evolve.data import data_dir_for, ensure
     from evolve.endpoints import llm_config, model_line, probe_endpoints
     from evolve.launch import prepare_local, resolve
@@ -92,6 +93,7 @@ def run(
         ensure(
             list(problem.data), Path(cfg.data_dir) if cfg.data_dir else data_dir_for(problem.root)
         )
+        crates_dir(problem.root, problem.tools)  # fetched (or found) now: no run if it fails
         run_id = s.run_id or new_run_id(problem.name)
         with owning(archive, run_id, hooks):
             if archive.get_run(run_id) is not None:

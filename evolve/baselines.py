@@ -20,6 +20,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from evolve.cache import cache_dir as evolve_cache
 from evolve.program_input import program_digest
 
 _SKIP_DIRS = {"__pycache__", ".git", "baselines"}
@@ -37,8 +38,7 @@ class BaselineScore:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evolve" / "baselines"
+    return evolve_cache() / "baselines"
 
 
 def folder_hash(root: Path) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.inside.caches import absolute_config
-from evolve.llm.local_model import cache_dir
+from evolve.cache import cache_dir
 
 MANIFEST, LOCK = "Cargo.toml", "Cargo.lock"
 # never a problem's own manifest: build output, data, vendored crates (.cargo-checksum.json)

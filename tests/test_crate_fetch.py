@@ -22,8 +22,9 @@ from evaluators.inside.caches import CRATES_ENV, prepare_cargo
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
 from evolve.crates import CrateError, crates_dir, manifests
-from tests.cli_helpers import evolve, run_args
+from tests.cli_helpers import archive_json, evolve, run_args
 from tests.docker_support import docker_image  # noqa: F401  (a fixture)
+from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None, reason="no cargo")
 
@@ -230,14 +231,17 @@ def test_eval_scores_on_an_empty_home_and_names_a_crate_it_cannot_fetch(world, t
     [line] = r.stderr.strip().splitlines()
     assert f"{problem / 'build' / 'Cargo.toml'}: cargo vendor could not fetch its crates" in line
     assert "no matching package named `missing` found" in line
-    for args in (
-        ["check", problem, "--sandbox", "local"],
-        run_args("http://127.0.0.1:9", tmp_path / "runs", "--sandbox", "local", problem=problem),
-    ):
-        r = evolve(*args, extra_env=env)
-        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
-        assert r.stderr.strip().splitlines()[-1].endswith(line.split(": error: ", 1)[1])
-        assert "seed on" not in r.stdout  # nothing evaluated: no candidate is blamed
+    runs = tmp_path / "runs"
+    with ScriptedLLM() as llm:
+        for args in (
+            ["check", problem, "--sandbox", "local"],
+            run_args(llm.base_url, runs, "--sandbox", "local", problem=problem),
+        ):
+            r = evolve(*args, extra_env=env)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+            assert r.stderr.strip().splitlines()[-1].endswith(line.split(": error: ", 1)[1])
+            assert "seed on" not in r.stdout  # nothing evaluated: no candidate is blamed
+    assert archive_json(runs, "runs") == []  # refused before the run was written
 
 
 @pytest.mark.timeout(900)  # the first call layers the toolchain on the image (~600 MB)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from evaluators.local.liveness import pid_alive
 from evaluators.local.locks import locked
+from evolve.cache import cache_dir
 from evolve.llm.profiles import is_local
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, for an editable install
@@ -101,13 +102,6 @@ DEFAULT_WEIGHTS = "qwen2.5-coder-0.5b"
 
 
 # ---- where things live ------------------------------------------------------------------
-def cache_dir() -> Path:
-    """$EVOLVE_CACHE_DIR, else $XDG_CACHE_HOME/evolve, else ~/.cache/evolve."""
-    env = os.environ.get("EVOLVE_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "evolve"
 
 
 def install_command() -> str:
