@@ -183,6 +183,9 @@ def _tools_where(problem: Problem) -> str:
     """Where the problem's tools come from, as a user would look for them."""
     if problem.fmt == "native":
         return f"{problem.root / 'problem.toml'}: [evaluation] tools"
+    if problem.fmt == "shinka":
+        named = problem.config_file or problem.root
+        return f"{named}: evo_config.language '{problem.language.name}' (its evaluator runs them)"
     return f"{problem.root}: tools (evolve.tools, or those of `language: {problem.language.name}`)"
 
 
