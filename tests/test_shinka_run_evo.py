@@ -169,11 +169,11 @@ print(reply.content)
 def test_the_stand_ins_judge_asks_the_endpoint_the_run_passes(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(STAND_IN)}
     env.pop("OPENAI_BASE_URL", None)
-    env.pop("EVOLVE_JUDGE_BASE_URL", None)
+    env.pop("SHINKA_JUDGE_BASE_URL", None)
     r = subprocess.run([sys.executable, "-c", JUDGE], capture_output=True, text=True, env=env)
     assert r.returncode != 0 and "no judge endpoint" in r.stderr.splitlines()[-1]
     with ScriptedLLM.from_list(["novelty_score = 0.25"]) as srv:
-        env |= {"EVOLVE_JUDGE_BASE_URL": srv.base_url, "EVOLVE_JUDGE_MODEL": "local-judge"}
+        env |= {"SHINKA_JUDGE_BASE_URL": srv.base_url, "SHINKA_JUDGE_MODEL": "local-judge"}
         r = subprocess.run([sys.executable, "-c", JUDGE], capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "novelty_score = 0.25"
@@ -210,3 +210,9 @@ def test_an_evaluator_importing_shinka_llm_runs_and_says_why_the_judge_is_unreac
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["status"] == "invalid", out
     assert "no judge endpoint" in out["artifacts"]["error"], out
+    with ScriptedLLM.from_list(["novelty_score = 0.25"]) as srv:  # the sandbox has no network
+        r = evolve("eval", str(root), str(root / "initial.py"), "--json", "--sandbox", "local",
+                   "--env", f"SHINKA_JUDGE_BASE_URL={srv.base_url}")  # fmt: skip
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["status"] == "invalid" and "have no network" in out["artifacts"]["error"], out
+    assert srv.requests == []

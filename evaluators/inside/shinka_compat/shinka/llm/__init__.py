@@ -2,11 +2,12 @@
 
 ShinkaEvolve's client calls the providers its model names pick (Azure, Bedrock, Gemini,
 ...) with keys from the environment. Here the judge is any OpenAI-compatible endpoint the
-run passes to the evaluator (`--env EVOLVE_JUDGE_BASE_URL=...`, or OPENAI_BASE_URL; its key
-in EVOLVE_JUDGE_API_KEY or OPENAI_API_KEY), and EVOLVE_JUDGE_MODEL, when set, replaces the
+run passes to the evaluator (`--env SHINKA_JUDGE_BASE_URL=...`, or OPENAI_BASE_URL; its key
+in SHINKA_JUDGE_API_KEY or OPENAI_API_KEY), and SHINKA_JUDGE_MODEL, when set, replaces the
 model names the evaluator wrote (they name providers that endpoint does not serve). Without
-an endpoint a query raises one line saying so. The sandbox has no network: the endpoint
-must be reachable from it (the `local` sandbox without bubblewrap, or a real install).
+an endpoint a query raises one line saying so. evolve's sandboxes have no network, so
+under `evolve eval` / `run` the query fails with a line saying that: the judge works where
+the evaluator runs outside them (ShinkaEvolve itself, or this stand-in on its own).
 Standard library only."""
 
 from __future__ import annotations
@@ -73,19 +74,19 @@ class LLMClient:
     def query(self, msg: str, system_msg: str = "", msg_history=None, llm_kwargs=None,
               **_ignored) -> QueryResult:  # fmt: skip
         kwargs = dict(llm_kwargs or self.get_kwargs())
-        base = os.environ.get("EVOLVE_JUDGE_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        base = os.environ.get("SHINKA_JUDGE_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
         if not base:
             raise RuntimeError(
                 "shinka.llm (evolve's stand-in): no judge endpoint: pass the evaluator "
-                "--env EVOLVE_JUDGE_BASE_URL=http://host:port/v1 (an OpenAI-compatible server)"
+                "--env SHINKA_JUDGE_BASE_URL=http://host:port/v1 (an OpenAI-compatible server)"
             )
-        model = os.environ.get("EVOLVE_JUDGE_MODEL") or kwargs.get("model_name") or "default"
+        model = os.environ.get("SHINKA_JUDGE_MODEL") or kwargs.get("model_name") or "default"
         messages = [{"role": "system", "content": system_msg}] if system_msg else []
         messages += list(msg_history or []) + [{"role": "user", "content": msg}]
         body = {"model": model, "messages": messages,
                 "temperature": float(kwargs.get("temperature", 0.0)),
                 "max_tokens": int(kwargs.get("max_tokens", 4096))}  # fmt: skip
-        key = os.environ.get("EVOLVE_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "none"
+        key = os.environ.get("SHINKA_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "none"
         req = urllib.request.Request(
             base.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
@@ -94,7 +95,10 @@ class LLMClient:
             with urllib.request.urlopen(req, timeout=600) as r:
                 reply = json.loads(r.read().decode("utf-8"))
         except (urllib.error.URLError, OSError, ValueError) as e:
-            raise RuntimeError(f"shinka.llm (evolve's stand-in): judge at {base}: {e}") from None
+            raise RuntimeError(
+                f"shinka.llm (evolve's stand-in): judge at {base} unreachable ({e}); "
+                "evolve's sandboxes have no network"
+            ) from None
         content = reply["choices"][0]["message"].get("content") or ""
         usage = reply.get("usage") or {}
         return QueryResult(content, msg, system_msg, model, kwargs,
