@@ -151,3 +151,31 @@ def _seed_file(code: str, where: Path) -> Path:
     path = where / "seed.py"
     path.write_text(code)
     return path
+
+
+def test_a_scripted_run_evolves_the_whole_program_and_scores_it_as_levi(tmp_path):
+    import sqlite3
+
+    from tests.cli_helpers import run_args
+    from tests.scripted_llm import ScriptedLLM
+
+    def reply(code: str) -> str:
+        return f"A new program.\n\n```python\n{code}```\n"
+
+    runs = tmp_path / "runs"
+    replies = [reply(CANDIDATES[1][0]), reply(BEST)]
+    with ScriptedLLM.from_list(replies) as srv:
+        r = evolve(*run_args(srv.base_url, runs, "--sandbox", "local", "--parallel", "1", "--tune-evals", "0",
+                             problem=FIXTURE, iterations=2), timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("run.py: ignored model: models come from --model") == 1
+    db = sqlite3.connect(runs / "archive.db")
+    rows = db.execute("SELECT iteration, status, score FROM programs ORDER BY iteration").fetchall()
+    db.close()
+    assert rows[0] == (0, "ok", SEED_SCORE)
+    assert sorted((status, score) for _, status, score in rows[1:]) == [
+        ("invalid", None),
+        ("ok", 28.0),
+    ]
+    system = srv.requests[0]["messages"][0]["content"]
+    assert "as large as possible" in system and "def choose(items, capacity)" in system

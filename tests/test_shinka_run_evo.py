@@ -216,3 +216,27 @@ def test_an_evaluator_importing_shinka_llm_runs_and_says_why_the_judge_is_unreac
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["status"] == "invalid" and "have no network" in out["artifacts"]["error"], out
     assert srv.requests == []
+
+
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="needs gfortran")
+def test_a_scripted_run_evolves_the_fortran_block(tmp_path):
+    import sqlite3
+
+    from tests.cli_helpers import run_args
+
+    root = folder(tmp_path)
+    body = "  do i = 1, 10\n    s = s + i * 2\n  end do\n  s = s / 2\n"
+    reply = f"Unrolled.\n\n```fortran\n  ! EVOLVE-BLOCK-START\n{body}  ! EVOLVE-BLOCK-END\n```\n"
+    runs = tmp_path / "runs"
+    with ScriptedLLM.from_list([reply]) as srv:
+        r = evolve(*run_args(srv.base_url, runs, "--sandbox", "local", "--parallel", "1", "--tune-evals", "0",
+                             problem=root, iterations=1), timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    db = sqlite3.connect(runs / "archive.db")
+    rows = db.execute(
+        "SELECT iteration, status, score, code FROM programs ORDER BY iteration"
+    ).fetchall()
+    db.close()
+    assert [(i, s, sc) for i, s, sc, _ in rows] == [(0, "ok", 1.0), (1, "ok", 1.0)], rows
+    assert "s = s / 2" in rows[1][3] and "program total" in rows[1][3]
+    assert "Fortran" in srv.requests[0]["messages"][0]["content"]
