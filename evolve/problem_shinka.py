@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from evaluators.inside.languages import PYTHON, Language, by_name, by_suffix
+from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.edits.blocks import find_blocks
 from evolve.problem_model import Problem, ProblemError, Stage
 from evolve.settings.overrides import Overrides
@@ -34,6 +34,11 @@ TIMEOUT_S = 300.0  # without run_evo.py's LocalJobConfig(time=...)
 SUFFIX = {"python": ".py", "cpp": ".cpp", "go": ".go", "rust": ".rs", "swift": ".swift",
           "julia": ".jl", "fortran": ".f90", "cuda": ".cu", "json": ".json",
           "markdown": ".md", "wolfram": ".wl"}  # fmt: skip
+# what an evaluator builds or runs a candidate of the language with (ShinkaEvolve 0.0.7
+# itself checks Rust, Swift, C++, Fortran and Wolfram candidates with these: shinka/edit/
+# async_apply.py; its Go example runs `go`)
+TOOLS = {"rust": ("rustc",), "cpp": ("g++",), "fortran": ("gfortran",), "swift": ("swiftc",),
+         "go": ("go",), "julia": ("julia",), "cuda": ("nvcc",), "wolfram": ("wolframscript",)}  # fmt: skip
 SeedReader = Callable[[Overrides, Path, str, str, Path], tuple[Path, str]]
 
 
@@ -195,7 +200,7 @@ def load_shinka(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -
         notices=tuple(notices),
         whole_file=not find_blocks(seed_code),
         language=language,
-        tools=language.tools if language != PYTHON else (),
+        tools=TOOLS.get(language.name, ()),
     )
 
 

@@ -240,3 +240,23 @@ def test_a_scripted_run_evolves_the_fortran_block(tmp_path):
     assert [(i, s, sc) for i, s, sc, _ in rows] == [(0, "ok", 1.0), (1, "ok", 1.0)], rows
     assert "s = s / 2" in rows[1][3] and "program total" in rows[1][3]
     assert "Fortran" in srv.requests[0]["messages"][0]["content"]
+
+
+def test_a_yaml_language_other_than_python_takes_the_seed_initial_program_names(tmp_path):
+    root = tmp_path / "rusty"
+    root.mkdir()
+    (root / "evaluate.py").write_text(EVALUATE)
+    (root / "shinka_small.yaml").write_text("evo_config:\n  language: rust\n")
+    seed = tmp_path / "main.rs"
+    seed.write_text(
+        'fn main() {\n    // EVOLVE-BLOCK-START\n    println!("55");\n    // EVOLVE-BLOCK-END\n}\n'
+    )
+    from evolve.settings.overrides import Overrides
+
+    p = load_problem(root, Overrides(initial_program=str(seed)))
+    assert (p.entry, p.language.name, p.tools, p.whole_file) == (
+        "main.rs",
+        "rust",
+        ("rustc",),
+        False,
+    )
