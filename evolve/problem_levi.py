@@ -57,9 +57,9 @@ def settings_report(folder: LeviFolder) -> tuple[list[tuple[str, str]], list[tup
                 honoured.append((dotted, HONOURED[dotted]))
             else:
                 ignored.append((dotted, WHY.get(key, OTHER)))
-    for key, _line in folder.computed:  # a model object: ignored whatever it is
-        if key in WHY:
-            ignored.append((key, WHY[key]))
+    for key, _line in folder.computed:  # a model object, a config: ignored whatever it is
+        if key != "**" and key != "pipeline" and key not in HONOURED:
+            ignored.append((key, WHY.get(key, OTHER)))
     return honoured, ignored
 
 
@@ -110,7 +110,7 @@ def load_levi(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -> 
     notices += [
         f"run.py: not read (computed): {'**kwargs' if k == '**' else k + '=...'} at line {n}"
         for k, n in folder.computed
-        if k not in WHY
+        if k == "**" or k == "pipeline" or k in HONOURED
     ]
     notes = folder.description
     notes += f"\n\nThe program must define this function:\n```python\n{folder.signature}\n```"
