@@ -67,7 +67,7 @@ class EvalRequest:
     program_code: str  # candidate source text
     program_name: str  # file name the candidate is written as, e.g. "seed.py"
     split: str  # "train", "test", ... (native); passed through for openevolve
-    fmt: str = "native"  # "native" | "openevolve" | "shinka"
+    fmt: str = "native"  # "native" | "openevolve" | "shinka" | "levi"
     stage: str | None = None  # openevolve: "evaluate_stage1".. or None for evaluate()
     limits: Limits = field(default_factory=Limits)
     data_dir: str | None = None  # exported as EVOLVE_DATA_DIR inside the sandbox

@@ -83,8 +83,9 @@ def run(
         said = probe_endpoints(cfg, problem)  # a wrong URL, key or model: one line, no run
         for line in _config_lines(problem):  # the file read, its unknown keys
             hooks.notice(line)
-        for line in ignored_lines(problem.root, problem.config_file):  # once: not at resume
-            hooks.notice(line)
+        if problem.fmt == "openevolve":  # the others' notices say what their files set
+            for line in ignored_lines(problem.root, problem.config_file):  # not at resume
+                hooks.notice(line)
         if problem.whole_file:
             hooks.notice(f"{problem.seed_file}: no EVOLVE-BLOCK markers: {WHOLE_FILE}")
         hooks.notice(f"evolve: {model_line(s, problem, cfg)}")

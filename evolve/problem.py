@@ -1,4 +1,5 @@
-"""Load a problem folder (native or OpenEvolve format) into one typed description.
+"""Load a problem folder (native, OpenEvolve, ShinkaEvolve or LEVI format) into one
+typed description.
 
 Both formats become the same `Problem`, so the loop, the archive and the
 sandboxes never branch on where a problem came from.
@@ -18,6 +19,7 @@ from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.data import DataFile
 from evolve.edits.blocks import END, START, find_blocks
 from evolve.problem_config import read_config
+from evolve.problem_levi import is_levi, load_levi
 from evolve.problem_model import (
     LLMDefaults,
     ModelDefault,
@@ -52,11 +54,13 @@ def load_problem(path: str | Path, overrides: Overrides | None = None) -> Proble
         problem = _load_openevolve(root, shown, ov)
     elif is_shinka(root):
         problem = load_shinka(root, shown, ov, _seed)
+    elif is_levi(root):
+        problem = load_levi(root, shown, ov, _seed)
     else:
         raise ProblemError(
             f"{path}: not a problem folder (expected problem.toml, or evaluator.py and "
             "initial_program.py in OpenEvolve format, or evaluate.py and initial.py in "
-            "ShinkaEvolve format)"
+            "ShinkaEvolve format, or problem.py with score_fn and SEED_PROGRAM in LEVI format)"
         )
     try:
         env = {**problem.env, **resolve_env(ov.env, "--env")}

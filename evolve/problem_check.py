@@ -23,7 +23,7 @@ from evolve.evaluation import CandidateEvaluator
 from evolve.problem import Problem
 from evolve.problem_imports import missing_lines
 
-WHOLE_FILE = "the whole file evolves (as OpenEvolve)"
+WHOLE_FILE = "the whole file evolves (as OpenEvolve and LEVI)"
 
 
 @dataclass
@@ -138,6 +138,10 @@ def describe(problem: Problem) -> list[str]:
         from evolve.problem_shinka import describe_lines
 
         lines += describe_lines(problem)
+    if problem.fmt == "levi":
+        from evolve.problem_levi import describe_lines as levi_lines
+
+        lines += levi_lines(problem)
     files = relative_files(problem.root)
     if files:
         lines.append(f"  data its code reads from its folder: {', '.join(files)}")
@@ -183,6 +187,9 @@ def _tools_where(problem: Problem) -> str:
     """Where the problem's tools come from, as a user would look for them."""
     if problem.fmt == "native":
         return f"{problem.root / 'problem.toml'}: [evaluation] tools"
+    if problem.fmt == "shinka":
+        named = problem.config_file or problem.root
+        return f"{named}: evo_config.language '{problem.language.name}' (its evaluator runs them)"
     return f"{problem.root}: tools (evolve.tools, or those of `language: {problem.language.name}`)"
 
 

@@ -69,7 +69,7 @@ class Problem:
     name: str
     description: str
     root: Path
-    fmt: str  # "native" | "openevolve"
+    fmt: str  # "native" | "openevolve" | "shinka" | "levi"
     entry: str  # seed program file name
     seed_code: str
     metric: str

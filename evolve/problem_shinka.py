@@ -5,7 +5,10 @@ correct.json and metrics.json (evaluators/inside/shinka_run.py does the same in 
 sandbox). Its settings live in a YAML file its run_evo.py reads (shinka_small.yaml in its
 examples; --config picks another) and its task description often in run_evo.py itself
 (`search_task_sys_msg = \"\"\"...\"\"\"`): both are read, never imported, and every key
-is reported once as honoured or ignored (evolve/settings/shinka.py)."""
+is reported once as honoured or ignored (evolve/settings/shinka.py). A folder without a YAML
+file names its settings in run_evo.py's EvolutionConfig(...) (seed path, language) and the
+like: those constant keywords are read with ast as a YAML file's keys
+(evolve/settings/run_evo.py), and LocalJobConfig's time is the evaluation's time limit."""
 
 from __future__ import annotations
 
@@ -15,16 +18,27 @@ from pathlib import Path
 
 import yaml
 
+from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.edits.blocks import find_blocks
 from evolve.problem_model import Problem, ProblemError, Stage
 from evolve.settings.overrides import Overrides
+from evolve.settings.run_evo import RunEvo, read_run_evo
 from evolve.settings.shinka import ShinkaSettings, read_settings
 
 EVALUATE = "evaluate.py"
 SEED = "initial.py"
 DEFAULT_CONFIG = "shinka_small.yaml"  # run_evo.py's default --config_path
 RUNNER = "run_evo.py"
-TIMEOUT_S = 300.0  # no yaml key: run_evo.py's LocalJobConfig(time=...) is code
+TIMEOUT_S = 300.0  # without run_evo.py's LocalJobConfig(time=...)
+# ShinkaEvolve 0.0.7's languages (shinka/utils/languages.py) and their seeds' suffixes
+SUFFIX = {"python": ".py", "cpp": ".cpp", "go": ".go", "rust": ".rs", "swift": ".swift",
+          "julia": ".jl", "fortran": ".f90", "cuda": ".cu", "json": ".json",
+          "markdown": ".md", "wolfram": ".wl"}  # fmt: skip
+# what an evaluator builds or runs a candidate of the language with (ShinkaEvolve 0.0.7
+# itself checks Rust, Swift, C++, Fortran and Wolfram candidates with these: shinka/edit/
+# async_apply.py; its Go example runs `go`)
+TOOLS = {"rust": ("rustc",), "cpp": ("g++",), "fortran": ("gfortran",), "swift": ("swiftc",),
+         "go": ("go",), "julia": ("julia",), "cuda": ("nvcc",), "wolfram": ("wolframscript",)}  # fmt: skip
 SeedReader = Callable[[Overrides, Path, str, str, Path], tuple[Path, str]]
 
 
@@ -94,33 +108,69 @@ def _check_evaluate(root: Path, shown: Path) -> None:
         raise ProblemError(f"{shown / EVALUATE}:{e.lineno}: does not parse: {e.msg}") from None
 
 
-def load_shinka(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -> Problem:
-    """The folder's Problem: combined_score maximised on one split, ShinkaEvolve's 300 s
-    job limit, 4096 MB of memory (ShinkaEvolve sets none)."""
+def _run_evo(root: Path, shown: Path) -> RunEvo | None:
+    try:
+        return read_run_evo(root / RUNNER, shown / RUNNER)
+    except ValueError as e:
+        raise ProblemError(str(e)) from None
+
+
+def settings_of(root: Path, shown: Path, ov: Overrides) -> tuple[Path | None, str, ShinkaSettings]:
+    """The file the settings come from (a shinka_*.yaml, else run_evo.py when its
+    EvolutionConfig(...) names any), its name as shown, and what it sets."""
     path, name = _config(root, shown, ov)
-    st = _settings(path, name)
-    if st.language not in (None, "python"):
+    if path is not None:
+        return path, name, _settings(path, name)
+    run_evo = _run_evo(root, shown)
+    if run_evo is None or not run_evo.names_settings:
+        return None, "", ShinkaSettings()
+    name = str(shown / RUNNER)
+    try:
+        return root / RUNNER, name, read_settings(run_evo.raw, name)
+    except ValueError as e:
+        raise ProblemError(str(e)) from None
+
+
+def language_of(st: ShinkaSettings, name: str) -> Language | None:
+    """evo_config.language as ShinkaEvolve 0.0.7 names its languages; None: not named."""
+    if st.language is None:
+        return None
+    lang = by_name(st.language)
+    if lang is None or lang.name not in SUFFIX:
         raise ProblemError(
-            f"{name}: evo_config.language: '{st.language}': a ShinkaEvolve folder with "
-            f"{SEED} evolves Python; name another seed with --initial-program"
+            f"{name}: evo_config.language: '{st.language}': not a language ShinkaEvolve "
+            f"0.0.7 evolves ({', '.join(SUFFIX)})"
         )
-    entry = SEED
-    if st.seed is not None and (root / st.seed).is_file():
-        entry = st.seed
-    elif st.seed is not None and (root / Path(st.seed).name).is_file():
-        entry = Path(st.seed).name  # a path from the repository's root, as Hydra tasks write it
+    return lang
+
+
+def load_shinka(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -> Problem:
+    """The folder's Problem: combined_score maximised on one split, run_evo.py's job time
+    (ShinkaEvolve's 300 s without one), 4096 MB of memory (ShinkaEvolve sets none)."""
+    path, name, st = settings_of(root, shown, ov)
+    named = language_of(st, name)
+    entry = "initial" + SUFFIX[named.name if named else "python"]
+    if st.seed is not None:
+        short = Path(st.seed).name  # a path from the repository's root, as Hydra tasks write it
+        found = not (root / st.seed).is_file() and (root / short).is_file()
+        entry = short if found else st.seed
     where = f"{name}: evo_config.init_program_path" if st.seed else str(shown)
-    if ov.initial_program is None and not (root / entry).is_file():
+    if ov.initial_program is None and st.seed is None and not (root / entry).is_file():
         raise ProblemError(
             f"{shown}: no {entry}; name the seed program with --initial-program PATH "
-            "(or evo_config.init_program_path in its shinka_*.yaml)"
+            "(or evo_config.init_program_path in its shinka_*.yaml or run_evo.py)"
         )
     seed_path, seed_code = read_seed(ov, root, entry, where, shown)
+    language = named or by_suffix(seed_path.suffix)
     _check_evaluate(root, shown)
+    run_evo = _run_evo(root, shown)
+    timeout_s = run_evo.time_s if run_evo and run_evo.time_s else TIMEOUT_S
     notices = [
         f"evolve: config: {name}" if path else "evolve: config: none (ShinkaEvolve defaults)"
     ]
     notices += [f"{Path(name).name or 'config'}: ignored key {k}: {why}" for k, why in st.ignored]
+    if path is not None and path.name == RUNNER and run_evo is not None:
+        notices += [f"{RUNNER}: not read (computed): {c}" for c in run_evo.computed]
     return Problem(
         name=root.name,
         description=f"ShinkaEvolve-format problem {root.name}",
@@ -130,8 +180,8 @@ def load_shinka(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -
         seed_code=seed_code,
         metric="combined_score",
         direction="maximize",
-        domain_notes=st.domain_notes or task_message(root),
-        timeout_s=TIMEOUT_S,
+        domain_notes=(st.domain_notes or task_message(root)).strip(),
+        timeout_s=timeout_s,
         memory_mb=4096,
         splits=("train",),
         train_split="train",
@@ -149,6 +199,8 @@ def load_shinka(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -
         config_file=path,
         notices=tuple(notices),
         whole_file=not find_blocks(seed_code),
+        language=language,
+        tools=TOOLS.get(language.name, ()),
     )
 
 
@@ -162,9 +214,17 @@ def describe_lines(problem: Problem) -> list[str]:
     others = [p.name for p in config_files(problem.root) if p.resolve() != path]
     if others:
         lines.append(f"  config files not read: {', '.join(others)} (--config FILE)")
-    st = _settings(path, name)
+    run_evo = _run_evo(problem.root, problem.root)
+    if path is not None and path.name == RUNNER:
+        st = read_settings(run_evo.raw if run_evo else {}, name)
+    else:
+        st = _settings(path, name)
     short = Path(name).name
     lines += [f"  {short}: {k}: {how}" for k, how in st.honoured]
+    if run_evo is not None and run_evo.time_s:
+        lines.append(
+            f"  {RUNNER}: LocalJobConfig time: the evaluation's time limit ({run_evo.time_s:g} s)"
+        )
     if not st.domain_notes and problem.domain_notes:
         lines.append(f"  domain notes: from {RUNNER}'s task message")
     return lines

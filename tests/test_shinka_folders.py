@@ -127,7 +127,10 @@ def test_task_message_comes_from_run_evo_and_bad_settings_are_one_line(tmp_path)
     ):
         load_problem(folder)
     (folder / "shinka_small.yaml").write_text("evo_config:\n  language: rust\n")
-    with pytest.raises(ProblemError, match="evo_config.language: 'rust'"):
+    with pytest.raises(ProblemError, match="no initial.rs; name the seed program"):
+        load_problem(folder)  # a Rust seed is initial.rs unless init_program_path names one
+    (folder / "shinka_small.yaml").write_text("evo_config:\n  language: cobol\n")
+    with pytest.raises(ProblemError, match="evo_config.language: 'cobol': not a language"):
         load_problem(folder)
 
 

@@ -317,7 +317,7 @@ def run(req: dict) -> dict:
         from evaluators.inside.caches import prepare_cargo
 
         prepare_cargo(req["problem_dir"])
-    if req.get("fmt") == "shinka":
+    if req.get("fmt") in ("shinka", "levi"):
         _release_worker()
         return _run_shinka(req, program, root, bool(paths))
     if req.get("fmt", "native") != "native":
@@ -532,16 +532,21 @@ def _run_openevolve(req: dict, program: str, root: str, is_tree: bool) -> dict:
 
 def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
     """A ShinkaEvolve-format evaluate.py in a private copy of its folder, started as
-    ShinkaEvolve starts it (shinka_run.py), after this process confined itself."""
+    ShinkaEvolve starts it (shinka_run.py), after this process confined itself; a LEVI
+    folder's problem.py the same way, through levi_score.py (LEVI's own scoring)."""
     failure, limits = None, req.get("limits", {})
+    levi = req.get("fmt") == "levi"
     try:
         _provide_kit()  # the `evaluators` package, wherever this harness lies
+        from evaluators.inside import levi_score
         from evaluators.inside import openevolve_run as oe
         from evaluators.inside import shinka_run as sh
 
+        script = levi_score.SCRIPT if levi else sh.EVALUATE
+        needed = "problem.py" if levi else sh.EVALUATE
         workdir = oe.private_copy(req["problem_dir"], root)
-        if not os.path.isfile(os.path.join(workdir, sh.EVALUATE)):
-            failure = _failure(SANDBOX_ERROR, f"no {sh.EVALUATE} in {req['problem_dir']}")
+        if not os.path.isfile(os.path.join(workdir, needed)):
+            failure = _failure(SANDBOX_ERROR, f"no {needed} in {req['problem_dir']}")
         else:
             oe.confine(req["problem_dir"], root, program)
     except BaseException as e:
@@ -551,11 +556,13 @@ def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
         return failure
     try:
         timeout_s = float(limits.get("timeout_s") or 300)
-        out = sh.evaluate(workdir, program, timeout_s, root if is_tree else None)
+        out = sh.evaluate(workdir, program, timeout_s, root if is_tree else None, script)
     except sh.EvaluatorTimeout as e:
         return _failure(TIMEOUT, f"{e}; all its processes were killed")
     except BaseException as e:
         return _from_exception(e, program, limits)
+    if levi:
+        return levi_score.to_result(out, OK, INVALID, RUNTIME_ERROR)
     return sh.to_result(out, OK, INVALID, RUNTIME_ERROR)
 
 

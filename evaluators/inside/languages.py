@@ -37,7 +37,7 @@ class Language:
 
 
 _TITLES = {"cpp": "C++", "csharp": "C#", "javascript": "JavaScript", "typescript": "TypeScript"}
-_TITLES |= {"sql": "SQL", "vhdl": "VHDL"}
+_TITLES |= {"sql": "SQL", "vhdl": "VHDL", "cuda": "CUDA", "json": "JSON"}
 PYTHON = Language("python", (".py",), ("#",), "python")
 _KNOWN = (
     PYTHON,
@@ -62,6 +62,10 @@ _KNOWN = (
     Language("haskell", (".hs",), ("--",), "haskell", ("ghc",)),
     Language("verilog", (".v", ".sv"), ("//",), "verilog"),
     Language("vhdl", (".vhd", ".vhdl"), ("--",), "vhdl"),
+    Language("cuda", (".cu", ".cuh"), ("//",), "cuda", ("nvcc",)),
+    Language("json", (".json", ".json5"), ("//",), "json"),
+    Language("markdown", (".md",), ("<!--",), "markdown"),
+    Language("wolfram", (".wl", ".wls"), ("(*",), "wolfram", ("wolframscript",)),
     Language(
         "fortran", (".f90", ".f95", ".f03", ".f08", ".f", ".for"), ("!",), "fortran", ("gfortran",)
     ),
@@ -80,6 +84,17 @@ _ALIASES = {
     "sh": "shell",
     "c#": "csharp",
     "f90": "fortran",
+    "f95": "fortran",
+    "f03": "fortran",
+    "f08": "fortran",
+    "jl": "julia",
+    "cc": "cpp",
+    "cu": "cuda",
+    "json5": "json",
+    "md": "markdown",
+    "wl": "wolfram",
+    "wls": "wolfram",
+    "mathematica": "wolfram",
 }
 # Every leader a marker line may start with, whatever the language: a seed of an unknown
 # suffix still has its blocks found, and no Python line starts with the others.

@@ -56,15 +56,18 @@ def stand_in_path() -> str | None:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), STAND_IN)
 
 
-def evaluate(workdir: str, program: str, timeout_s: float, root: str | None = None) -> Outcome:
+def evaluate(
+    workdir: str, program: str, timeout_s: float, root: str | None = None, script: str = EVALUATE
+) -> Outcome:
     """Run `python evaluate.py --program_path PROGRAM --results_dir RESULTS` in `workdir`;
-    `root`: a program of several files' tree root (on the path; the results go there)."""
+    `root`: a program of several files' tree root (on the path; the results go there);
+    `script`: another script of that interface (a LEVI folder's: levi_score.py)."""
     results = os.path.join(root or os.path.dirname(program), "shinka_results")
     os.makedirs(results, exist_ok=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (workdir, stand_in_path(), root) if p)
     out_path, err_path = (os.path.join(results, n) for n in ("job_log.out", "job_log.err"))
-    cmd = [sys.executable, EVALUATE, "--program_path", program, "--results_dir", results]
+    cmd = [sys.executable, script, "--program_path", program, "--results_dir", results]
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(
             cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -74,7 +77,8 @@ def evaluate(workdir: str, program: str, timeout_s: float, root: str | None = No
             code = proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise EvaluatorTimeout(f"evaluate.py ran past its timeout of {timeout_s:g} s") from None
+            name = os.path.basename(script)
+            raise EvaluatorTimeout(f"{name} ran past its timeout of {timeout_s:g} s") from None
     _kill_group(proc)  # what it left running (a ProcessPoolExecutor's workers)
     problems: list[str] = []
     correct = _read_json(os.path.join(results, "correct.json"), problems)

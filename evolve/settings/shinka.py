@@ -43,7 +43,7 @@ HONOURED = {
     "evo_config.init_program_path": "the seed program",
     "evo_config.num_generations": "iterations (--iterations overrides)",
     "evo_config.task_sys_msg": "domain notes in every prompt",
-    "evo_config.language": "python: the seed's language",
+    "evo_config.language": "the seed's language (its comment markers, the evaluator's tools)",
     "db_config.num_islands": "islands",
     "db_config.migration_interval": "iterations between migrations",
     "max_evaluation_jobs": "evaluations in flight",
