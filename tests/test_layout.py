@@ -41,7 +41,10 @@ INSIDE = "evaluators.inside"
 TEMPLATES = "prompts"  # the prompt templates' package
 STAND_IN = "evaluators.inside.openevolve_compat"  # the `openevolve` package, for evaluators
 SHINKA_STAND_IN = "evaluators.inside.shinka_compat"  # the `shinka` package, for evaluators
-INSIDE_ALSO = {"evaluators.inside.records": {"numpy"}}  # beyond the stdlib and the siblings
+INSIDE_ALSO = {  # beyond the stdlib and the siblings
+    "evaluators.inside.records": {"numpy"},
+    "evaluators.inside.levi_score": {"levi_folder"},  # its sibling, by the name it runs under
+}
 
 
 def front_end(mod: str) -> bool:
