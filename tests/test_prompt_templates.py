@@ -58,3 +58,21 @@ def test_the_short_prompt_names_a_failed_siblings_status_not_its_error():
     assert "(repeated an earlier program: write a different one)" in short
     full = PromptBuilder(PROBLEM, style="full").render(ctx)[1]["content"]
     assert "scipy_thing" in full  # larger models keep the error text
+
+
+def test_the_domain_notes_and_the_rules_start_lines_of_their_own():
+    """trim_blocks ate the newline after the metric's sentence: every system prompt read
+    "...(lower is better).Domain notes:" and, without notes, "...is better.Rules:"."""
+    from evolve.config import RunConfig
+    from evolve.llm import ModelSpec
+
+    problem = load_problem(BINPACK)
+    for notes in (problem.domain_notes, ""):
+        p = replace(problem, domain_notes=notes)
+        cfg = RunConfig(models=(ModelSpec("x"),), problem_dir=str(BINPACK))
+        built = PromptBuilder.for_config(p, cfg).build(
+            PromptContext(parent=ShownProgram(p.seed_code, None), edit_format="diff")
+        )
+        system = built[0]["content"]
+        assert "better).\nDomain notes:\n" in system if notes else "Domain notes" not in system
+        assert "\n\nRules:\n" in system if notes else "better).\nRules:\n" in system
