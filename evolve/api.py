@@ -76,11 +76,11 @@ def run(
     hooks = hooks or RunHooks()
     problem = _load(problem_dir, s, blocks=False)  # resolve() checks the blocks
     cfg = resolve(problem, s)
-    llm_config(cfg, problem)  # an unset "${VAR}" key: one line, before anything is written
+    llm = llm_config(cfg, problem)  # an unset "${VAR}" key: one line, before anything is written
     prepare_local(cfg)
     archive = Archive(runs_dir(s.runs_dir))  # a broken runs dir: one line, before anything else
     try:
-        said = probe_endpoints(cfg, problem)  # a wrong URL, key or model: one line, no run
+        said = probe_endpoints(cfg, llm)  # a wrong URL, key or model: one line, no run
         for line in _config_lines(problem):  # the file read, its unknown keys
             hooks.notice(line)
         if problem.fmt == "openevolve":  # the others' notices say what their files set
@@ -156,8 +156,8 @@ def resume(
                 problem = load_problem(run["problem_dir"], cfg.overrides())
             except ProblemError as e:
                 raise UsageError(f"run {found}: {e}") from None
-            llm_config(cfg, problem)  # keys are read again, never stored: check them first
-            for line in probe_endpoints(cfg, problem):  # the endpoint may have moved since
+            llm = llm_config(cfg, problem)  # keys are read again, never stored: check them first
+            for line in probe_endpoints(cfg, llm):  # the endpoint may have moved since
                 hooks.notice(f"evolve: {line}")
             archive.take_over(found, cfg.iterations, cfg.to_json())
             hooks.started(found)

@@ -139,12 +139,12 @@ def _entry(entries: tuple[ModelDefault, ...], m: ModelSpec) -> tuple[ModelDefaul
     return None, -1
 
 
-def probe_endpoints(cfg: RunConfig, problem: Problem) -> list[str]:
-    """Look once at every endpoint the run will call (evolve/llm/probe.py): UsageError, one
-    line, when one cannot serve it; else the lines worth telling. Not for the local model."""
+def probe_endpoints(cfg: RunConfig, llm: LLMConfig) -> list[str]:
+    """Look once at every endpoint the run will call (evolve/llm/probe.py; `llm`: the run's
+    llm_config): UsageError, one line, when one cannot serve it; else the lines worth
+    telling. Not for the local model."""
     if cfg.iterations == 0 or any(is_local(m.name) for m in cfg.models):
         return []  # no call to make, or an endpoint evolve starts itself
-    llm = llm_config(cfg, problem)
     env_key = os.environ.get("OPENAI_API_KEY")
     by_place: dict[tuple[str | None, str | None, str], list[str]] = {}
     for m in llm.models:
