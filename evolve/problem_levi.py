@@ -33,8 +33,8 @@ WHY = {
     "model": "models come from --model / --api-base (any OpenAI-compatible endpoint)",
     "paradigm_model": "models come from --model / --api-base",
     "mutation_model": "models come from --model / --api-base",
-    "budget_dollars": "use --budget (dollars)",
-    "budget_seconds": "stop a run with --iterations or --budget",
+    "budget_dollars": "use --budget-usd",
+    "budget_seconds": "use --time-limit",
     "output_dir": "runs live in the archive under --runs-dir",
 }
 OTHER = "a LEVI setting with no evolve counterpart"
