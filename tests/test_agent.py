@@ -5,12 +5,17 @@ held-out split the agent's evaluations never read) and a program of several file
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import evolve
 from evaluators import tree
 from evolve.archive import Archive
+from tests.cli_helpers import archive_json, popen, run_args
+from tests.cli_helpers import evolve as evolve_cli
 from tests.scripted_llm import Reply, ScriptedLLM, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,3 +218,39 @@ def test_a_failed_turn_resumes_the_iteration_without_asking_answered_turns_again
     assert [len(r["messages"]) for r in requests] == [2, 4, 6, 6]
     calls = rows(tmp_path, "SELECT purpose, reply IS NOT NULL FROM llm_calls ORDER BY call_id")
     assert calls == [("agent", 1), ("agent", 1), ("agent", 0), ("agent", 1)]
+
+
+def test_kill_9_mid_iteration_and_resume_ask_no_answered_turn_again(tmp_path):
+    runs, problem = tmp_path / "runs", toy(tmp_path)
+    script = ["ACTION: read seed.py", block("return x + 5") + "ACTION: evaluate"]
+    lock, asked = threading.Lock(), [0]
+
+    def answer(request: dict) -> Reply:
+        with lock:
+            asked[0] += 1
+            k = asked[0]
+        if k <= len(script):
+            return Reply(script[k - 1])
+        if k == len(script) + 1:
+            return Reply("too late", delay_s=60)  # in flight when the kill comes
+        return Reply(block("return x + 7") + "ACTION: submit")
+
+    args = ["--sandbox", "local", "--run-id", "k9", "--tune-evals", "0", "--proposer", "agent"]
+    with ScriptedLLM(answer) as srv:
+        proc = popen(*run_args(srv.base_url, runs, *args, problem=problem, iterations=1))
+        deadline = time.monotonic() + 240
+        while len(srv.requests) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        resumed = evolve_cli("resume", "k9", "--runs-dir", runs, "--no-progress", timeout=600)
+        assert resumed.returncode == 0, resumed.stderr
+        requests = srv.requests
+    # turns 1 and 2 were asked once; the third turn's prompt (turn 2's evaluation carried
+    # out again after the kill, as its result was never told) is the one asked before
+    assert [len(r["messages"]) for r in requests] == [2, 4, 6, 6]
+    assert requests[2]["messages"] == requests[3]["messages"]
+    assert archive_json(runs, "best", "--run", "k9")["score"] == 0.0
+    calls = rows(tmp_path, "SELECT purpose FROM llm_calls WHERE reply IS NOT NULL")
+    assert calls == [("agent",)] * 3
