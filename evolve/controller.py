@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -415,6 +416,10 @@ class Controller:
             async with self.eval_sem:  # the train cascade: never the held-out split
                 return await asyncio.to_thread(self.evaluator.evaluate, code)
 
+        async def offload(edit: Callable[[str], str], text: str) -> str:
+            """An edit in the parsing thread, as a reply's is: never behind an evaluation."""
+            return await asyncio.get_running_loop().run_in_executor(self.parsing, edit, text)
+
         lang = self.problem.language
         feedback = outcome_text(parent.status, parent.score, parent.metrics, parent.artifacts)
         session = AgentSession(
@@ -429,6 +434,7 @@ class Controller:
             evaluate,
             lambda code: self._seen(normalized_hash(code, lang)),
             held_out_safe=self._cascade_is_train(),
+            offload=offload,
         )
         try:
             end = await session.run(messages, stored)

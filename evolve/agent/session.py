@@ -12,6 +12,7 @@ when it differs from the parent, else it ends with no candidate and says why."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -23,6 +24,12 @@ from evolve.archive import LlmCall
 AskTurn = Callable[[list[dict], int, list[dict] | None], Awaitable[LlmCall]]
 Evaluate = Callable[[str], Awaitable[EvalResult]]
 Seen = Callable[[str], str | None]  # a program of the run with this code, if any
+# Runs an edit off the event loop (the controller's parsing thread); default: a thread.
+Offload = Callable[[Callable[[str], str], str], Awaitable[str]]
+
+
+async def _in_thread(fn: Callable[[str], str], arg: str) -> str:
+    return await asyncio.to_thread(fn, arg)
 
 
 class TurnsStopped(Exception):
@@ -64,10 +71,12 @@ class AgentSession:
         evaluate: Evaluate,
         seen: Seen,
         held_out_safe: bool = True,
+        offload: Offload = _in_thread,
     ):
         self.ws, self.limits, self.protocol = ws, limits, protocol
         self.ask, self.evaluate, self.seen = ask, evaluate, seen
         self.held_out_safe = held_out_safe  # False: the cascade reads the test split
+        self.offload = offload
         self.turns = self.evals = 0
         self.last: LlmCall | None = None
 
@@ -111,7 +120,7 @@ class AgentSession:
         """Carry out a turn: its edit, then its actions in order. The messages that tell
         the model what came of it (none on replay); _Ended when the session ends here."""
         results = []
-        note = self.ws.edit(turn.edit) if turn.edit is not None else ""
+        note = await self.offload(self.ws.edit, turn.edit) if turn.edit is not None else ""
         for action in turn.actions:
             if note.startswith("edit not applied") and action.name in ("evaluate", "submit"):
                 results.append(f"so {action.name} was not done")
@@ -135,7 +144,7 @@ class AgentSession:
         if a.name == "read":
             return self.ws.read(a.arg)
         if a.name == "edit":
-            return self.ws.edit(a.arg)
+            return await self.offload(self.ws.edit, a.arg)
         if a.name == "evaluate":
             if not self.held_out_safe:
                 return "evaluate is off for this problem (its cascade reads held-out data)"
