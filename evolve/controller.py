@@ -28,6 +28,7 @@ from evolve.edits.bounds import reply_limit
 from evolve.evaluation import CandidateEvaluator
 from evolve.leaderboard import BestScorer, Leaderboard
 from evolve.llm import LLMClient, LLMError
+from evolve.llm.context_budget import TokenBudget
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem import Problem
@@ -421,6 +422,8 @@ class Controller:
             return await asyncio.get_running_loop().run_in_executor(self.parsing, edit, text)
 
         lang = self.problem.language
+        cw = self.cfg.context_window
+        window = TokenBudget.for_model(cw, self.cfg.max_tokens) if cw else None
         feedback = outcome_text(parent.status, parent.score, parent.metrics, parent.artifacts)
         session = AgentSession(
             Workspace(self.problem, _code(parent), fmt, self.notes, feedback),
@@ -428,6 +431,7 @@ class Controller:
                 self.cfg.agent_turns,
                 self.cfg.agent_evals,
                 reply_limit(self.problem.max_code_bytes),
+                window.prompt_tokens if window else None,
             ),
             self.cfg.agent_protocol,
             ask,

@@ -254,3 +254,11 @@ def test_kill_9_mid_iteration_and_resume_ask_no_answered_turn_again(tmp_path):
     assert archive_json(runs, "best", "--run", "k9")["score"] == 0.0
     calls = rows(tmp_path, "SELECT purpose FROM llm_calls WHERE reply IS NOT NULL")
     assert calls == [("agent",)] * 3
+
+
+def test_a_conversation_past_the_models_window_ends_the_session(tmp_path):
+    long = "lorem " * 4000 + "\n" + block("return x + 7") + "ACTION: list"
+    with ScriptedLLM.from_list([long], then="ACTION: submit", models=("tiny-0.5b",)) as srv:
+        summary = run(toy(tmp_path), srv, tmp_path, model="tiny-0.5b")
+        assert len(srv.requests) == 1  # a 4096-token window (the profile of a 0.5B model)
+    assert summary.best_score == 0.0  # the working copy was changed: it is submitted

@@ -13,6 +13,7 @@ when it differs from the parent, else it ends with no candidate and says why."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from evaluators.sandbox import EvalResult
 from evolve.agent.protocol import TOOLS, Action, Turn, parse_turn, turn_messages
 from evolve.agent.tools import Workspace, outcome_text
 from evolve.archive import LlmCall
+from evolve.llm.context_budget import estimate_tokens, messages_tokens
 
 AskTurn = Callable[[list[dict], int, list[dict] | None], Awaitable[LlmCall]]
 Evaluate = Callable[[str], Awaitable[EvalResult]]
@@ -32,6 +34,12 @@ async def _in_thread(fn: Callable[[str], str], arg: str) -> str:
     return await asyncio.to_thread(fn, arg)
 
 
+def conversation_tokens(messages: list[dict]) -> int:
+    """Estimated prompt tokens of a conversation, its tool calls' text counted too."""
+    calls = "".join(json.dumps(m["tool_calls"]) for m in messages if m.get("tool_calls"))
+    return messages_tokens(messages) + estimate_tokens(calls)
+
+
 class TurnsStopped(Exception):
     """No further turn may be asked (the run's --max-calls); raised by the AskTurn."""
 
@@ -41,6 +49,7 @@ class AgentLimits:
     turns: int  # --agent-turns
     evals: int  # --agent-evals
     reply_chars: int  # a longer reply is not read (evolve/edits/bounds.py's reply limit)
+    prompt_tokens: int | None = None  # the model's window less its reply (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,9 @@ class AgentSession:
             while True:
                 if self.turns >= self.limits.turns:
                     raise _Ended(f"{self.turns} turns used (--agent-turns)")
+                window = self.limits.prompt_tokens
+                if self.turns and window is not None and conversation_tokens(messages) > window:
+                    raise _Ended(f"the conversation fills the model's window ({window} tokens)")
                 try:
                     call = await self.ask(messages, self.turns, tools)
                 except TurnsStopped:
