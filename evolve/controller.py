@@ -415,7 +415,12 @@ class Controller:
 
         async def evaluate(code: str) -> EvalResult:
             async with self.eval_sem:  # the train cascade: never the held-out split
-                return await asyncio.to_thread(self.evaluator.evaluate, code)
+                self.stats.eval_in_flight += 1
+                self._refresh()
+                try:
+                    return await asyncio.to_thread(self.evaluator.evaluate, code)
+                finally:
+                    self.stats.eval_in_flight -= 1
 
         async def offload(edit: Callable[[str], str], text: str) -> str:
             """An edit in the parsing thread, as a reply's is: never behind an evaluation."""
