@@ -262,3 +262,21 @@ def test_a_conversation_past_the_models_window_ends_the_session(tmp_path):
         summary = run(toy(tmp_path), srv, tmp_path, model="tiny-0.5b")
         assert len(srv.requests) == 1  # a 4096-token window (the profile of a 0.5B model)
     assert summary.best_score == 0.0  # the working copy was changed: it is submitted
+
+
+def test_a_native_iteration_asked_again_replays_its_tool_calls(tmp_path):
+    script = [
+        Reply("", tool_calls=[tool_call("edit", "e1", edit=block("return x + 5"))]),
+        Reply("", tool_calls=[tool_call("evaluate", "v1")]),
+        Reply("bad request", status=400),  # not retried: the iteration is asked again
+        Reply("", tool_calls=[tool_call("edit", "e2", edit=block("return x + 7"))]),
+        Reply("", tool_calls=[tool_call("submit", "s1")]),
+    ]
+    with ScriptedLLM.from_list(script, then="ACTION: submit") as srv:
+        summary = run(toy(tmp_path), srv, tmp_path, agent_protocol="native")
+        requests = srv.requests
+    assert summary.best_score == 0.0 and len(requests) == 5
+    assert requests[2]["messages"] == requests[3]["messages"]  # turns 1 and 2 not asked again
+    replayed = requests[3]["messages"]
+    assert [m.get("tool_call_id") for m in replayed if m["role"] == "tool"] == ["e1", "v1"]
+    assert "score: -2 (higher is better)" in replayed[-1]["content"]
