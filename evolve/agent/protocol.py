@@ -20,7 +20,9 @@ from evolve.llm.answer import ToolCall, read_tool_reply
 
 PROTOCOLS = ("text", "native")
 ACTIONS = ("list", "read", "evaluate", "submit")  # the text protocol's; native adds `edit`
-_ACTION_LINE = re.compile(r"^\s*\**ACTION\**\s*:\s*\**\s*([A-Za-z_]+)\**[ \t]*(.*?)\s*$", re.I)
+# The head of an action line; the rest is split by str methods. One character class, then a
+# word, then one class and a colon: linear in the line, whatever it holds (no nested repeats).
+_ACTION_HEAD = re.compile(r"[ \t*_`]*action[ \t*_`]*:", re.I)
 _FENCE = re.compile(r"^\s*```")
 _EDIT_SIGNS = ("```", "<<<<<<<", "EVOLVE-BLOCK")
 
@@ -66,18 +68,26 @@ def parse_turn(stored: str, protocol: str, limit: int) -> Turn:
 def parse_text(reply: str) -> Turn:
     """The text protocol: the last ACTION line is the action; the rest may be an edit."""
     lines = reply.splitlines()
-    at = next((i for i in range(len(lines) - 1, -1, -1) if _ACTION_LINE.match(lines[i])), None)
+    at = next((i for i in range(len(lines) - 1, -1, -1) if _ACTION_HEAD.match(lines[i])), None)
     if at is None:
         why = "no ACTION line: end your reply with one line such as `ACTION: evaluate`"
         return Turn(reply, _edit_in(reply), (Action("", problem=why),))
-    m = _ACTION_LINE.match(lines[at])
-    assert m is not None
-    name, arg = m.group(1).lower(), m.group(2).strip().strip("`'\"")
+    name, arg = _action_of(lines[at])
     start, end = at, at + 1
     if at > 0 and _FENCE.match(lines[at - 1]) and end < len(lines) and _FENCE.match(lines[end]):
         start, end = at - 1, end + 1  # the action's own fence goes with it
     rest = "\n".join(lines[:start] + lines[end:])
     return Turn(reply, _edit_in(rest), (_checked(name, arg, None),))
+
+
+def _action_of(line: str) -> tuple[str, str]:
+    """An action line's name (lower case) and argument (quotes and emphasis stripped)."""
+    m = _ACTION_HEAD.match(line)
+    assert m is not None
+    words = line[m.end() :].lstrip(" \t*_`").split(None, 1)
+    name = words[0].strip("*_`").lower() if words else ""
+    arg = words[1].strip().strip("*_`'\"") if len(words) > 1 else ""
+    return name, arg
 
 
 def _checked(name: str, arg: str, call_id: str | None) -> Action:
