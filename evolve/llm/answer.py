@@ -21,6 +21,7 @@ MAX_USAGE_TOKENS = 10_000_000  # more tokens in one call than any context window
 _EXCERPT = 60  # characters of a bad body quoted in its reason
 MAX_TOOL_CALLS = 8  # tool calls kept of one answer (the rest are dropped)
 MAX_TOOL_NAME = 64  # characters of a tool's name
+MAX_TOOL_ID = 256  # characters of a tool call's id (sent back as it came: never cut)
 
 
 class BadAnswer(openai.OpenAIError):
@@ -152,9 +153,11 @@ def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
         if not isinstance(args, str):
             raise BadAnswer(f"`tool_calls[{i}].function.arguments` is {_described(args)}")
         cid = cid if isinstance(cid, str) and cid else f"call_{i}"
+        if len(cid) > MAX_TOOL_ID:
+            raise BadAnswer(f"`tool_calls[{i}].id` is over {MAX_TOOL_ID} characters")
         for text in (name, args, cid):
             _check_unicode(text)
-        calls.append(ToolCall(cid[:MAX_TOOL_NAME], name, args))
+        calls.append(ToolCall(cid, name, args))
     return tuple(calls)
 
 
