@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from evolve.archive import Archive, LlmCall
 from evolve.llm import LLMClient, LLMError
+from evolve.llm.answer import stored_tool_reply
 from evolve.llm.client import FailedAttempt
 from evolve.run_state import RunObserver, RunStats
 from evolve.search.bandit import Choice
@@ -29,10 +30,11 @@ class Ask:
     parent_id: str | None
     second_id: str | None
     edit_format: str  # block | diff | full | crossover | funsearch | repair | meta
-    purpose: str  # mutation | crossover | resample | repair | meta
+    purpose: str  # mutation | crossover | resample | repair | meta | agent
     messages: list[dict]
     choice: Choice
     seed: int  # the request's sampling seed
+    tools: list[dict] | None = None  # native tool definitions (an agent's turn), sent if set
 
 
 class Asker:
@@ -98,7 +100,12 @@ class Asker:
 
         try:
             reply = await self.llm.complete(
-                a.messages, model, seed=a.seed, on_retry=on_retry, temperature=a.choice.temperature
+                a.messages,
+                model,
+                seed=a.seed,
+                on_retry=on_retry,
+                temperature=a.choice.temperature,
+                tools=a.tools,  # None (a single call): no `tools` in the request
             )
         except LLMError as e:
             record(error=str(e), latency_s=e.latency_s)
@@ -110,8 +117,11 @@ class Asker:
             self.stats.llm_in_flight -= 1
         self.ok_at = self.llm.clock.monotonic()
         self.successes += 1
+        text = reply.content
+        if a.tools is not None:  # the tool calls are stored with the text (the agent replays)
+            text = stored_tool_reply(reply.content, reply.tool_calls)
         call = record(
-            reply=reply.content,
+            reply=text,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
             cost_usd=reply.cost_usd,

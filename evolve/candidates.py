@@ -9,11 +9,12 @@ the same way when a resumed run makes the row again from the stored reply."""
 
 from __future__ import annotations
 
+from evaluators import tree
 from evaluators.sandbox import Status
 from evolve.archive import LlmCall, ProgramRow
-from evolve.edits import EditOutcome, apply_reply, normalized_hash
+from evolve.edits import EditOutcome, apply_reply, normalized_hash, unified_diff
 from evolve.edits.bounds import reply_limit, text_bytes
-from evolve.edits.files import Layout, apply_tree_reply, layout
+from evolve.edits.files import Layout, apply_tree_reply, layout, tree_diff
 from evolve.problem import Problem
 from evolve.search.versions import block_functions, unversioned
 from evolve.size_cap import oversized, refused, size_reason
@@ -92,6 +93,48 @@ def reply_to_row(call: LlmCall, parent: ProgramRow, run_id: str, problem: Proble
     elif not edit.ok or edit.code is None:
         row.status = Status.INVALID_EDIT
         row.artifacts = {"error": f"the reply could not be applied: {edit.error}"}
+    return row
+
+
+def agent_row(
+    call: LlmCall, code: str | None, reason: str, parent: ProgramRow, run_id: str, problem: Problem
+) -> ProgramRow:
+    """The program an agent's session hands in (evolve/agent/): `call` its last turn, `code`
+    its working copy (None: nothing to hand in, `reason` says why); pending, unless over the
+    size cap. Its kind is a single call's for the same prompt; edit_kind says `agent`."""
+    if parent.code is None:
+        raise ValueError(f"program {parent.program_id} has no code")
+    refusal = oversized(problem, code) if code is not None else None
+    keep = code is not None and refusal is None
+    diff = None
+    if keep and code is not None:
+        try:
+            diff = (
+                tree_diff(tree.decode(parent.code, problem.entry), tree.decode(code, problem.entry))
+                if problem.files
+                else unified_diff(parent.code, code)
+            )
+        except tree.TreeError:
+            diff = unified_diff(parent.code, code)
+    row = new_row(
+        run_id,
+        problem,
+        call.iteration,
+        call.island,
+        code if keep else None,
+        parent_id=parent.program_id,
+        second_id=call.second_parent_id,
+        kind=KIND.get(call.edit_format, "mutation"),
+        edit_kind="agent",
+        model=call.model,
+        diff=diff,
+    )
+    row.llm_call_id = call.call_id
+    if refusal is not None:
+        row.status, row.artifacts = refusal.status, refusal.artifacts
+    elif code is None:
+        row.status = Status.INVALID_EDIT
+        row.artifacts = {"error": reason}
     return row
 
 

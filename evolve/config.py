@@ -61,6 +61,11 @@ class RunConfig:
     burst_calls: int = _d("burst_calls")  # calls of a stagnation burst
     escalation_model: str | None = _d("escalation_model")  # None: the bandit's other pick
     tune_evals: int = _d("tune_evals")  # tuned children per model-written program; 0: none
+    # How a candidate is proposed: one call, or an agent's turns (evolve/agent/)
+    proposer: str = _d("proposer")  # single | agent
+    agent_turns: int = _d("agent_turns")  # model turns per agent iteration
+    agent_evals: int = _d("agent_evals")  # train evaluations per agent iteration
+    agent_protocol: str = _d("agent_protocol")  # text | native
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
     eval_env: tuple[str, ...] = ()  # as given: NAME or NAME=VALUE (stored: NAME; run_env.py)
@@ -116,6 +121,10 @@ class RunConfig:
             (self.meta_interval >= 0, "--meta-interval must be >= 0"),
             (self.stagnation >= 0, "--stagnation must be >= 0"),
             (self.burst_calls >= 1, "--burst-calls must be >= 1"),
+            (self.proposer in ("single", "agent"), "--proposer must be single or agent"),
+            (self.agent_turns >= 1, "--agent-turns must be >= 1"),
+            (self.agent_evals >= 0, "--agent-evals must be >= 0"),
+            (self.agent_protocol in ("text", "native"), "--agent-protocol must be text or native"),
         ]
         for ok, msg in checks:
             if not ok:

@@ -27,6 +27,7 @@ except ImportError:
 
 __all__ = [
     "BINPACK_VARIANTS",
+    "tool_call",
     "FAULTS",
     "Reply",
     "Responder",
@@ -55,6 +56,9 @@ class Reply:
     choices: object = None  # sent as `choices` instead of the real list
     usage: object = None  # sent as `usage` instead of the counts
     trickle_s: float = 0.0  # the body sent a byte at a time, this long apart
+    # Native tool calls, in OpenAI's wire format (tool_call() builds one); sent as the
+    # message's `tool_calls`, with finish_reason "tool_calls".
+    tool_calls: list[dict] | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> Reply:
@@ -65,6 +69,16 @@ class Reply:
 
 
 Responder = Callable[[dict], "Reply | str"]
+
+
+def tool_call(name: str, call_id: str | None = None, **arguments: object) -> dict:
+    """One native tool call as OpenAI sends it: the arguments as a JSON string."""
+    return {
+        "id": call_id or f"call_{name}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
 
 # An endpoint's bad answers, each a status-200 reply that is not a well-formed completion
 # (the reliability round of issue 37): the client must retry each like a transport error.

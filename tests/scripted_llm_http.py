@@ -178,8 +178,12 @@ class Handler(BaseHTTPRequestHandler):
         c_tok = estimate_tokens(reply.content) if c_tok is None else c_tok
         self.llm._count(ok=1, prompt_tokens=p_tok, completion_tokens=c_tok)
         message = {"role": "assistant", "content": reply.content, "refusal": None}
+        calls = getattr(reply, "tool_calls", None)
+        if calls:
+            message["tool_calls"] = calls
+        finish = "tool_calls" if calls else "stop"
         choices = [
-            {"index": i, "message": message, "finish_reason": "stop", "logprobs": None}
+            {"index": i, "message": message, "finish_reason": finish, "logprobs": None}
             for i in range(max(1, int(body.get("n") or 1)))
         ]
         usage = {"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok}

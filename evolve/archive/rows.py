@@ -167,7 +167,7 @@ def public_dict(p: ProgramRow, code: bool = True) -> dict:
 
 
 # What an LLM call can be for (llm_calls.purpose), and every category a call is shown as.
-PURPOSES = ("mutation", "crossover", "repair", "resample", "meta")
+PURPOSES = ("mutation", "crossover", "repair", "resample", "meta", "agent")
 CALL_CATEGORIES = (
     *PURPOSES,
     "rejected duplicate",

@@ -370,6 +370,15 @@ class Archive(BoardStore):
         ).fetchall()
         return [row_to_call(r) for r in rows]
 
+    def agent_calls(self, run_id: str, iteration: int) -> list[LlmCall]:
+        """The answered turns of an agent iteration (purpose `agent`), in order."""
+        rows = self.db.execute(
+            """SELECT * FROM llm_calls WHERE run_id=? AND iteration=? AND purpose='agent'
+               AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id""",
+            (run_id, iteration),
+        ).fetchall()
+        return [row_to_call(r) for r in rows]
+
     # ---- meta-notes and search decisions -------------------------------------
     def meta_calls(self, run_id: str) -> list[dict]:
         """Every answered meta-notes call, with its note if one was stored."""

@@ -19,6 +19,9 @@ import openai
 DEFAULT_MAX_REPLY_BYTES = 256 * 1024  # a completion of max_tokens=4096 is ~20 KB of JSON
 MAX_USAGE_TOKENS = 10_000_000  # more tokens in one call than any context window: not a count
 _EXCERPT = 60  # characters of a bad body quoted in its reason
+MAX_TOOL_CALLS = 8  # tool calls kept of one answer (the rest are dropped)
+MAX_TOOL_NAME = 64  # characters of a tool's name
+MAX_TOOL_ID = 256  # characters of a tool call's id (sent back as it came: never cut)
 
 
 class BadAnswer(openai.OpenAIError):
@@ -32,10 +35,21 @@ class SlowAnswer(openai.OpenAIError):
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One native tool call of an answer (OpenAI's `tool_calls[i]`): its id, the function's
+    name and its arguments as the JSON text the model wrote (unchecked: the caller parses)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class Completion:
     content: str
     prompt_tokens: int
     completion_tokens: int
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 async def read_body(chunks: AsyncIterator[bytes], declared: str | None, cap: int) -> bytes:
@@ -88,7 +102,63 @@ def parse_completion(body: bytes, content_type: str | None = None) -> Completion
     if usage is not None and not isinstance(usage, dict):
         raise BadAnswer(f"`usage` is {_described(usage)}, expected an object")
     usage = usage or {}
-    return Completion(content, _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"))
+    calls = _tool_calls(message.get("tool_calls"))
+    return Completion(
+        content, _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"), calls
+    )
+
+
+TOOL_CALLS_MARK = "\n\n[tool calls] "  # stored replies: the content, this, the calls' JSON
+
+
+def stored_tool_reply(content: str, calls: tuple[ToolCall, ...]) -> str:
+    """How the archive stores an answer asked with `tools` (llm_calls.reply): its text, then
+    TOOL_CALLS_MARK and its tool calls as JSON, always (even none), so the last mark is ours."""
+    listed = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+    return content + TOOL_CALLS_MARK + json.dumps(listed)
+
+
+def read_tool_reply(stored: str) -> tuple[str, tuple[ToolCall, ...]]:
+    """stored_tool_reply's text and calls back; a text without the mark is all content."""
+    content, mark, tail = stored.rpartition(TOOL_CALLS_MARK)
+    if not mark:
+        return stored, ()
+    try:
+        listed = json.loads(tail)
+        calls = tuple(ToolCall(str(c["id"]), str(c["name"]), str(c["arguments"])) for c in listed)
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return stored, ()
+    return content, calls
+
+
+def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
+    """`message.tool_calls` as ToolCalls (the first MAX_TOOL_CALLS); absent or null: none."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise BadAnswer(f"`choices[0].message.tool_calls` is {_described(raw)}, expected a list")
+    calls = []
+    for i, item in enumerate(raw[:MAX_TOOL_CALLS]):
+        item = item if isinstance(item, dict) else {}
+        fn = item.get("function")
+        if not isinstance(fn, dict):
+            raise BadAnswer(f"`tool_calls[{i}].function` is {_described(fn)}, expected an object")
+        name, args, cid = fn.get("name"), fn.get("arguments"), item.get("id")
+        if not isinstance(name, str) or not 0 < len(name) <= MAX_TOOL_NAME:
+            raise BadAnswer(f"`tool_calls[{i}].function.name` is {_described(name)}")
+        if isinstance(args, dict):  # some servers send the object itself
+            args = json.dumps(args)
+        if args is None:
+            args = "{}"
+        if not isinstance(args, str):
+            raise BadAnswer(f"`tool_calls[{i}].function.arguments` is {_described(args)}")
+        cid = cid if isinstance(cid, str) and cid else f"call_{i}"
+        if len(cid) > MAX_TOOL_ID:
+            raise BadAnswer(f"`tool_calls[{i}].id` is over {MAX_TOOL_ID} characters")
+        for text in (name, args, cid):
+            _check_unicode(text)
+        calls.append(ToolCall(cid, name, args))
+    return tuple(calls)
 
 
 def _check_unicode(content: str) -> None:

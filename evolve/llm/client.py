@@ -36,6 +36,7 @@ from evolve.llm.answer import (
     BadAnswer,
     Completion,
     SlowAnswer,
+    ToolCall,
     parse_completion,
     read_body,
 )
@@ -104,6 +105,7 @@ class LLMReply:
     cost_usd: float
     latency_s: float
     attempts: int
+    tool_calls: tuple[ToolCall, ...] = ()  # native tool calls (asked with `tools` only)
 
 
 @dataclass(frozen=True)
@@ -194,10 +196,14 @@ class LLMClient:
         seed: int | None = None,
         on_retry: RetryHook | None = None,
         temperature: float | None = None,
+        tools: list[dict] | None = None,
     ) -> LLMReply:
         """One chat completion. Each failed attempt that is retried goes to `on_retry`
-        (called before the wait); the last failure raises LLMError."""
+        (called before the wait); the last failure raises LLMError. `tools`: OpenAI's
+        function definitions, sent only when given (the reply's `tool_calls` are kept)."""
         extra: dict[str, Any] = {"seed": seed} if seed is not None else {}
+        if tools is not None:
+            extra["tools"] = tools
         max_attempts = self.cfg.max_retries + 1
         attempt, t0 = 0, time.monotonic()
         base_url, client = self.endpoint(model)
@@ -247,7 +253,7 @@ class LLMClient:
         latency = time.monotonic() - t0
         pt, ct = answer.prompt_tokens, answer.completion_tokens
         cost = self.prices.cost(model, pt, ct)
-        return LLMReply(model, answer.content, pt, ct, cost, latency, attempt)
+        return LLMReply(model, answer.content, pt, ct, cost, latency, attempt, answer.tool_calls)
 
     async def _ask(
         self,

@@ -248,6 +248,25 @@ class Settings(Section):
         "tuned in turn (0: off; default {default})",
         "N",
     )
+    proposer: Literal["single", "agent"] = _flag(
+        "single",
+        "how a candidate is proposed: one call (single), or a multi-turn agent that reads, "
+        "edits and evaluates a copy of the parent on train before it submits (default {default})",
+    )
+    agent_turns: Annotated[int, Field(ge=1, le=100)] = _flag(
+        6, "--proposer agent: model turns per iteration, at most (default {default})", "N"
+    )
+    agent_evals: Annotated[int, Field(ge=0, le=100)] = _flag(
+        2,
+        "--proposer agent: train evaluations an agent may run before it submits "
+        "(default {default})",
+        "N",
+    )
+    agent_protocol: Literal["text", "native"] = _flag(
+        "text",
+        "--proposer agent: tools as a plain-text ACTION block in the reply (any endpoint, "
+        "small models) or as native tool calls (endpoints that take `tools`) (default {default})",
+    )
     prices: PathText = _flag(
         None, "JSON/TOML price table: model -> {input, output} $/1M tokens", "FILE"
     )

@@ -288,6 +288,7 @@ CALL_COLORS = {
     "repair": "#f4a261",
     "resample": "#00b4d8",
     "meta": "#2a9d8f",
+    "agent": "#e76f51",
     "rejected duplicate": "#8d99ae",
     "rejected": "#6c757d",
     "failed attempt": "#d62828",
