@@ -157,7 +157,11 @@ def resume(
             except ProblemError as e:
                 raise UsageError(f"run {found}: {e}") from None
             llm = llm_config(cfg, problem)  # keys are read again, never stored: check them first
-            for line in probe_endpoints(cfg, llm):  # the endpoint may have moved since
+            try:  # the endpoint may have moved since; a line, not a refusal: a run's stored
+                said = probe_endpoints(cfg, llm)  # replies and tuning need no call at all
+            except UsageError as e:
+                said = [f"{e} (resuming: what is stored needs no call; a new call retries)"]
+            for line in said:
                 hooks.notice(f"evolve: {line}")
             archive.take_over(found, cfg.iterations, cfg.to_json())
             hooks.started(found)

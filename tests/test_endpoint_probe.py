@@ -95,3 +95,14 @@ def test_what_gives_no_verdict_lets_the_run_go_on():
         llm.models = ["a", "b"]
         with pytest.raises(EndpointRefused, match="^--model c: "):
             probe(Endpoint(llm.base_url, None, "OPENAI_API_KEY", ("c",)))
+
+
+def test_resume_with_the_endpoint_gone_says_so_and_replays_what_is_stored(tmp_path):
+    runs = tmp_path / "runs"
+    toy = toy_problem(tmp_path / "toy")
+    with ScriptedLLM() as llm:
+        r = cli(*run_args(llm.base_url, runs, "--run-id", "r", problem=toy, iterations=2))
+        assert r.returncode == 0, r.stderr
+    r = cli("resume", "r", "--runs-dir", runs, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "LLM endpoint unreachable" in r.stderr and "resuming:" in r.stderr
