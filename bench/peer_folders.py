@@ -359,7 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     specs = [s for s in FOLDERS if args.only is None or s.name in args.only]
     bench = Bench(args)
-    rows = [bench.row(s) for s in specs]
+    rows = []
+    for spec in specs:
+        rows.append(bench.row(spec))
+        print(markdown(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     tools = {t: shutil.which(t) is not None for t in ("gfortran", "go", "Rscript", "cargo")}
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({
