@@ -155,6 +155,10 @@ class Bench:
         )
         subprocess.run(["git", "-C", str(self.clone), "checkout", "-q", self.head], check=True)
         self.count = 0
+        self.earlier: dict[str, list[dict]] = {}  # the peer's cells of a previous run, by folder
+        if args.peer_from:
+            rows = json.loads(Path(args.peer_from).read_text())["rows"]
+            self.earlier = {r["name"]: r["peer_runs"] for r in rows}
         self.levi_eval = self.work / "levi_evaluation.py"
         blob = f"{COMMITS['levi']}:levi/utils/evaluation.py"
         git = ["git", f"--git-dir={args.levi_git}", "show", blob]
@@ -306,7 +310,8 @@ class Bench:
     def row(self, spec: Spec) -> dict:
         print(f"{spec.name} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
-        refs = [self.peer(spec) for _ in range(2)]
+        earlier = self.earlier.get(spec.name)
+        refs = [Cell(**c) for c in earlier] if earlier else [self.peer(spec) for _ in range(2)]
         docker = Cell(skipped="--no-docker") if self.args.no_docker else self.eval(spec, "docker")
         ours = {"local": self.eval(spec, "local"), "docker": docker}
         v, why = verdict(refs, ours, spec.peer)
@@ -354,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     for peer, git in GITS.items():
         p.add_argument(f"--{peer}-git", default=str(git), help=f"{peer}'s bare git dir")
     p.add_argument("--no-docker", action="store_true", help="leave the Docker column out")
+    p.add_argument("--peer-from", help="a previous results JSON: take the peer's cells from it")
     p.add_argument("--timeout", type=float, default=600, help="per peer/check/eval call")
     p.add_argument("--run-timeout", type=float, default=900, help="per three-iteration run")
     args = p.parse_args(argv)
