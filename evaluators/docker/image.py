@@ -24,7 +24,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,36 +148,7 @@ def build_plan(
     return BuildPlan(tag, base, debootstrap, image, pypi, layer)
 
 
-def build(
-    client,
-    dockerfile: bool = False,
-    force: bool = False,
-    mirror: str | None = None,
-    log: Callable[[str], None] = print,
-    force_base: bool = False,
-) -> tuple[str, bool]:
-    """Build the image unless one of its tag exists; (tag, whether it was built)."""
-    plan = build_plan(client, dockerfile, force, force_base)
-    if not plan.build_image:
-        return plan.tag, False
-    t0 = time.monotonic()
-    if plan.base is None:
-        _docker_build(client, "docker/Dockerfile", plan.tag, {}, pull=True, log=log)
-    else:
-        if plan.build_base:
-            mirror = mirror or os.environ.get(MIRROR_ENV) or DEFAULT_MIRROR
-            _debootstrap(client, plan.base, mirror, log)
-        assert plan.pypi is not None
-        if plan.build_pypi:
-            _pypi_layer(client, plan.base, plan.pypi, log)
-        buildargs = {"BASE": plan.pypi}
-        _docker_build(client, "docker/Dockerfile.layer", plan.tag, buildargs, pull=False, log=log)
-    smoke_test(client, plan.tag)
-    log(f"built {plan.tag} in {time.monotonic() - t0:.0f} s")
-    return plan.tag, True
-
-
-def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> None:
+def debootstrap_base(client, tag: str, mirror: str, log: Callable[[str], None]) -> None:
     if shutil.which("debootstrap") is None:
         raise ImageError(
             "debootstrap is not installed (apt-get install debootstrap), or use "
@@ -231,17 +201,7 @@ def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> N
         )
 
 
-def _pypi_layer(client, base: str, tag: str, log: Callable[[str], None]) -> None:
-    """requirements.txt's wheels on the Debian base, by the host's pip (image_layers.py)."""
-    from evaluators.docker import image_layers, tool_layer
-
-    inputs = image_layers.LayerInputs(DOCKER_DIR / "requirements.txt", tool_layer.ToolPlan())
-    source_only = DOCKER_DIR / "source-only.txt"
-    what = "evaluators/docker/requirements.txt"
-    image_layers.build_layer(client, base, tag, inputs, what, log, source_only, harness=False)
-
-
-def _docker_build(
+def docker_build(
     client, dockerfile: str, tag: str, buildargs: dict, pull: bool, log: Callable[[str], None]
 ) -> None:
     log(f"building {tag} from evaluators/{dockerfile}")
