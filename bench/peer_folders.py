@@ -15,9 +15,9 @@ CARGO_HOME, so nothing cached on this machine helps it. Per folder:
   --program_path P --results_dir D`, correct.json and metrics.json's combined_score; LEVI:
   levi/utils/evaluation.py's evaluate_code on SEED_PROGRAM and score_fn, loaded by path.
   Run twice; where the two differ the cell shows the spread.
-- check: `evolve check FOLDER` (exit status, else its last line).
+- check: `evolve check FOLDER --sandbox local` (--run-sandbox): ok, else its error line.
 - local / docker: `evolve eval FOLDER PROGRAM --json --sandbox local|docker`.
-- run3: `evolve run FOLDER --iterations 3 --sandbox local` against tests/scripted_llm.py
+- run3: `evolve run FOLDER --iterations 3 --sandbox local` (--run-sandbox) against tests/scripted_llm.py
   whose one reply is the seed with a comment appended; its best score, from `evolve
   archive runs --json`.
 
@@ -239,12 +239,15 @@ class Bench:
 
     def check(self, spec: Spec) -> str:
         folder, _ = self.copy(spec, "check")
-        r = self.evolve("check", str(folder), "--sandbox", "local", timeout=self.args.timeout)
+        r = self.evolve("check", str(folder), "--sandbox", self.args.run_sandbox,
+                        timeout=self.args.timeout)  # fmt: skip
         if isinstance(r, str):
             return f"ERROR: {r}"
-        return (
-            "ok" if r.returncode == 0 else f"exit {r.returncode}: {last_line(r.stderr or r.stdout)}"
-        )
+        if r.returncode == 0:
+            return "ok"
+        errors = [ln.strip() for ln in r.stdout.splitlines() if ln.strip().startswith("error:")]
+        why = one_line(errors[0]) if errors else last_line(r.stderr or r.stdout)  # the cause
+        return f"exit {r.returncode}: {why}"
 
     def eval(self, spec: Spec, sandbox: str) -> Cell:
         folder, seed = self.copy(spec, sandbox)
@@ -286,7 +289,7 @@ class Bench:
             runs = folder.parent / f"{folder.name}.runs"
             argv = ["run", str(folder), "--iterations", "3", "--api-base",
                     f"http://127.0.0.1:{port}/v1", "--model", "scripted", "--no-progress",
-                    "--runs-dir", str(runs), "--sandbox", "local"]  # fmt: skip
+                    "--runs-dir", str(runs), "--sandbox", self.args.run_sandbox]  # fmt: skip
             r = self.evolve(*argv, timeout=self.args.run_timeout)
         finally:
             llm.terminate()
@@ -359,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     for peer, git in GITS.items():
         p.add_argument(f"--{peer}-git", default=str(git), help=f"{peer}'s bare git dir")
     p.add_argument("--no-docker", action="store_true", help="leave the Docker column out")
+    p.add_argument("--run-sandbox", default="local", choices=("local", "docker", "auto"),
+                   help="the sandbox of the check and run3 columns")  # fmt: skip
     p.add_argument("--peer-from", help="a previous results JSON: take the peer's cells from it")
     p.add_argument("--timeout", type=float, default=600, help="per peer/check/eval call")
     p.add_argument("--run-timeout", type=float, default=900, help="per three-iteration run")
