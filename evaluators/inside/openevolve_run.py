@@ -118,10 +118,11 @@ def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]
             rules.append((p, ll.READ_DIR))
     rules += [(p, ll.READ_FILE) for p in (*SYSTEM_FILES, os.path.realpath(program))]
     folder = os.path.dirname(os.path.realpath(program))
-    if folder in ("/tmp", os.path.realpath(tempfile.gettempdir())):  # temporary_copy's: private
+    if folder in ("/tmp", os.path.realpath(tempfile.gettempdir())):  # temporary_copy's
         # OpenEvolve's alphaevolve_math_problems put it on sys.path and __import__ its name:
-        # the import system lists the folder, and finds nothing where it cannot.
-        rules.append((folder, ll.READ_DIR))
+        # the import system lists the folder, and finds nothing where it cannot. Its listing
+        # only: without bubblewrap (isolation off) this /tmp is the host's, its files not ours.
+        rules.append((folder, ll.FS_READ_DIR))
     rules += [(scratch, ll.WRITE_DIR), ("/dev/null", ll.WRITE_FILE)]
     rules += [(_SHARED[0], ll.WRITE_DIR), (_SHARED[1], ll.READ_DIR), (_SHARED[2], ll.READ_DIR)]
     return rules
