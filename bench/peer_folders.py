@@ -155,14 +155,17 @@ class Bench:
         )
         subprocess.run(["git", "-C", str(self.clone), "checkout", "-q", self.head], check=True)
         self.count = 0
-        self.earlier: dict[str, list[dict]] = {}  # the peer's cells of a previous run, by folder
-        if args.peer_from:
-            rows = json.loads(Path(args.peer_from).read_text())["rows"]
-            self.earlier = {r["name"]: r["peer_runs"] for r in rows}
         self.levi_eval = self.work / "levi_evaluation.py"
         blob = f"{COMMITS['levi']}:levi/utils/evaluation.py"
         git = ["git", f"--git-dir={args.levi_git}", "show", blob]
         self.levi_eval.write_text(subprocess.run(git, capture_output=True, text=True).stdout)
+
+    def earlier(self, name: str) -> list[dict] | None:
+        """The peer's cells for `name` in --peer-from's file, read now (not at start)."""
+        if not self.args.peer_from:
+            return None
+        rows = json.loads(Path(self.args.peer_from).read_text())["rows"]
+        return next((r["peer_runs"] for r in rows if r["name"] == name), None)
 
     def source(self, spec: Spec) -> Path:
         """The folder as the peer's repository has it at the pinned commit."""
@@ -313,7 +316,7 @@ class Bench:
     def row(self, spec: Spec) -> dict:
         print(f"{spec.name} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
-        earlier = self.earlier.get(spec.name)
+        earlier = self.earlier(spec.name)
         refs = [Cell(**c) for c in earlier] if earlier else [self.peer(spec) for _ in range(2)]
         docker = Cell(skipped="--no-docker") if self.args.no_docker else self.eval(spec, "docker")
         ours = {"local": self.eval(spec, "local"), "docker": docker}
