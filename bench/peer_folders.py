@@ -202,7 +202,15 @@ class Bench:
         env = clean_env()
         if spec.peer == "openevolve":
             out = folder.parent / f"{folder.name}.json"
-            cmd = [self.args.openevolve_venv + "/bin/python", "-c", DRIVER, seed.name, "", str(out)]
+            config = "config.yaml" if (folder / "config.yaml").is_file() else ""  # as run with it
+            cmd = [
+                self.args.openevolve_venv + "/bin/python",
+                "-c",
+                DRIVER,
+                seed.name,
+                config,
+                str(out),
+            ]
             r = run(cmd, folder, env, self.args.timeout)
             if isinstance(r, str):
                 return Cell(error=r)
