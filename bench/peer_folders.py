@@ -364,6 +364,23 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def repeer(results: Path, peers: Path) -> int:
+    """A table whose peer column was measured apart (the peer's runs take minutes and do
+    not change with evolve's commits): RESULTS's evolve cells, PEERS's peer cells."""
+    got = json.loads(results.read_text())
+    cells = {r["name"]: r["peer_runs"] for r in json.loads(peers.read_text())["rows"]}
+    for row in got["rows"]:
+        row["peer_runs"] = cells.get(row["name"], row["peer_runs"])
+        ours = {k: Cell(**row[k]) for k in ("local", "docker")}
+        refs = [Cell(**c) for c in row["peer_runs"]]
+        row["verdict"], row["reason"] = verdict(refs, ours, row["peer"])
+    got["peer_from"] = str(peers)
+    RESULTS.write_text(json.dumps(got, indent=1) + "\n")
+    print(markdown(got["rows"]))
+    print(f"\ntools on PATH: {got['tools_on_path']}; evolve {got['evolve']}; {RESULTS}")
+    return 1 if any(r["verdict"] == "DIFFER" for r in got["rows"]) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--work", required=True, help="a scratch folder (emptied first)")
@@ -378,7 +395,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--peer-from", help="a previous results JSON: take the peer's cells from it")
     p.add_argument("--timeout", type=float, default=600, help="per peer/check/eval call")
     p.add_argument("--run-timeout", type=float, default=900, help="per three-iteration run")
+    p.add_argument("--repeer", metavar="RESULTS",
+                   help="run nothing: RESULTS's rows with --peer-from's peer cells, verdicts anew")  # fmt: skip
     args = p.parse_args(argv)
+    if args.repeer:
+        return repeer(Path(args.repeer), Path(args.peer_from))
     specs = [s for s in FOLDERS if args.only is None or s.name in args.only]
     bench = Bench(args)
     rows = []
