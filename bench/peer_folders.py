@@ -402,16 +402,16 @@ def main(argv: list[str] | None = None) -> int:
         return repeer(Path(args.repeer), Path(args.peer_from))
     specs = [s for s in FOLDERS if args.only is None or s.name in args.only]
     bench = Bench(args)
-    rows = []
+    rows: list[dict] = []
+    tools = {t: shutil.which(t) is not None for t in ("gfortran", "go", "Rscript", "cargo")}
+    RESULTS.parent.mkdir(exist_ok=True)
     for spec in specs:
         rows.append(bench.row(spec))
         print(markdown(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
-    tools = {t: shutil.which(t) is not None for t in ("gfortran", "go", "Rscript", "cargo")}
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "evolve": bench.head, "commits": COMMITS, "tools_on_path": tools, "rows": rows,
-    }, indent=1) + "\n")  # fmt: skip
+        RESULTS.write_text(json.dumps({  # after every row: a long run stopped keeps its rows
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "evolve": bench.head, "commits": COMMITS, "tools_on_path": tools, "rows": rows,
+        }, indent=1) + "\n")  # fmt: skip
     print(markdown(rows))
     print(f"\ntools on PATH: {tools}; evolve {bench.head}; {RESULTS}")
     return 1 if any(r["verdict"] == "DIFFER" for r in rows) else 0
