@@ -128,7 +128,8 @@ def _docker(
     tools: tuple[str, ...],
     say: Callable[[str], None],
 ) -> Sandbox:
-    from evaluators.docker.image import IMAGE_ENV, ImageError, build, find_image
+    from evaluators.docker.image import IMAGE_ENV, ImageError, find_image
+    from evaluators.docker.image_build import build
     from evaluators.docker.sandbox import DockerSandbox
 
     client, why = engine()

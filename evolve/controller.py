@@ -32,6 +32,7 @@ from evolve.llm.context_budget import TokenBudget
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem import Problem
+from evolve.problem_check import tools_lacking
 from evolve.prompts import PromptBuilder
 from evolve.proposal import NoParent, Proposer
 from evolve.run_state import NullObserver, RunObserver, RunStats
@@ -143,6 +144,8 @@ class Controller:
                 or row.artifacts.get("cascade", "")
             )
             last = (detail.strip().splitlines() or [""])[-1]
+            if lacking := tools_lacking(self.problem, self.evaluator.sandbox):
+                last = f"{last}; {lacking}"  # the likely cause, which the evaluator may not say
             raise RunAborted(
                 f"{self.problem.seed_file}: seed program failed ({row.status}): {last}"
             )

@@ -60,8 +60,7 @@ def check_seed(
     if sandbox.name == "local":
         for text in _missing(problem):
             line(text)
-        lacking = missing_line(problem.tools, _tools_where(problem)) if problem.tools else None
-        if lacking:
+        if lacking := tools_lacking(problem, sandbox):
             line(f"  error: {lacking}")  # every candidate would fail the same way: no evaluation
             return
     for text in missing_lines(problem, sandbox):  # imports no requirements.txt declares
@@ -181,6 +180,14 @@ def _cascade(problem: Problem) -> str:
         if len(stages) > 1
         else ""
     )
+
+
+def tools_lacking(problem: Problem, sandbox: Sandbox) -> str | None:
+    """The line naming the declared tools this machine lacks, where the local sandbox would
+    bind them (a Docker image carries its own); None when none is missing."""
+    if sandbox.name != "local" or not problem.tools:
+        return None
+    return missing_line(problem.tools, _tools_where(problem))
 
 
 def _tools_where(problem: Problem) -> str:

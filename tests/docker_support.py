@@ -32,7 +32,8 @@ def engine():
 @pytest.fixture(scope="session")
 def docker_image() -> str:
     """The sandbox image's tag, built now if this machine does not have it yet."""
-    from evaluators.docker.image import ImageError, build, find_image
+    from evaluators.docker.image import ImageError, find_image
+    from evaluators.docker.image_build import build
 
     client = engine()
     if (tag := find_image(client)) is not None:

@@ -136,3 +136,25 @@ def test_an_openevolve_candidate_reads_no_file_outside_its_grants(fallback, outs
     )
     assert res.status == Status.OK, res.artifacts
     assert json.loads(res.artifacts["info"])[str(readable)].startswith("error ")
+
+
+@pytest.mark.skipif(landlock.abi_version() < 1, reason="no Landlock in this kernel")
+def test_an_openevolve_candidate_lists_its_temporary_folder_but_reads_no_other_file_there(
+    fallback, tmp_path
+):
+    """Its program copy lies in /tmp (the host's, without bubblewrap): the folder may be listed
+    (evaluators import the copy by name) and nothing else in it read."""
+    folder = Path(tempfile.mkdtemp(prefix="evolve-fallback-test-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        readable = _secret(folder, 0o644)
+        res = _evaluate(
+            fallback,
+            _problem(tmp_path, "openevolve"),
+            _reader([str(readable)], "run"),
+            "openevolve",
+        )
+        assert res.status == Status.OK, res.artifacts
+        assert json.loads(res.artifacts["info"])[str(readable)].startswith("error ")
+    finally:
+        shutil.rmtree(folder)

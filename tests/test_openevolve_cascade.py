@@ -171,6 +171,25 @@ def evaluate(path):
     assert sorted(p.name for p in root.iterdir()) == before
 
 
+def test_an_evaluator_that_imports_the_program_by_its_name_finds_it(tmp_path, sandbox):
+    """OpenEvolve's alphaevolve_math_problems put the program's folder on sys.path and
+    __import__ its file name; under Landlock that folder could not be listed, so the import
+    found nothing ("No module named 'tmpXXXX'") where OpenEvolve scores the seed."""
+    root = folder(
+        tmp_path,
+        """
+import os, sys
+
+def evaluate(program_path):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(program_path)))
+    program = __import__(os.path.splitext(os.path.basename(program_path))[0])
+    return {"combined_score": program.value()}
+""",
+    )
+    out = evaluate(root, sandbox)
+    assert (out.status, out.score) == ("ok", 0.8), out.artifacts
+
+
 def test_eval_runs_the_cascade_and_stage_runs_one_function(tmp_path):
     root = folder(
         tmp_path,

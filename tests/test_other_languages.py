@@ -185,6 +185,28 @@ def test_check_names_a_missing_tool_in_one_line(tmp_path):
     assert "seed on" not in r.stdout  # nothing evaluated: every candidate would fail alike
 
 
+def test_a_run_whose_seed_fails_names_the_missing_tool_in_its_one_line(tmp_path):
+    """OpenEvolve's r_robust_regression without Rscript: its evaluator scores inf and says
+    nothing of R; the run's one line names the tool this machine lacks."""
+    folder = shutil.copytree(CPP, tmp_path / "cpp")
+    toml = folder / "problem.toml"
+    toml.write_text(toml.read_text().replace('tools = ["g++"]', 'tools = ["g++", "no-such-cc-42"]'))
+    seed = folder / "heuristic.cpp"
+    seed.write_text(seed.read_text().replace("return static_cast", "retrun"))
+    with ScriptedLLM.from_list([Reply("nothing")]) as srv:
+        r = evolve(
+            *run_args(srv.base_url, tmp_path, problem=folder, iterations=1), "--sandbox", "local"
+        )
+    [line] = r.stderr.strip().splitlines()[-1:]
+    assert r.returncode == 2 and line.startswith(f"evolve: error: {seed}: seed program failed"), (
+        r.stderr
+    )
+    assert line.endswith(
+        f"{toml}: [evaluation] tools: tool(s) not found on PATH: no-such-cc-42 "
+        "(install them, e.g. `apt-get install cargo g++`, or fix `tools`)"
+    ), line
+
+
 @need_gpp
 def test_cpp_check_and_eval_on_the_local_sandbox(tmp_path):
     c = evolve("check", CPP, "--sandbox", "local")

@@ -14,8 +14,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from evaluators.docker.image import base_tag, build_plan, debian_tag, registry_tag
-from evaluators.docker.image_layers import TORCH_CPU_INDEX, _pip_install, layer_plan
+from evaluators.docker import image
+from evaluators.docker.image import base_tag, build_plan, debian_tag, pypi_tag, registry_tag
+from evaluators.docker.image_layers import (
+    TORCH_CPU_INDEX,
+    _pip_install,
+    _source_wheels,
+    layer_plan,
+)
 from tests.cli_helpers import evolve
 
 docker_errors = pytest.importorskip("docker.errors")
@@ -41,25 +47,84 @@ class Images:
         return SimpleNamespace(id=f"sha256:{tag}")
 
 
-def test_nothing_is_rebuilt_when_both_images_exist():
-    plan = build_plan(Images(base_tag(), debian_tag()))
-    assert (plan.build_base, plan.build_image) == (False, False)
+ALL = (base_tag(), pypi_tag(), debian_tag())
+
+
+def test_nothing_is_rebuilt_when_every_image_exists():
+    plan = build_plan(Images(*ALL))
+    assert (plan.build_base, plan.build_pypi, plan.build_image) == (False, False, False)
 
 
 def test_force_rebuilds_the_image_on_its_base_without_debootstrap():
-    plan = build_plan(Images(base_tag(), debian_tag()), force=True)
-    assert (plan.base, plan.build_base, plan.build_image) == (base_tag(), False, True)
+    plan = build_plan(Images(*ALL), force=True)
+    assert (plan.base, plan.pypi) == (base_tag(), pypi_tag())
+    assert (plan.build_base, plan.build_pypi, plan.build_image) == (False, False, True)
 
 
 def test_force_base_debootstraps_the_base_again():
-    plan = build_plan(Images(base_tag(), debian_tag()), force_base=True)
-    assert (plan.build_base, plan.build_image) == (True, True)
+    plan = build_plan(Images(*ALL), force_base=True)
+    assert (plan.build_base, plan.build_pypi, plan.build_image) == (True, True, True)
 
 
 def test_a_missing_base_is_built_and_a_missing_image_alone_is_not_a_base_build():
     assert build_plan(Images()).build_base
     plan = build_plan(Images(base_tag()))
-    assert (plan.build_base, plan.build_image) == (False, True)
+    assert (plan.build_base, plan.build_pypi, plan.build_image) == (False, True, True)
+    plan = build_plan(Images(base_tag(), pypi_tag()))
+    assert (plan.build_base, plan.build_pypi, plan.build_image) == (False, False, True)
+
+
+def test_requirements_txt_changes_the_pip_layer_and_not_the_debian_base(tmp_path, monkeypatch):
+    copy = tmp_path / "docker"
+    copy.mkdir()
+    for f in image.DOCKER_DIR.iterdir():
+        if f.is_file():
+            (copy / f.name).write_bytes(f.read_bytes())
+    monkeypatch.setattr(image, "DOCKER_DIR", copy)
+    assert (base_tag(), pypi_tag(), debian_tag()) == ALL
+    for name in ("requirements.txt", "source-only.txt"):
+        (copy / name).write_text((copy / name).read_text() + "tabulate==0.9.0\n")
+        assert base_tag() == ALL[0] and pypi_tag() != ALL[1] and debian_tag() != ALL[2]
+        assert pypi_tag().startswith("evolve-sandbox-pypi:")
+
+
+# What `pip install openevolve==0.4.1 shinka-evolve==0.0.7` asks for (their wheels' Requires-
+# Dist, extras aside): the image's requirements.txt pins every one (issue 41).
+OPENEVOLVE_041 = ("openai", "pyyaml", "numpy", "tqdm", "flask", "dacite", "cloudpickle")
+SHINKA_007 = (
+    "openai numpy pandas anthropic requests boto3 pydantic backoff python-dotenv instructor "
+    "python-levenshtein radon unidiff dill hydra-core matplotlib networkx seaborn moviepy "
+    "scikit-learn adjusttext markdown aiofiles google-genai psutil httpx"
+).split()
+
+
+def test_the_image_requirements_pin_what_openevolve_and_shinka_installs_bring():
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lines = (image.DOCKER_DIR / "requirements.txt").read_text().splitlines()
+    reqs = [Requirement(ln) for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert all(str(r.specifier).startswith("==") for r in reqs), "every line pinned"
+    names = {canonicalize_name(r.name) for r in reqs}
+    wanted = {canonicalize_name(n) for n in (*OPENEVOLVE_041, *SHINKA_007)}
+    assert wanted <= names, sorted(wanted - names)
+    assert not names & {"openevolve", "shinka-evolve", "torch", "jax"}  # stand-ins; no GPU
+
+
+def test_a_source_only_listing_of_nothing_builds_nothing(tmp_path):
+    (tmp_path / "source-only.txt").write_text("# none\n\n")
+    assert _source_wheels(tmp_path / "source-only.txt", str(tmp_path / "w"), pytest.fail) == []
+
+
+def test_a_source_only_package_that_will_not_build_is_one_line_naming_the_file(tmp_path):
+    from evaluators.docker.image import ImageError
+
+    listing = tmp_path / "source-only.txt"
+    listing.write_text(f"{tmp_path / 'nowhere'}\n")
+    with pytest.raises(ImageError) as e:
+        _source_wheels(listing, str(tmp_path / "w"), lambda _: None)
+    message = str(e.value)
+    assert message.startswith(f"{listing}: pip wheel cannot build") and "\n" not in message
 
 
 def test_the_registry_recipe_has_no_debian_base():

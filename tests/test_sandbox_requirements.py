@@ -48,6 +48,23 @@ def test_the_image_carries_the_scientific_stack(docker_image) -> None:  # noqa: 
     assert out.strip().lower() == "agg", out  # headless, and no warning on stderr
 
 
+# A module of each framework's own dependencies (issue 41): an example evaluator written
+# beside `pip install openevolve` or `pip install shinka-evolve` imports these.
+FRAMEWORKS = (
+    "import yaml, tqdm, flask, dacite, cloudpickle, openai",  # OpenEvolve 0.4.1's
+    "import anthropic, boto3, pydantic, backoff, dotenv, instructor, Levenshtein, radon, unidiff,"
+    " dill, hydra, seaborn, moviepy, adjustText, markdown, aiofiles, psutil, httpx",  # Shinka's
+    "from google import genai",
+)
+
+
+def test_the_image_carries_what_openevolve_and_shinka_installs_bring(docker_image) -> None:  # noqa: F811
+    code = "; ".join(FRAMEWORKS) + "; import typing_extensions as t; print(t.__file__)"
+    out = run_in(docker_image, code)
+    # pip's newer typing_extensions in place of Debian's (pruned): one copy, pydantic's
+    assert out.strip() == "/usr/local/lib/python3.11/dist-packages/typing_extensions.py", out
+
+
 @pytest.fixture(scope="module")
 def layered(docker_image, tmp_path_factory):  # noqa: F811
     """A problem folder whose requirements.txt is new to this engine (a unique comment), the

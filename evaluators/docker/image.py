@@ -6,8 +6,9 @@ scikit-learn and matplotlib):
 
 - Debian (the default, no registry needed): debootstrap's minbase plus
   docker/packages.txt (less docker/prune.txt) from a Debian mirror, `docker
-  import`-ed as the base `evolve-sandbox-base:<hash>`, then
-  docker/Dockerfile.layer adds the harness.
+  import`-ed as the base `evolve-sandbox-base:<hash>`; the host's pip layers what
+  docker/requirements.txt adds to it (what OpenEvolve and ShinkaEvolve installs bring) as
+  `evolve-sandbox-pypi:<hash>`; then docker/Dockerfile.layer adds the harness.
 - Registry: docker/Dockerfile, FROM python:3.11-slim, for machines that can pull.
 
 Each tag is a hash of what went into the image, so a build is skipped when an
@@ -23,7 +24,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +33,8 @@ EVALUATORS = DOCKER_DIR.parent  # the build context's source: the Dockerfiles na
 INSIDE = EVALUATORS / "inside"  # what runs in a container: copied whole to /opt/evolve
 REPO = "evolve-sandbox"
 BASE_REPO = "evolve-sandbox-base"
+PYPI_REPO = "evolve-sandbox-pypi"
+PYPI_RECIPE = "requirements.txt by the host's pip on the base, v1"  # a change rebuilds it
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 IMAGE_ENV = "EVOLVE_SANDBOX_IMAGE"  # use this image instead of the built one
@@ -78,9 +80,15 @@ def base_tag() -> str:
     return f"{BASE_REPO}:{digest(SUITE, *inputs)}"
 
 
+def pypi_tag() -> str:
+    """The Debian base with requirements.txt's wheels (and source-only.txt's, built here)."""
+    inputs = (DOCKER_DIR / name for name in ("requirements.txt", "source-only.txt"))
+    return f"{PYPI_REPO}:{digest(PYPI_RECIPE, base_tag(), *inputs)}"
+
+
 def debian_tag() -> str:
-    """The image `evolve sandbox build` makes: the harness layered on the Debian base."""
-    return f"{REPO}:{digest(base_tag(), DOCKER_DIR / 'Dockerfile.layer', *_AGENT_FILES)}"
+    """The image `evolve sandbox build` makes: the harness layered on the pip layer."""
+    return f"{REPO}:{digest(pypi_tag(), DOCKER_DIR / 'Dockerfile.layer', *_AGENT_FILES)}"
 
 
 def registry_tag() -> str:
@@ -116,13 +124,15 @@ def wanted_image() -> str:
 
 @dataclass(frozen=True)
 class BuildPlan:
-    """What `build` does: the image's tag, the Debian base it stands on (None with the
-    registry recipe), and which of the two it builds."""
+    """What `build` does: the image's tag, the Debian base and its pip layer it stands on
+    (None with the registry recipe), and which of the three it builds."""
 
     tag: str
     base: str | None
     build_base: bool  # debootstrap the base (minutes, root)
-    build_image: bool  # the harness layer on the base, or the registry image
+    build_image: bool  # the harness layer on the pip layer, or the registry image
+    pypi: str | None = None
+    build_pypi: bool = False  # requirements.txt's wheels on the base (a minute)
 
 
 def build_plan(
@@ -131,39 +141,14 @@ def build_plan(
     """`force` rebuilds the image on the base it has (seconds); `force_base` debootstraps
     the base again too. Without either, only what is missing is built."""
     tag = registry_tag() if dockerfile else debian_tag()
-    base = None if dockerfile else base_tag()
+    base, pypi = (None, None) if dockerfile else (base_tag(), pypi_tag())
     image = force or force_base or not exists(client, tag)
-    debootstrap = image and base is not None and (force_base or not exists(client, base))
-    return BuildPlan(tag, base, debootstrap, image)
+    layer = image and pypi is not None and (force_base or not exists(client, pypi))
+    debootstrap = layer and base is not None and (force_base or not exists(client, base))
+    return BuildPlan(tag, base, debootstrap, image, pypi, layer)
 
 
-def build(
-    client,
-    dockerfile: bool = False,
-    force: bool = False,
-    mirror: str | None = None,
-    log: Callable[[str], None] = print,
-    force_base: bool = False,
-) -> tuple[str, bool]:
-    """Build the image unless one of its tag exists; (tag, whether it was built)."""
-    plan = build_plan(client, dockerfile, force, force_base)
-    if not plan.build_image:
-        return plan.tag, False
-    t0 = time.monotonic()
-    if plan.base is None:
-        _docker_build(client, "docker/Dockerfile", plan.tag, {}, pull=True, log=log)
-    else:
-        if plan.build_base:
-            mirror = mirror or os.environ.get(MIRROR_ENV) or DEFAULT_MIRROR
-            _debootstrap(client, plan.base, mirror, log)
-        buildargs = {"BASE": plan.base}
-        _docker_build(client, "docker/Dockerfile.layer", plan.tag, buildargs, pull=False, log=log)
-    smoke_test(client, plan.tag)
-    log(f"built {plan.tag} in {time.monotonic() - t0:.0f} s")
-    return plan.tag, True
-
-
-def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> None:
+def debootstrap_base(client, tag: str, mirror: str, log: Callable[[str], None]) -> None:
     if shutil.which("debootstrap") is None:
         raise ImageError(
             "debootstrap is not installed (apt-get install debootstrap), or use "
@@ -216,7 +201,7 @@ def _debootstrap(client, tag: str, mirror: str, log: Callable[[str], None]) -> N
         )
 
 
-def _docker_build(
+def docker_build(
     client, dockerfile: str, tag: str, buildargs: dict, pull: bool, log: Callable[[str], None]
 ) -> None:
     log(f"building {tag} from evaluators/{dockerfile}")
@@ -263,11 +248,11 @@ def build_context(
             raise ImageError(f"docker build of {tag} failed: {e.explanation or e}") from None
 
 
-def smoke_test(client, tag: str, extra: str = "") -> None:
-    """The image runs the agent's imports (and `extra` code) as the sandbox user, offline."""
-    code = "import numpy, sys; sys.path.insert(0, '/opt/evolve'); import harness; " + (
-        extra or "print(numpy.__version__)"
-    )
+def smoke_test(client, tag: str, extra: str = "", harness: bool = True) -> None:
+    """The image runs the agent's imports (and `extra` code) as the sandbox user, offline;
+    `harness` False: an image below the harness layer (numpy and `extra` alone)."""
+    agent = "sys.path.insert(0, '/opt/evolve'); import harness; " if harness else ""
+    code = f"import numpy, sys; {agent}" + (extra or "print(numpy.__version__)")
     try:
         client.containers.run(
             tag,

@@ -208,19 +208,34 @@ def problem_image(
     tag = layer_tag(client, base, inputs)
     if not force and exists(client, tag):
         return tag
-    t0 = time.monotonic()
-    target = _probe(client, base)
     what = [str(inputs.requirements)] if inputs.requirements else []
     what += [f"tools {', '.join(tools)}"] if inputs.tools else []
-    log(
-        f"building {tag}: {' and '.join(what)} (CPython {target['python']} "
-        f"{target['machine']}) on {base}"
-    )
+    return build_layer(client, base, tag, inputs, " and ".join(what), log, tools=tools)
+
+
+def build_layer(
+    client,
+    base: str,
+    tag: str,
+    inputs: LayerInputs,
+    what: str,
+    log: Callable[[str], None] = print,
+    source_only: Path | None = None,
+    tools: tuple[str, ...] = (),
+    harness: bool = True,
+) -> str:
+    """Layer `inputs` (a requirements.txt, tools) on `base` as `tag`, checked by running it;
+    `source_only`: a list of pure-Python packages whose wheels the host builds first;
+    `harness` False: `base` is below the harness layer (the image's own pip layer)."""
+    t0 = time.monotonic()
+    target = _probe(client, base)
+    log(f"building {tag}: {what} (CPython {target['python']} {target['machine']}) on {base}")
     added: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="evolve-layer-") as ctx:
         steps = ["ARG BASE", "FROM ${BASE}"]
         if inputs.requirements is not None:
-            added = _pip_install(inputs.requirements, target, os.path.join(ctx, "site"), log)
+            site = os.path.join(ctx, "site")
+            added = _pip_install(inputs.requirements, target, site, log, source_only)
             if added:  # an empty COPY before another COPY trips moby/moby#41595
                 steps.append(f"COPY site/ {target['site']}/")
         if inputs.tools:
@@ -233,7 +248,7 @@ def problem_image(
     checks = [f"from importlib.metadata import version as v; {_check(added)}"]
     if inputs.tools:
         checks.append(tool_layer.smoke_code(inputs.tools))
-    smoke_test(client, tag, extra="; ".join(checks))
+    smoke_test(client, tag, extra="; ".join(checks), harness=harness)
     summary = ", ".join(f"{n} {v}" for n, v in added.items()) or "no Python package"
     log(
         f"built {tag} in {time.monotonic() - t0:.0f} s: {summary}; tools: {', '.join(tools) or 'none'}"
@@ -297,9 +312,15 @@ def _constraints(dists: dict[str, str]) -> tuple[str, set[str]]:
 
 
 def _pip_install(
-    requirements: Path, target: dict, site: str, log: Callable[[str], None] = print
+    requirements: Path,
+    target: dict,
+    site: str,
+    log: Callable[[str], None] = print,
+    source_only: Path | None = None,
 ) -> dict[str, str]:
-    """Install into `site` what the requirements need beyond the image; {name: version}."""
+    """Install into `site` what the requirements need beyond the image; {name: version}.
+    `source_only`: a list of pure-Python packages PyPI has as sdists alone, whose wheels
+    the host builds first for pip to find beside the index's."""
     from packaging.utils import canonicalize_name
 
     text, present = _constraints(target["dists"])
@@ -309,16 +330,17 @@ def _pip_install(
         plan = layer_plan(requirements, target, constraints, report)
         for note in plan.notes:
             log(note)
-        _pip(plan.requirements, target, list(plan.dry_run))
+        links = _source_wheels(source_only, os.path.join(tmp, "wheels"), log) if source_only else []
+        _pip(plan.requirements, target, [*plan.dry_run, *links])
         install = json.loads(Path(report).read_text())["install"]
-    new = [item for item in install if canonicalize_name(item["metadata"]["name"]) not in present]
-    os.makedirs(site)
-    if new:
-        _pip(
-            plan.requirements,
-            target,
-            [*_PIP, "--quiet", "--no-deps", "--target", site, *plan.wheels, *map(_url, new)],
-        )
+        new = [i for i in install if canonicalize_name(i["metadata"]["name"]) not in present]
+        os.makedirs(site)
+        if new:
+            _pip(
+                plan.requirements,
+                target,
+                [*_PIP, "--quiet", "--no-deps", "--target", site, *plan.wheels, *map(_url, new)],
+            )
     shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)  # scripts with the host's shebang
     for root, dirs, files in os.walk(site):  # readable by the sandbox's uids, whatever our umask
         for d in dirs:
@@ -327,6 +349,27 @@ def _pip_install(
             path = os.path.join(root, f)
             os.chmod(path, os.stat(path).st_mode & 0o777 | 0o444)
     return {item["metadata"]["name"]: item["metadata"]["version"] for item in new}
+
+
+def _source_wheels(listing: Path, folder: str, log: Callable[[str], None]) -> list[str]:
+    """Build the wheels of `listing`'s pure-Python sdists on the host; pip's --find-links
+    option for them. ImageError, naming the file, when one is not pure Python."""
+    specs = [ln.split("#")[0].strip() for ln in listing.read_text(encoding="utf-8").splitlines()]
+    specs = [spec for spec in specs if spec]
+    if not specs:
+        return []
+    log(f"building the wheels of {', '.join(specs)} from source ({listing.name})")
+    cmd = [*_PIP[:3], "wheel", "--quiet", "--no-deps", "--no-binary", ":all:", "-w", folder]
+    proc = subprocess.run(
+        [*cmd, *specs], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    if proc.returncode != 0:
+        last = proc.stdout.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        raise ImageError(f"{listing}: pip wheel cannot build {', '.join(specs)}: {last[0]}")
+    impure = [n for n in sorted(os.listdir(folder)) if not n.endswith("-none-any.whl")]
+    if impure:
+        raise ImageError(f"{listing}: {', '.join(impure)} is not pure Python: take a binary wheel")
+    return ["--find-links", folder]
 
 
 def _url(item: dict) -> str:

@@ -97,7 +97,8 @@ _SHARED = ("/dev/shm", "/sys/devices/system/cpu", "/proc")
 def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]]:
     """(path, Landlock rights) of an OpenEvolve evaluation: run the interpreter and the
     system's programs, read the harness, the problem, its data and includes, the program
-    (where it really lies: Docker links it into the scratch from /in), write the scratch
+    (where it really lies: Docker links it into the scratch from /in) and, for an evaluator
+    that imports it by name, the sandbox's private temporary folder it lies in, write the scratch
     folder (the private copy lies there), /dev/null and /dev/shm (multiprocessing's
     semaphores). Never a folder above the harness (the checkout)."""
     from evaluators.inside import landlock as ll
@@ -116,6 +117,12 @@ def grants(problem_dir: str, scratch: str, program: str) -> list[tuple[str, int]
         if real and real != "/" and not here.startswith(real.rstrip("/") + "/"):
             rules.append((p, ll.READ_DIR))
     rules += [(p, ll.READ_FILE) for p in (*SYSTEM_FILES, os.path.realpath(program))]
+    folder = os.path.dirname(os.path.realpath(program))
+    if folder in ("/tmp", os.path.realpath(tempfile.gettempdir())):  # temporary_copy's
+        # OpenEvolve's alphaevolve_math_problems put it on sys.path and __import__ its name:
+        # the import system lists the folder, and finds nothing where it cannot. Its listing
+        # only: without bubblewrap (isolation off) this /tmp is the host's, its files not ours.
+        rules.append((folder, ll.FS_READ_DIR))
     rules += [(scratch, ll.WRITE_DIR), ("/dev/null", ll.WRITE_FILE)]
     rules += [(_SHARED[0], ll.WRITE_DIR), (_SHARED[1], ll.READ_DIR), (_SHARED[2], ll.READ_DIR)]
     return rules

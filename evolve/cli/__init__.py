@@ -133,7 +133,8 @@ def cmd_sandbox(args) -> int:
     changed. --force rebuilds the top of what is asked for (the problem's layer with
     --problem, else the image on its base); only --force-base debootstraps the Debian base
     again."""
-    from evaluators.docker.image import ImageError, build, exists
+    from evaluators.docker.image import ImageError, exists
+    from evaluators.docker.image_build import build
     from evaluators.docker.image_layers import layer_inputs, layer_tag, problem_image
     from evaluators.machine import engine
     from evolve.problem import load_problem
