@@ -48,6 +48,7 @@ _NEEDS = {
     "cpu_hog": "loaded",  # every core kept busy
     "web_archive": "slow",  # the session archives below, each made by scripted runs
     "search_archive": "slow",
+    "bench": "slow",  # tests/test_bench_command.py: three benchmarks of scripted runs
 }
 # A test that took longer than SLOW_S (setup, call and teardown, on two busy cores) when the
 # whole suite last ran with --store-durations is in the slow tier: whole runs, kills and

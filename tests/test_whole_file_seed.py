@@ -20,7 +20,7 @@ from tests.cli_helpers import ROOT, evolve, run_args
 from tests.scripted_llm import ScriptedLLM
 
 FIXTURE = ROOT / "tests" / "fixtures" / "openevolve" / "unmarked_seed"
-WHOLE = "  seed has no EVOLVE-BLOCK markers: the whole file evolves (as OpenEvolve)"
+WHOLE = "  seed has no EVOLVE-BLOCK markers: the whole file evolves (as OpenEvolve and LEVI)"
 SEED = (FIXTURE / "initial_program.py").read_text()
 LEAST_LOADED = "    return min(range(len(backlog)), key=lambda i: backlog[i])\n"
 # a diff that changes the only line a block would hold, and one outside any function
