@@ -17,7 +17,7 @@ from typing import Any
 from evaluators.inside import levi_folder
 from evaluators.inside.levi_folder import LeviFolder, LeviFolderError
 from evolve.edits.blocks import find_blocks
-from evolve.problem_model import Problem, ProblemError, Stage
+from evolve.problem_model import ONE_SPLIT, Problem, ProblemError
 from evolve.settings.overrides import Overrides
 
 EVAL_TIMEOUT_S = 60.0  # LEVI 0.1.1's PipelineConfig.eval_timeout
@@ -125,15 +125,8 @@ def load_levi(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -> 
         direction="maximize",
         domain_notes=notes.strip(),
         timeout_s=timeout or EVAL_TIMEOUT_S,
-        memory_mb=4096,
-        splits=("train",),
-        train_split="train",
-        test_split=None,
-        cascade=(Stage(split="train"),),
-        feature_dims=("code_length", "diversity"),
-        feature_bins=8,
+        **ONE_SPLIT,
         iterations=_typed(folder, shown, "budget_evals", int),
-        max_code_bytes=64 * 1024,
         parallel=_typed(folder, shown, "pipeline.n_eval_processes", int),
         seed_path=seed_path,
         config_file=root / levi_folder.RUNNER if folder.has_runner else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evaluators.inside.languages import PYTHON, Language
 from evolve.data import DataFile
@@ -138,3 +139,18 @@ class Problem:
     def seed_file(self) -> Path:
         """The seed program's file: in the folder, or where --initial-program points."""
         return self.seed_path or self.root / self.entry
+
+
+# What a peer's folder with one evaluation and no held-out split gets where its own format
+# says nothing (ShinkaEvolve's evaluate.py, LEVI's score_fn): one train stage, the usual
+# features, a 64 KiB program and 4 GiB of memory.
+ONE_SPLIT: dict[str, Any] = dict(
+    memory_mb=4096,
+    splits=("train",),
+    train_split="train",
+    test_split=None,
+    cascade=(Stage(split="train"),),
+    feature_dims=("code_length", "diversity"),
+    feature_bins=8,
+    max_code_bytes=64 * 1024,
+)

@@ -20,7 +20,7 @@ import yaml
 
 from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.edits.blocks import find_blocks
-from evolve.problem_model import Problem, ProblemError, Stage
+from evolve.problem_model import ONE_SPLIT, Problem, ProblemError
 from evolve.settings.overrides import Overrides
 from evolve.settings.run_evo import RunEvo, read_run_evo
 from evolve.settings.shinka import ShinkaSettings, read_settings
@@ -182,17 +182,10 @@ def load_shinka(root: Path, shown: Path, ov: Overrides, read_seed: SeedReader) -
         direction="maximize",
         domain_notes=(st.domain_notes or task_message(root)).strip(),
         timeout_s=timeout_s,
-        memory_mb=4096,
-        splits=("train",),
-        train_split="train",
-        test_split=None,
-        cascade=(Stage(split="train"),),
-        feature_dims=("code_length", "diversity"),
-        feature_bins=8,
+        **ONE_SPLIT,
         num_islands=st.num_islands,
         iterations=st.iterations,
         edit_format=st.edit_format,
-        max_code_bytes=64 * 1024,
         parallel=st.parallel,
         migration_interval=st.migration_interval,
         seed_path=seed_path,
