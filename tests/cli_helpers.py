@@ -86,3 +86,13 @@ def archive_json(runs_dir: Path, *args: str):
     r = evolve("archive", *args, "--json", "--runs-dir", str(runs_dir))
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+def last_json(r: subprocess.CompletedProcess) -> dict:
+    """The last line of `evolve eval --json`'s output that is JSON (lines before it: notices)."""
+    for line in reversed(r.stdout.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise AssertionError(f"no JSON from evolve eval (exit {r.returncode}): {r.stderr[-2000:]}")

@@ -9,7 +9,6 @@ folder (the fixture's README). run.py is read, never run, and its settings are r
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from evolve.problem import load_problem
 from evolve.problem_model import ProblemError
-from tests.cli_helpers import ROOT, evolve
+from tests.cli_helpers import ROOT, evolve, last_json
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 FIXTURE = ROOT / "tests" / "fixtures" / "levi" / "knapsack"
@@ -40,12 +39,7 @@ def copy(dest: Path) -> Path:
 
 def evolve_eval(folder: Path, program: Path, *flags: str, extra_env: dict | None = None) -> dict:
     r = evolve("eval", str(folder), str(program), "--json", *flags, extra_env=extra_env)
-    for line in reversed(r.stdout.strip().splitlines()):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    raise AssertionError(f"no JSON from evolve eval (exit {r.returncode}): {r.stderr[-2000:]}")
+    return last_json(r)
 
 
 def test_the_folder_is_read_as_levi_reads_it():

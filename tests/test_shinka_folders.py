@@ -22,7 +22,7 @@ import pytest
 
 from evolve.problem import load_problem
 from evolve.problem_model import ProblemError
-from tests.cli_helpers import ROOT, block, evolve, run_args
+from tests.cli_helpers import ROOT, block, evolve, last_json, run_args
 from tests.scripted_llm import ScriptedLLM
 
 FIXTURES = ROOT / "tests" / "fixtures" / "shinka"
@@ -44,12 +44,7 @@ def copy(name: str, dest: Path) -> Path:
 
 def evolve_eval(folder: Path, program: str = "initial.py", *flags: str) -> dict:
     r = evolve("eval", str(folder), str(folder / program), "--json", "--sandbox", "local", *flags)
-    for line in reversed(r.stdout.strip().splitlines()):
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue
-    raise AssertionError(f"no JSON from evolve eval (exit {r.returncode}): {r.stderr[-2000:]}")
+    return last_json(r)
 
 
 @pytest.mark.parametrize("name", list(REFERENCE))
