@@ -62,6 +62,7 @@ class ProcRun:
     # run mode: the harness's report sent before the candidate ran ({"loaded": true} or
     # a sandbox_error result); None where it sent none (it failed before, or score mode)
     preamble: dict | None = None
+    out_of_memory: bool = False  # the kernel's OOM killer ran in its memory cgroup
 
 
 def read_result(path: str, max_bytes: int = RESULT_MAX_BYTES) -> tuple[dict | None, str | None]:
@@ -170,8 +171,14 @@ def _describe(v: object) -> str:
     return f"{_str(v)!r:.200}"
 
 
-def _exit_reason(rc: int, limits: Limits, stderr: str) -> tuple[Status, str]:
-    """Status and message for a harness that left no result."""
+def _exit_reason(rc: int, limits: Limits, stderr: str, oom: bool) -> tuple[Status, str]:
+    """Status and message for a harness that left no result. The OOM killer in its own
+    memory cgroup is the candidate's doing: the group holds nothing else."""
+    if oom and not (rc == 0 or rc == -signal.SIGXCPU):
+        return Status.RUNTIME_ERROR, (
+            f"killed by the kernel: memory limit ({limits.memory_mb} MB) exceeded "
+            "(out of memory in the evaluation's cgroup)"
+        )
     if rc >= 0:
         msg = f"process exited with code {rc} without a result"
         if "MemoryError" in stderr:
@@ -232,7 +239,7 @@ def to_result(
         }
     status = data.get("status") if data is not None else None
     if data is None or not isinstance(status, str) or status not in _HARNESS_STATUSES:
-        status, error = _exit_reason(run.returncode, limits, run.stderr)
+        status, error = _exit_reason(run.returncode, limits, run.stderr, run.out_of_memory)
         if data is not None:
             status, error = Status.RUNTIME_ERROR, f"{who} left a malformed result file"
         elif run.note:
@@ -269,6 +276,13 @@ def to_result(
     )
     if note:
         artifacts[prefix + DROPPED] = note
+    if (
+        run.out_of_memory and status == Status.RUNTIME_ERROR
+    ):  # a child of the harness was the victim
+        artifacts["error"] = (
+            f"{artifacts.get('error', '')}; memory limit ({limits.memory_mb} MB) exceeded: "
+            "the kernel killed a process of the evaluation (out of memory in its cgroup)"
+        ).lstrip("; ")
     return EvalResult(status, final, metrics, artifacts, scores=scores), data.get(
         "outputs", MISSING
     )

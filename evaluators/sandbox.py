@@ -58,6 +58,17 @@ class Limits:
     max_file_mb: int = 64
     max_output_kb: int = 64  # kept of stdout and of stderr each (the tail)
 
+    def address_space_bytes(self) -> int:
+        """RLIMIT_AS where no memory cgroup enforces memory_mb (the fallback): twice the
+        limit plus AS_HEADROOM_MB. An address-space limit counts what a runtime reserves
+        but never touches (glibc's per-thread malloc arenas, thread stacks, the heaps JAX,
+        XLA, PyTorch and the JVM map up front), so memory_mb itself would kill them at
+        start-up; a cgroup counts only the memory used and needs no headroom."""
+        return (2 * self.memory_mb + AS_HEADROOM_MB) * 2**20
+
+
+AS_HEADROOM_MB = 1024
+
 
 @dataclass(frozen=True)
 class EvalRequest:

@@ -9,6 +9,7 @@ scratch dir) the stricter docker checks are marked as such.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.local import cgroups
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from tests.docker_support import assert_pool_clean, docker_image, wait_gone  # noqa: F401
@@ -149,11 +151,29 @@ def test_hostile_evaluations_beside_good_ones(backend: Backend) -> None:
 
 
 def test_memory_bomb(backend: Backend) -> None:
-    res = backend.hostile("def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n")
-    assert (
-        res.status == Status.RUNTIME_ERROR
-        and "memory limit (512 MB) exceeded" in res.artifacts["error"]
+    """Memory written, not only mapped: the cgroup's OOM killer (or, without one, the
+    address-space limit's MemoryError) stops it, named as the candidate's fault. A long
+    deadline: reaching the limit first takes writing 512 MB, slow on a loaded machine."""
+    res = backend.hostile(
+        'def solve():\n    x = b"x" * (10 * 2**30)\n    return 1.0\n',
+        limits=dataclasses.replace(LIMITS, timeout_s=30.0),
     )
+    assert res.status == Status.RUNTIME_ERROR, res.artifacts
+    assert "memory limit (512 MB) exceeded" in res.artifacts["error"]
+
+
+def test_reserved_address_space_is_not_memory(backend: Backend) -> None:
+    """8 GB mapped, one page touched (JAX, XLA and the JVM reserve so at start-up): a
+    memory cgroup (the container's, the local slot's as root) passes it; the address-space
+    limit, with its headroom, is only the fallback where there is none."""
+    code = (
+        "import mmap\ndef solve():\n    held = mmap.mmap(-1, 8 * 2**30)\n"
+        "    held[:4096] = b'x' * 4096\n    return 1.0\n"
+    )
+    if backend.name == "local" and cgroups.layout() is None:
+        pytest.skip("no memory cgroup here (not root): the address-space fallback applies")
+    res = backend.hostile(code)
+    assert (res.status, res.score) == (Status.OK, 1.0), res.artifacts
 
 
 def test_disk_fill(backend: Backend) -> None:

@@ -16,7 +16,7 @@ IMPROVED = binpack_reply("funsearch_weibull")  # FunSearch's Weibull heuristic: 
 HOSTILE = {
     "infinite_loop": "def priority(item, bins):\n    while True:\n        pass",
     "fork_bomb": "import os\ndef priority(item, bins):\n    while True:\n        os.fork()",
-    "memory_bomb": "def priority(item, bins):\n    x = bytearray(10 * 1024**3)\n    return x",
+    "memory_bomb": 'def priority(item, bins):\n    x = b"x" * (10 * 1024**3)\n    return x',
     "huge_output": "import sys\ndef priority(item, bins):\n    while True:\n        sys.stdout.write('spam' * 10000)",
     "fake_score": (
         'import numpy as np\nprint(\'{"score": 1e9, "combined_score": 1e9}\')\n'

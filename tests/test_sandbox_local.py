@@ -6,6 +6,7 @@ leave no process behind, and not break the next evaluation in the same sandbox.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -16,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.local import cgroups, exec_chain
 from evaluators.local.process_tree import TOKEN_VAR
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.local.uids import UID_BASE, UID_SLOTS
-from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
+from evaluators.sandbox import AS_HEADROOM_MB, EvalRequest, EvalResult, Limits, Status
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DIRECT = FIXTURES / "sandbox_native" / "direct"  # score = solve()'s return value
@@ -248,13 +250,47 @@ def test_fork_limit_enforced(sandbox: LocalSandbox, tmp_root: Path) -> None:
 
 
 def test_memory_bomb(sandbox: LocalSandbox, tmp_root: Path) -> None:
-    res = hostile(
-        sandbox, tmp_root, "def solve():\n    x = bytearray(10 * 2**30)\n    return 1.0\n"
-    )
-    assert (
-        res.status == Status.RUNTIME_ERROR
-        and "memory limit (512 MB) exceeded" in res.artifacts["error"]
-    )
+    """Written memory: the cgroup's OOM killer as root, else RLIMIT_AS's MemoryError; a long
+    deadline, since writing 512 MB is slow on a loaded machine."""
+    code = 'def solve():\n    x = b"x" * (10 * 2**30)\n    return 1.0\n'
+    res = hostile(sandbox, tmp_root, code, limits=dataclasses.replace(LIMITS, timeout_s=30.0))
+    assert res.status == Status.RUNTIME_ERROR, res.artifacts
+    assert "memory limit (512 MB) exceeded" in res.artifacts["error"]
+
+
+RESERVE = (
+    "import mmap\n"
+    "def solve():\n"
+    "    # what JAX, XLA or the JVM do at start-up: map far more than they touch\n"
+    "    held = mmap.mmap(-1, 8 * 2**30)\n"
+    "    held[:4096] = b'x' * 4096\n"
+    "    return 0.5\n"
+)
+
+
+def test_reserved_address_space_is_not_memory(sandbox: LocalSandbox, tmp_root: Path) -> None:
+    """A memory cgroup counts what is used, so 8 GB mapped but untouched passes a 512 MB
+    limit; the address-space limit is only the fallback where no cgroup exists."""
+    if cgroups.layout() is None:
+        pytest.skip("no memory cgroup here (not root): the address-space fallback applies")
+    res = hostile(sandbox, tmp_root, RESERVE)
+    assert (res.status, res.score) == (Status.OK, 0.5), res.artifacts
+
+
+def test_address_space_fallback_has_headroom() -> None:
+    """Without a cgroup the limit is RLIMIT_AS with documented headroom: twice the
+    memory limit plus AS_HEADROOM_MB."""
+    assert LIMITS.address_space_bytes() == (2 * 512 + AS_HEADROOM_MB) * 2**20
+    argv = exec_chain.rlimits(LIMITS, 10, cgroup=False)
+    assert any(a.startswith("--as=") for a in argv)
+    assert not any(a.startswith("--as=") for a in exec_chain.rlimits(LIMITS, 10, cgroup=True))
+
+
+def test_oom_kill_counts_are_read_from_either_cgroup_version() -> None:
+    v2 = "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n"
+    v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n"
+    assert cgroups.read_oom_kill(v2) == 2 and cgroups.read_oom_kill(v1) == 1
+    assert cgroups.read_oom_kill("oom 5\n") == 0
 
 
 def test_output_flood_is_capped(sandbox: LocalSandbox, tmp_root: Path) -> None:

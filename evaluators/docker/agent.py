@@ -421,10 +421,11 @@ def _child(req: dict, fds: dict[int, int]) -> None:
         for target, fd in high.items():
             os.dup2(fd, target)
         os.closerange(max(high) + 1, 65536)  # nothing of the host's channel survives
-        mem = int(req["memory_mb"]) * 2**20
+        mem = int(req["address_space_bytes"])  # used only where the container has no limit
         cpu = int(-(-float(req["timeout_s"]) // 1)) + 1
         fsize = int(req["max_file_mb"]) * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        if _memory_cgroup() is None:
+            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -559,6 +560,43 @@ def launch(req: dict, secrets: dict[str, int]) -> dict | None:
             os.close(fd)
 
 
+# The container's own memory cgroup (its limit is the evaluation's, plus the agent's
+# share): v2's files, then v1's.
+_CGROUP_FILES = (
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.events"),
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.oom_control"),
+)
+
+
+def _memory_cgroup() -> str | None:
+    """The file that counts the container's OOM kills, where a memory limit is set on
+    its cgroup (then no address-space limit is needed); None without one."""
+    for limit, events in _CGROUP_FILES:
+        try:
+            with open(limit) as f:
+                value = f.read().strip()
+        except OSError:
+            continue
+        if value.isdigit() and int(value) < 2**60:  # v1 writes "unlimited" as a huge number
+            return events
+    return None
+
+
+def _oom_kills() -> int:
+    """The `oom_kill N` count of the container's memory cgroup (0 where unreadable)."""
+    events = _memory_cgroup()
+    try:
+        with open(events or "") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
 def _launch(req: dict, secrets: dict[str, int]) -> dict | None:
     global _wiped
     t0 = time.monotonic()
@@ -581,6 +619,7 @@ def _launch(req: dict, secrets: dict[str, int]) -> dict | None:
     if "seed" in secrets:
         child_fds[SEED_FD] = secrets["seed"]
     try:
+        ooms = _oom_kills()
         pid = os.fork()
         if pid == 0:
             _child(req, child_fds)
@@ -597,6 +636,7 @@ def _launch(req: dict, secrets: dict[str, int]) -> dict | None:
             why = why or "the harness could not be set up"  # not a candidate's exit: it never ran
         why = why or drift()
         meta: dict[str, object] = {"rc": rc, "timed_out": timed_out, "strays": strays}
+        meta["oom"] = _oom_kills() > ooms
         meta["clean"] = why is None
         if why:
             meta["error"] = why

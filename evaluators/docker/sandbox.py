@@ -305,6 +305,7 @@ class DockerSandbox(TwoPhaseSandbox):
             "tree": paths,
             "timeout_s": limits.timeout_s,
             "memory_mb": limits.memory_mb,
+            "address_space_bytes": limits.address_space_bytes(),
             "max_file_mb": limits.max_file_mb,
             "max_output_kb": limits.max_output_kb,
             "max_result_bytes": RESULT_MAX_BYTES,
@@ -336,6 +337,7 @@ class DockerSandbox(TwoPhaseSandbox):
             int(answer.get("strays") or 0),
             note,
             read_preamble(preamble.encode()) if isinstance(preamble, str) else None,
+            answer.get("oom") is True,
         )
 
     def _death_note(self, box: Box) -> str:

@@ -132,6 +132,31 @@ def slot_groups(slot: int, memory_mb: int, max_procs: int) -> tuple[str, ...]:
     return tuple(procs)
 
 
+def oom_kills(procs_files: tuple[str, ...]) -> int:
+    """How often the kernel's OOM killer ran in the launch's memory group: the
+    candidate's memory, not our failure (memory.events on v2, memory.oom_control on
+    v1; 0 where neither can be read). Read before `wait_empty` deletes the group."""
+    if not procs_files:
+        return 0
+    group = os.path.dirname(procs_files[0])
+    for name in ("memory.events", "memory.oom_control"):
+        try:
+            with open(os.path.join(group, name)) as f:
+                return read_oom_kill(f.read())
+        except OSError:
+            continue
+    return 0
+
+
+def read_oom_kill(text: str) -> int:
+    """The `oom_kill N` line of memory.events or memory.oom_control."""
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
 def wait_empty(procs_files: tuple[str, ...], timeout_s: float = 5.0) -> None:
     """Wait until no task is left in the groups, killing any found (the pid namespace
     is dying already), then delete them."""

@@ -7,7 +7,7 @@ execs (its own `start_new_session` makes the session), and a chain of small,
 well-kept tools each does one step and execs the next:
 
     sh -c 'echo $$ > cgroup.procs; exec "$@"'   join the slot's cgroups first (root)
-    prlimit --as --cpu --fsize --core --nproc   the rlimits (util-linux)
+    prlimit [--as] --cpu --fsize --core --nproc the rlimits (util-linux; --as without cgroups)
     setpriv --no-new-privs                      before bubblewrap
     setpriv --pdeathsig ALRM timeout -s KILL    the fallback's watchdog (coreutils)
     setpriv --reuid --pdeathsig KILL ...        drop to the slot's uid (util-linux)
@@ -67,13 +67,17 @@ def join_cgroups(procs_files: tuple[str, ...]) -> list[str]:
     return [tool("sh"), "-c", _JOIN, "sh", str(len(procs_files)), *procs_files]
 
 
-def rlimits(limits: Limits, nproc: int) -> list[str]:
-    """Memory, CPU time (SIGXCPU at the soft limit, SIGKILL at the hard), file size,
-    no core files, and processes of the real uid."""
+def rlimits(limits: Limits, nproc: int, cgroup: bool) -> list[str]:
+    """Memory (an address-space limit only where no memory cgroup enforces it: see
+    Limits.address_space_bytes), CPU time (SIGXCPU at the soft limit, SIGKILL at the
+    hard), file size, no core files, and processes of the real uid."""
     cpu = cpu_limit_s(limits)
+    address = (
+        [] if cgroup else [f"--as={_capped(resource.RLIMIT_AS, limits.address_space_bytes())}"]
+    )
     return [
         tool("prlimit"),
-        f"--as={_capped(resource.RLIMIT_AS, limits.memory_mb * 2**20)}",
+        *address,
         f"--cpu={_capped(resource.RLIMIT_CPU, cpu, cpu + 1)}",
         f"--fsize={_capped(resource.RLIMIT_FSIZE, limits.max_file_mb * 2**20)}",
         f"--core={_capped(resource.RLIMIT_CORE, 0)}",

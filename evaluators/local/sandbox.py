@@ -340,7 +340,7 @@ class LocalSandbox(TwoPhaseSandbox):
         # when this *thread* exits: it stays here until the process is reaped.
         chain = [
             *exec_chain.join_cgroups(how.groups),
-            *exec_chain.rlimits(limits, nproc),
+            *exec_chain.rlimits(limits, nproc, cgroup=bool(how.groups)),
             *how.confine,
         ]
         proc = subprocess.Popen(
@@ -384,9 +384,10 @@ class LocalSandbox(TwoPhaseSandbox):
                     os.close(init)
                 with self._lock:
                     self._live.pop(proc.pid, None)
+                oom = cgroups.oom_kills(how.groups) > 0
                 if how.groups:
                     cgroups.wait_empty(how.groups)
-        return _collect(proc.returncode, not finished, strays, mode, bwrap, limits, outs)
+        return _collect(proc.returncode, not finished, strays, mode, bwrap, limits, outs, oom)
 
 
 @dataclass
@@ -401,7 +402,14 @@ class _Outputs:
 
 
 def _collect(
-    rc: int, timed_out: bool, strays: int, mode: str, bwrap: bool, limits: Limits, outs: _Outputs
+    rc: int,
+    timed_out: bool,
+    strays: int,
+    mode: str,
+    bwrap: bool,
+    limits: Limits,
+    outs: _Outputs,
+    oom: bool,
 ) -> ProcRun:
     """What the harness left in its files, and how it ended."""
     data, note = read_result_file(outs.result)
@@ -428,6 +436,7 @@ def _collect(
         strays,
         note,
         preamble,
+        oom,
     )
 
 
