@@ -18,7 +18,9 @@ from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import PurePosixPath
 
 # The stub every published part carries, byte for byte, NN being its part number.
-STUB_HEAD = "import os\ndef get_part_path():\n    base_dir = os.path.dirname(os.path.abspath(__file__))\n"
+STUB_HEAD = (
+    "import os\ndef get_part_path():\n    base_dir = os.path.dirname(os.path.abspath(__file__))\n"
+)
 STUB_TAIL = '    return os.path.join(base_dir, "data", "part{nn}.bin")\n'
 _STUB = re.compile(re.escape(STUB_HEAD) + re.escape(STUB_TAIL).replace(r"\{nn\}", r"\d{2}"))
 _INFO_FILES = {"METADATA", "WHEEL", "RECORD", "INSTALLER", "REQUESTED", "top_level.txt"}
@@ -64,13 +66,16 @@ def check_data_only(dist: Distribution) -> None:
     files = dist.files
     if files is None:
         raise PartCodeError(f"{who}: has no RECORD, so what it installed cannot be checked")
-    if dist.entry_points:
-        raise PartCodeError(f"{who}: declares entry points or console scripts; refusing it")
     top = re.sub(r"[-_.]+", "_", name).lower()
     for f in files:
         why = _refusal(PurePosixPath(str(f).replace("\\", "/")), top, dist)
         if why:
             raise PartCodeError(f"{who}: refusing a model part that carries code: {f} ({why})")
+    if dist.entry_points:  # an entry_points.txt its RECORD does not list
+        raise PartCodeError(
+            f"{who}: refusing a model part that carries code: entry_points.txt (entry points "
+            "or console scripts)"
+        )
 
 
 def _refusal(path: PurePosixPath, top: str, dist: Distribution) -> str | None:
