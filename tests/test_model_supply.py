@@ -8,6 +8,7 @@ uses (from a local folder: no network).
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import py_compile
 import re
@@ -126,7 +127,8 @@ def _dist(tmp_path: Path, extra: dict[str, bytes]) -> Distribution:
         if not rel.startswith(".."):  # RECORD names it; pip would have put it in bin/
             (site / rel).parent.mkdir(parents=True, exist_ok=True)
             (site / rel).write_bytes(data)
-    (site / info / "RECORD").write_text("".join(f"{r},,\n" for r in [*files, f"{info}/RECORD"]))
+    with (site / info / "RECORD").open("w", newline="") as fh:  # CSV, as pip writes it
+        csv.writer(fh).writerows([r, "", ""] for r in [*files, f"{info}/RECORD"])
     return Distribution.at(site / info)
 
 
@@ -181,6 +183,13 @@ def test_a_part_that_carries_code_is_refused_naming_the_file(tmp_path, extra, of
     msg = str(e.value)
     assert msg.startswith("model part evolve-test-part1 0.1: ") and "\n" not in msg
     assert offender in msg and why in msg, msg
+
+
+def test_a_hostile_file_name_is_shown_on_one_printable_line(tmp_path):
+    dist = _dist(tmp_path, {"MOD/x\x1b[2J\rok.py": b""})
+    with pytest.raises(part_check.PartCodeError) as e:
+        part_check.check_data_only(dist)
+    assert str(e.value).isprintable() and "x\\x1b[2J" in str(e.value)
 
 
 def test_a_part_without_a_record_is_refused(tmp_path):

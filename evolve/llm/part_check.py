@@ -15,6 +15,7 @@ from __future__ import annotations
 import marshal
 import re
 from importlib.metadata import Distribution, PackageNotFoundError, distribution
+from importlib.util import MAGIC_NUMBER
 from pathlib import PurePosixPath
 
 # The stub every published part carries, byte for byte, NN being its part number.
@@ -62,7 +63,7 @@ def check_installed(name: str) -> None:
 def check_data_only(dist: Distribution) -> None:
     """PartCodeError unless every file `dist` installed is data, metadata or the known stub."""
     name = dist.metadata["Name"] or "?"
-    who = f"model part {name} {dist.version}"
+    who = f"model part {_shown(name)} {_shown(str(dist.version))}"
     files = dist.files
     if files is None:
         raise PartCodeError(f"{who}: has no RECORD, so what it installed cannot be checked")
@@ -70,12 +71,19 @@ def check_data_only(dist: Distribution) -> None:
     for f in files:
         why = _refusal(PurePosixPath(str(f).replace("\\", "/")), top, dist)
         if why:
-            raise PartCodeError(f"{who}: refusing a model part that carries code: {f} ({why})")
+            raise PartCodeError(
+                f"{who}: refusing a model part that carries code: {_shown(str(f))} ({why})"
+            )
     if dist.entry_points:  # an entry_points.txt its RECORD does not list
         raise PartCodeError(
             f"{who}: refusing a model part that carries code: entry_points.txt (entry points "
             "or console scripts)"
         )
+
+
+def _shown(text: str) -> str:
+    """A name from the part's own metadata, as one printable line (it is untrusted)."""
+    return text if text.isprintable() else ascii(text)
 
 
 def _refusal(path: PurePosixPath, top: str, dist: Distribution) -> str | None:
@@ -84,6 +92,8 @@ def _refusal(path: PurePosixPath, top: str, dist: Distribution) -> str | None:
     if not parts or ".." in parts or path.is_absolute():
         return "installed outside site-packages: a script or data outside the part's folder"
     if parts[0].endswith(".dist-info") and parts[0].lower().startswith(top + "-"):
+        if len(parts) < 2:
+            return "an unexpected metadata file"
         if len(parts) == 2 and parts[1] in _INFO_FILES:
             return None
         if parts[1] == "entry_points.txt":
@@ -124,6 +134,8 @@ def _is_stub_pyc(dist: Distribution, path: PurePosixPath) -> bool:
     src_path = PurePosixPath(path.parts[0], "__init__.py")
     src, data = _read(dist, src_path), _read(dist, path)
     if src is None or data is None or not _is_stub(dist, src_path):
+        return False
+    if data[:4] != MAGIC_NUMBER:  # compiled by another Python: this one would not load it
         return False
     try:
         code = marshal.loads(data[16:])
