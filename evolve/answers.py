@@ -5,6 +5,7 @@ views (evolve/cli/) and the API share it."""
 
 from __future__ import annotations
 
+from evolve.agent import transcript
 from evolve.archive import BOARD_CAPTION, ArchiveReader, ProgramRow, Ranked
 from evolve.archive.rows import public_dict
 from evolve.program_files import FALLBACK_ENTRY, entry_name, files_of, has_files
@@ -53,11 +54,14 @@ def program_dict(
     reader: ArchiveReader, p: ProgramRow, ranked: Ranked | None = None, proposal: dict | None = None
 ) -> dict:
     """The program's row, its `files`, its leaderboard fields when `ranked`, and how it was
-    proposed (the call, the decision, the rejected replies; read here unless given)."""
+    proposed (the call, the decision, the rejected replies; read here unless given), and an
+    agent's transcript (`agent`) for a program an agent made."""
     how = proposal if proposal is not None else reader.proposal(p)
+    agent = transcript.of_program(reader, p)
     return {
         **public_dict(p),
         "files": files_json(reader, p),
         **(board_fields(ranked) if ranked is not None else {}),
         **({"proposal": how} if how else {}),
+        **({"agent": agent.to_json()} if agent is not None else {}),
     }

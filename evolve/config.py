@@ -65,6 +65,7 @@ class RunConfig:
     proposer: str = _d("proposer")  # single | agent
     agent_turns: int = _d("agent_turns")  # model turns per agent iteration
     agent_evals: int = _d("agent_evals")  # train evaluations per agent iteration
+    agent_tokens: int | None = _d("agent_tokens")  # tokens per agent iteration; None: no cap
     agent_protocol: str = _d("agent_protocol")  # text | native
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
@@ -124,6 +125,7 @@ class RunConfig:
             (self.proposer in ("single", "agent"), "--proposer must be single or agent"),
             (self.agent_turns >= 1, "--agent-turns must be >= 1"),
             (self.agent_evals >= 0, "--agent-evals must be >= 0"),
+            (self.agent_tokens is None or self.agent_tokens >= 1, "--agent-tokens must be >= 1"),
             (self.agent_protocol in ("text", "native"), "--agent-protocol must be text or native"),
         ]
         for ok, msg in checks:

@@ -440,6 +440,7 @@ class Controller:
                 self.cfg.agent_evals,
                 reply_limit(self.problem.max_code_bytes),
                 window.prompt_tokens if window else None,
+                self.cfg.agent_tokens,
             ),
             self.cfg.agent_protocol,
             ask,

@@ -7,7 +7,8 @@ last is replayed without a tool's side effects (its edits re-applied to the work
 its evaluations counted, not run again: their results are in the next turn's stored
 prompt), and the last one's actions are then carried out, as they had not been (or not
 all) before the kill. Budgets: --agent-turns turns, --agent-evals evaluations (asking for
-one more ends the session). A session that ends without a submit hands in its working copy
+one more ends the session), --agent-tokens tokens (summed over the turns, stored ones
+included, so a resumed session counts what it had used). A session that ends without a submit hands in its working copy
 when it differs from the parent, else it ends with no candidate and says why."""
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ class AgentLimits:
     evals: int  # --agent-evals
     reply_chars: int  # a longer reply is not read (evolve/edits/bounds.py's reply limit)
     prompt_tokens: int | None = None  # the model's window less its reply (None: unknown)
+    tokens: int | None = None  # --agent-tokens: prompt + completion over all turns (None: off)
+
+
+def turn_tokens(call: LlmCall) -> int:
+    """A turn's prompt + completion tokens as the endpoint reported them; estimated from
+    its prompt and reply where it reported none (usage absent)."""
+    used = call.prompt_tokens + call.completion_tokens
+    if used > 0:
+        return used
+    return conversation_tokens(call.prompt) + estimate_tokens(call.reply or "")
 
 
 @dataclass(frozen=True)
@@ -86,7 +97,7 @@ class AgentSession:
         self.ask, self.evaluate, self.seen = ask, evaluate, seen
         self.held_out_safe = held_out_safe  # False: the cascade reads the test split
         self.offload = offload
-        self.turns = self.evals = 0
+        self.turns = self.evals = self.tokens = 0
         self.last: LlmCall | None = None
 
     async def run(self, messages: list[dict], stored: list[LlmCall]) -> SessionEnd:
@@ -106,6 +117,7 @@ class AgentSession:
                 window = self.limits.prompt_tokens
                 if self.turns and window is not None and conversation_tokens(messages) > window:
                     raise _Ended(f"the conversation fills the model's window ({window} tokens)")
+                self._check_tokens(messages)
                 try:
                     call = await self.ask(messages, self.turns, tools)
                 except TurnsStopped:
@@ -116,8 +128,18 @@ class AgentSession:
         except _Ended as e:
             return self._end(e)
 
+    def _check_tokens(self, messages: list[dict]) -> None:
+        """End the session when the next turn's prompt would take its tokens past
+        --agent-tokens (the first turn is always asked)."""
+        budget = self.limits.tokens
+        if budget is None or not self.turns:
+            return
+        if self.tokens + conversation_tokens(messages) > budget:
+            raise _Ended(f"{self.tokens} of {budget} tokens used (--agent-tokens)")
+
     def _taken(self, call: LlmCall) -> Turn:
         self.turns += 1
+        self.tokens += turn_tokens(call)
         self.last = call
         return parse_turn(call.reply or "", self.protocol, self.limits.reply_chars)
 

@@ -243,3 +243,32 @@ class CallQueries(ReadOnlyArchive):
                 (run_id,),
             ).fetchone()
         return int(r[0])
+
+    def agent_turns(self, run_id: str, iteration: int) -> list[LlmCall]:
+        """The answered turns of an agent iteration (purpose `agent`), with prompts and
+        replies, in order: the session's own (Archive.agent_calls), read-only."""
+        with self._db() as db:
+            if "purpose" not in columns(db, "llm_calls"):
+                return []
+            rows = db.execute(
+                "SELECT * FROM llm_calls WHERE run_id = ? AND iteration = ? AND purpose = 'agent'"
+                " AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id",
+                (run_id, iteration),
+            ).fetchall()
+        return [row_to_call(r) for r in rows]
+
+    def run_agent_turns(self, run_id: str) -> dict[int, list[LlmCall]]:
+        """Every agent iteration's answered turns of a run, by iteration, in order."""
+        with self._db() as db:
+            if "purpose" not in columns(db, "llm_calls"):
+                return {}
+            rows = db.execute(
+                "SELECT * FROM llm_calls WHERE run_id = ? AND purpose = 'agent'"
+                " AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id",
+                (run_id,),
+            ).fetchall()
+        out: dict[int, list[LlmCall]] = {}
+        for r in rows:
+            c = row_to_call(r)
+            out.setdefault(c.iteration, []).append(c)
+        return out

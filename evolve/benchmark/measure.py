@@ -10,17 +10,25 @@ A tuned child (evolve/search/tune.py: the numbers of a model-written program sca
 belongs to the call that wrote the program it descends from: that call's point of the curve
 counts it, and `tuned`, `tuned_new` say how many there were and how many behaved unlike
 every earlier program. The per-call yields count the call's own program only.
+
+An agent's turns are answered calls like any other (`calls`), so an agent row and a
+single-call row compare on the same budget; `evaluations` counts candidates evaluated on
+train (each call's program, tuned children), `agent_evals` the train evaluations agents ran
+inside their sessions before submitting (evolve/agent/transcript.py), which are not candidates.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from evolve.agent import transcript
 from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Status
 from evolve.benchmark.curve import Candidate, best_so_far
 from evolve.benchmark.normalise import References
 from evolve.search.tune import KIND as TUNED
 
+# A candidate with one of these was never run on train
+NOT_EVALUATED = (Status.PENDING, Status.INVALID_EDIT, Status.DUPLICATE)
 # Train scores equal to this many significant digits are the same behaviour.
 DIGITS = 12
 
@@ -41,6 +49,9 @@ class RunResult:
     tuned: int = 0  # tuned children evaluated (no call)
     tuned_new: int = 0  # of them, valid with a train score not seen before
     tokens: int = 0
+    evaluations: int = 0  # candidates evaluated on train (a call's program or a tuned child)
+    agent_sessions: int = 0  # agent iterations (--proposer agent); their turns are `calls`
+    agent_evals: int = 0  # train evaluations run inside agent sessions (not candidates)
     wall_s: float = 0.0
     held_out: float | None = None  # the held-out score of the run's best train program
     normalised: float | None = None
@@ -102,7 +113,11 @@ def measure(
             seen_scores.add(score_key(seed_row.score))
             seed_cand = Candidate(seed_row.score, seed_row.test_score, seed_row.created_at)
     per_call: list[Candidate | None] = []
-    tuned = _tuned_by_call(reader.programs(run_id))
+    programs = reader.programs(run_id)
+    tuned = _tuned_by_call(programs)
+    out.evaluations = sum(p.iteration > 0 and p.status not in NOT_EVALUATED for p in programs)
+    agents = transcript.run_counts(reader, run_id)
+    out.agent_sessions, out.agent_evals = agents.sessions, agents.evaluations
     for c in reader.answered_calls(run_id):
         out.calls += 1
         cand = None

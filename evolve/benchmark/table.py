@@ -34,8 +34,10 @@ class ProblemSummary:
     new_yield: float | None
     behaviour_yield: float | None
     tuned: float | None  # tuned children a run evaluated (evolve/search/tune.py), no calls
-    calls: float | None
+    calls: float | None  # answered calls (an agent's turns among them)
     tokens: float | None
+    evaluations: float | None  # candidates evaluated on train
+    agent_evals: float | None  # train evaluations inside agent sessions (not candidates)
     wall_s: float | None
     curve: list[float | None] = field(default_factory=list)  # median normalised, 0..calls
     results: list[RunResult] = field(default_factory=list)
@@ -74,6 +76,8 @@ def summarise(
         tuned=_median([r.tuned for r in started]),
         calls=_median([r.calls for r in started]),
         tokens=_median([r.tokens for r in started]),
+        evaluations=_median([r.evaluations for r in started]),
+        agent_evals=_median([r.agent_evals for r in started]),
         wall_s=_median([r.wall_s for r in started]),
         curve=median_curve([r.curve for r in started]),
         results=list(results),

@@ -17,10 +17,12 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
+from evolve.agent import transcript
 from evolve.answers import problem_best, program_dict
 from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Ranked, Status
 from evolve.archive.rows import public_dict
 from evolve.cli import program_view as view
+from evolve.cli.agent_view import print_transcript
 from evolve.cli.safe_text import for_stream, safe_rich, safe_syntax, safe_text
 
 Cell = Text | str  # of a table
@@ -424,6 +426,8 @@ def _show(
         reply = c["reply"] or ""
         more = f"\n... {len(reply) - 2000} more characters (--json has them all)"
         out.print(safe_rich(reply[:2000] + (more if len(reply) > 2000 else "")), highlight=False)
+    if reader is not None and (agent := transcript.of_program(reader, p)) is not None:
+        print_transcript(out, agent)
     if view.has_files(p.code):
         view.print_files(out, p.code or "")
     elif p.code:

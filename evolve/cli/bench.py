@@ -279,7 +279,10 @@ def print_table(spec: BenchSpec, summaries: list[ProblemSummary]) -> None:
             _pct(s.new_yield),
             _pct(s.behaviour_yield),
             _num(s.tuned, "{:g}"),
+            _num(s.calls, "{:g}"),
             _num(s.tokens, "{:,.0f}"),
+            _num(s.evaluations, "{:g}"),
+            _num(s.agent_evals, "{:g}"),
             _num(s.wall_s, "{:.1f}s"),
         )
     out = Console()
@@ -303,7 +306,10 @@ COLUMNS = (
     "new",
     "beh-new",
     "tuned",
+    "calls",
     "tokens",
+    "evals",
+    "agent-evals",
     "wall",
 )
 LEGEND = (
@@ -312,5 +318,7 @@ LEGEND = (
     " valid: calls giving a valid program; dup: calls repeating a program of the run; new: calls"
     " giving a program not evaluated before in the run; beh-new: calls giving a valid program"
     " whose train score no earlier program of the run has; tuned: programs evaluated with"
-    " a number of a model-written program halved or doubled, without a call.",
+    " a number of a model-written program halved or doubled, without a call; calls: answered"
+    " LLM calls (an agent's turns among them); evals: candidates evaluated on train;"
+    " agent-evals: train evaluations agents ran inside their sessions (not candidates).",
 )

@@ -369,7 +369,7 @@ def _search_flags(run: Flags) -> None:
     _flag(run, "burst_calls")
     _flag(run, "escalation_model")
     _flag(run, "tune_evals")
-    for name in ("proposer", "agent_turns", "agent_evals", "agent_protocol"):
+    for name in ("proposer", "agent_turns", "agent_evals", "agent_tokens", "agent_protocol"):
         _flag(run, name)
 
 

@@ -20,6 +20,7 @@ from markupsafe import Markup
 from matplotlib.figure import Figure
 
 import evolve
+from evolve.agent import transcript
 from evolve.archive import BOARD_CAPTION, ArchiveReader, LlmCall, ProgramRow, RunSummary
 from evolve.edits import unified_diff
 from evolve.export import pictures
@@ -108,6 +109,7 @@ def render_report(reader: ArchiveReader, run: RunSummary) -> str:
         seed=seed,
         gain=_gain(best.score if best else None, run.seed_score),
         models=_models(calls, progs),
+        agents=transcript.run_counts(reader, run.run_id),
         charts=_charts(run, progs, chain, calls),
         metrics=_metrics(best) if best else [],
         steps=steps,

@@ -67,6 +67,9 @@ TEMPLATE = """<!doctype html>
        "{:,} prompt, {:,} completion".format(run.prompt_tokens, run.completion_tokens)) }}
 {{ fig("cost", run.cost_usd | usd, run.llm_calls ~ " LLM calls") }}
 {{ fig("duration", run.duration_s | duration) }}
+{% if agents.sessions %}{{ fig("agent sessions", agents.sessions,
+       "{} turns, {} tool calls, {} train evaluations inside sessions, {:,} tokens".format(
+       agents.turns, agents.tool_calls, agents.evaluations, agents.tokens)) }}{% endif %}
 </section>
 <p class="meta">Models: {% for name, n in models %}<code>{{ name }}</code> ({{ n }}){{ ", " if not loop.last }}
 {%- else %}none recorded{% endfor %}.</p>

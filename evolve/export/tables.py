@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from evolve.archive import ArchiveReader, BoardScore, RunSummary
 from evolve.archive.rows import ProgramRow
+from evolve.export.agent_tables import CALL_AGENT_COLS, agent_columns
 from evolve.export.atomic import replacing
 from evolve.inert import inert_cell, strip_controls
 from evolve.program_files import entry_name, files_of
@@ -58,6 +59,7 @@ CALL_COLS = (
 # Typed even when empty, so a zero-row parquet file still says what each column holds.
 DTYPES = {
     "iteration": "Int64", "island": "Int64", "llm_call_id": "Int64", "call_id": "Int64",
+    "agent_turn": "Int64",
     "prompt_tokens": "Int64", "completion_tokens": "Int64", "score": "float64",
     "test_score": "float64", "leaderboard_score": "float64",
     "leaderboard_test_score": "float64", "eval_s": "float64", "cost_usd": "float64", "latency_s": "float64",
@@ -126,23 +128,32 @@ def programs_frame(reader: ArchiveReader, run_ids: list[str]) -> pd.DataFrame:
     for run in _summaries(reader, run_ids):
         boards = reader.board_scores(run.run_id)
         entry = entry_name(run.problem_dir)
+        progs = reader.programs(run.run_id, code=True)
+        agents, _ = agent_columns(reader, progs)
         records += [
-            _program_record(p, run.status, boards.get(p.program_id), entry)
-            for p in reader.programs(run.run_id, code=True)
+            {
+                **_program_record(p, run.status, boards.get(p.program_id), entry),
+                **agents.get(p.program_id, {}),
+            }
+            for p in progs
         ]
     extra = sorted({k for rec in records for k in rec} - set(PROGRAM_COLS) - set(TEXT_COLS))
     return _frame(records, [*PROGRAM_COLS, *extra, *TEXT_COLS], ["run_id", "iteration"])
 
 
 def llm_calls_frame(reader: ArchiveReader, run_ids: list[str]) -> pd.DataFrame:
-    """One row per request to a model; `prompt` is the messages as JSON text."""
+    """One row per request to a model; `prompt` is the messages as JSON text; an agent's
+    turn says which (`agent_turn`) and its tools (evolve/export/agent_tables.py)."""
     records = []
     for run in _summaries(reader, run_ids):
+        _, turns = agent_columns(reader, reader.programs(run.run_id))
         for c in reader.llm_calls(run.run_id, prompts=True):
             rec = {k: getattr(c, k) for k in CALL_COLS}
             rec["prompt"] = _json(c.prompt)
+            rec.update(turns.get(c.call_id or -1, dict.fromkeys(CALL_AGENT_COLS)))
             records.append(rec)
-    return _frame(records, list(CALL_COLS), ["run_id", "iteration", "call_id"])
+    cols = [*CALL_COLS, *CALL_AGENT_COLS]
+    return _frame(records, cols, ["run_id", "iteration", "call_id"])
 
 
 def _arrow_safe(df: pd.DataFrame) -> pd.DataFrame:

@@ -262,6 +262,13 @@ class Settings(Section):
         "(default {default})",
         "N",
     )
+    agent_tokens: Annotated[int, Field(ge=1)] | None = _flag(
+        None,
+        "--proposer agent: prompt + completion tokens per iteration, summed over its turns "
+        "(the endpoint's usage, estimated where it gives none); a turn that would pass it is "
+        "not asked and the working copy is handed in (default: no cap)",
+        "N",
+    )
     agent_protocol: Literal["text", "native"] = _flag(
         "text",
         "--proposer agent: tools as a plain-text ACTION block in the reply (any endpoint, "

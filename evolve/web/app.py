@@ -151,7 +151,7 @@ def make_app(
 
     def api_program(request: Request) -> Response:
         detail = views.program_detail(reader, request.path_params["program_id"])
-        call = detail["call"]
+        call, agent = detail["call"], detail["agent"]
         return JSONResponse(
             {
                 **views.program_json(detail["program"], code=True),
@@ -159,6 +159,7 @@ def make_app(
                 "diff_to_parent": detail["diff"],
                 "llm_call": render.finite(call.__dict__) if call is not None else None,
                 "proposal": render.finite(reader.proposal(detail["program"])),
+                "agent": render.finite(agent.to_json()) if agent is not None else None,
             }
         )
 

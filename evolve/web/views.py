@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from evolve.agent import transcript
 from evolve.archive import (
     BOARD_CAPTION,
     ArchiveReader,
@@ -145,6 +146,7 @@ def program_detail(reader: ArchiveReader, program_id: str) -> dict:
         "rejected": reader.rejected_calls(p.run_id, p.iteration) if p.iteration > 0 else [],
         "run": run,
         "children": reader.children(p.program_id),
+        "agent": transcript.of_program(reader, p),  # None: not made by an agent
     }
 
 
