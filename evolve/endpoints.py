@@ -143,7 +143,9 @@ def probe_endpoints(cfg: RunConfig, llm: LLMConfig) -> list[str]:
     """Look once at every endpoint the run will call (evolve/llm/probe.py; `llm`: the run's
     llm_config): UsageError, one line, when one cannot serve it; else the lines worth
     telling. Not for the local model."""
-    if cfg.iterations == 0 or any(is_local(m.name) for m in cfg.models):
+    if cfg.iterations == 0 or cfg.proposer.startswith("command:"):
+        return []  # no call to make: a command's agent calls its own endpoint
+    if any(is_local(m.name) for m in cfg.models):
         return []  # no call to make, or an endpoint evolve starts itself
     env_key = os.environ.get("OPENAI_API_KEY")
     by_place: dict[tuple[str | None, str | None, str], list[str]] = {}
