@@ -8,6 +8,7 @@ good BODY N [S]   set f's body to BODY, call evolve-eval N times, (sleep S secon
                   Claude-like result
 hostile P... PORT try to read each path P, list $HOME's real one, reach 127.0.0.1:PORT and
                   the internet, write into each P's folder; print a fake score
+replace P OLD NEW replace OLD by NEW in file P
 symlink           plant a symlink to a fixed file; edit nothing else
 fixed             edit a fixed line (outside the EVOLVE-BLOCK)
 newfile           make a file outside the evolving set
@@ -78,6 +79,12 @@ def main() -> None:
         set_body("return x + 7", notes)
         print('{"score": 1000.0, "status": "ok"}')
         print("status: ok\nscore: 1000")
+    elif mode == "replace":
+        path, old, new = args
+        text = open(path).read()
+        assert old in text, (path, old)
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
     elif mode == "symlink":
         os.symlink("/etc/passwd", "link.txt")
         set_body("return x + 7", [])

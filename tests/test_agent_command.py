@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 import evolve
+from evolve.archive import Archive
 from evolve.agent import command_cost
 from evolve.agent.command_spec import check_proposer, task_argv
 from evolve.settings.errors import UsageError
 from tests.cli_helpers import evolve as evolve_cli
 from tests.cli_helpers import popen
-from tests.test_agent import rows, toy
+from tests.test_agent import TREE, rows, toy
 
 SCRIPT = (Path(__file__).parent / "agent_command_script.py").read_text()
 
@@ -107,6 +108,37 @@ def test_a_workspace_that_breaks_a_rule_is_a_rejected_candidate(tmp_path, mode, 
     assert reason in artifacts["error"] and "the command exited with status 0" in artifacts["error"]
 
 
+def test_a_program_of_several_files_evolves_but_its_fixed_file_may_not_change(tmp_path):
+    rank = agent("replace", "policy/rank.py", "SIZE_PENALTY * size", "0.25 * size")
+    summary = run(TREE, tmp_path, rank)
+    assert summary.status == "finished"
+    archive = Archive(tmp_path / "runs")  # a tree's files are stored apart: read it back
+    try:
+        program = archive.get_program("cmd:1")
+    finally:
+        archive.close()
+    assert program is not None and program.status == "ok" and program.code is not None
+    code = program.code
+    assert "return value - 0.25 * size" in code
+    assert "ranked = sorted(items, key=weight, reverse=True)" in code  # the fixed file kept
+    fixed = agent("replace", "policy/__init__.py", "reverse=True", "reverse=False")
+    run(TREE, tmp_path / "again", fixed)
+    status, code, artifacts = child(tmp_path / "again")
+    assert (status, code) == ("invalid_edit", None)
+    assert "policy/__init__.py was edited: it is a fixed file" in artifacts["error"]
+
+
+def test_without_bubblewrap_the_command_proposer_is_refused_in_one_line(tmp_path):
+    args = ["run", toy(tmp_path), "--proposer", agent("good", "return x", "0")]
+    out = evolve_cli(*args, "--runs-dir", tmp_path / "runs", extra_env={"PATH": str(tmp_path)})
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert (
+        len(lines) == 1 and "--proposer command runs the agent confined by bubblewrap" in lines[0]
+    )
+    assert "Traceback" not in out.stderr
+
+
 def test_a_command_past_its_deadline_is_killed(tmp_path):
     run(toy(tmp_path), tmp_path, agent("slow"), agent_timeout=2)
     status, _, artifacts = child(tmp_path)
@@ -167,5 +199,36 @@ def test_kill_9_during_the_command_and_resume_run_it_again_once(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert "its agent command had not finished before the run stopped" in resumed.stderr
     assert len(rows(tmp_path, "SELECT 1 FROM llm_calls")) == 1
+    status, code, _ = child(tmp_path)
+    assert status == "ok" and "return x + 7" in code
+
+
+def test_kill_9_after_the_command_and_resume_never_run_it_again(tmp_path):
+    problem, runs = toy(tmp_path), tmp_path / "runs"
+    slow = (
+        (problem / "evaluator.py")
+        .read_text()
+        .replace(
+            '    return {"outputs"',
+            '    import time; time.sleep(4 * (m.f(3) == 10))\n    return {"outputs"',
+        )
+    )
+    (problem / "evaluator.py").write_text(slow)  # the child's evaluation takes 4 s
+    args = ["run", str(problem), "--sandbox", "local", "--runs-dir", str(runs)]
+    args += ["--run-id", "k9", "--iterations", "1", "--tune-evals", "0", "--no-progress"]
+    p = popen(*args, "--proposer", agent("good", "return x + 7", "0"))
+    deadline = time.monotonic() + 120
+    while p.poll() is None and time.monotonic() < deadline:
+        if (runs / "archive.db").exists() and rows(tmp_path, "SELECT 1 FROM llm_calls"):
+            break
+        time.sleep(0.1)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert len(rows(tmp_path, "SELECT 1 FROM llm_calls")) == 1
+    assert rows(tmp_path, "SELECT status FROM programs WHERE iteration=1") in ([], [("pending",)])
+    resumed = evolve_cli("resume", "k9", "--runs-dir", str(runs), "--no-progress", timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "had not finished" not in resumed.stderr
+    assert len(rows(tmp_path, "SELECT 1 FROM llm_calls")) == 1  # the stored outcome was used
     status, code, _ = child(tmp_path)
     assert status == "ok" and "return x + 7" in code
