@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import evolve
-from evolve.archive import Archive
 from evolve.agent import command_cost
 from evolve.agent.command_spec import check_proposer, task_argv
+from evolve.archive import Archive
 from evolve.settings.errors import UsageError
 from tests.cli_helpers import evolve as evolve_cli
 from tests.cli_helpers import popen
