@@ -21,6 +21,7 @@ from evolve.archive import Archive
 from evolve.settings.errors import UsageError
 from tests.cli_helpers import evolve as evolve_cli
 from tests.cli_helpers import popen
+from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 from tests.test_agent import TREE, rows, toy
 
 SCRIPT = (Path(__file__).parent / "agent_command_script.py").read_text()
@@ -232,3 +233,15 @@ def test_kill_9_after_the_command_and_resume_never_run_it_again(tmp_path):
     assert len(rows(tmp_path, "SELECT 1 FROM llm_calls")) == 1  # the stored outcome was used
     status, code, _ = child(tmp_path)
     assert status == "ok" and "return x + 7" in code
+
+
+def test_the_commands_candidate_and_evolve_eval_go_through_docker(
+    tmp_path,
+    monkeypatch,
+    docker_image,  # noqa: F811
+):
+    monkeypatch.setenv("EVOLVE_SANDBOX_IMAGE", docker_image)
+    summary = run(toy(tmp_path), tmp_path, agent("good", "return x + 7", "1"), sandbox="docker")
+    assert (summary.status, summary.best_score) == ("finished", 0.0)
+    status, code, _ = child(tmp_path)
+    assert status == "ok" and "eval 0: evaluation on the training data: | status: ok" in code
