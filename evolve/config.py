@@ -69,7 +69,7 @@ class RunConfig:
     agent_protocol: str = _d("agent_protocol")  # text | native
     agent_timeout_s: float = _d("agent_timeout")  # --proposer command: seconds per run
     agent_network: bool = _d("agent_network")  # --proposer command may reach the network
-    agent_env: tuple[str, ...] = ()  # --proposer command: variables passed (names only)
+    agent_env: tuple[str, ...] = _d("agent_env")  # --proposer command: variables passed (names)
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
     eval_env: tuple[str, ...] = ()  # as given: NAME or NAME=VALUE (stored: NAME; run_env.py)

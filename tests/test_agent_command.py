@@ -159,6 +159,9 @@ def test_bad_command_lines_are_one_line_errors():
             check_proposer(bad)
     with pytest.raises(UsageError, match="proposer"):
         evolve.run(Path("."), proposer="command:", iterations=1)
+    with pytest.raises(UsageError, match="agent_env") as e:
+        evolve.run(Path("."), proposer="command:true", agent_env=["NOT-A-NAME"])
+    assert "\n" not in str(e.value)
 
 
 def test_task_placeholder_is_one_argument_or_shell_quoted():

@@ -64,6 +64,11 @@ def _listed(value: Any) -> Any:
     return list(value) if isinstance(value, Iterable) else value
 
 
+def _tupled(value: Any) -> Any:
+    listed = _listed(value)
+    return tuple(listed) if isinstance(listed, list) else listed
+
+
 def _path(value: Any) -> Any:
     return os.fspath(value) if isinstance(value, os.PathLike) else value
 
@@ -278,8 +283,8 @@ class Settings(Section):
     agent_network: bool = _flag(
         False, "--proposer command: let the command reach the network (a hosted agent's API)"
     )
-    agent_env: Annotated[list[EnvName], BeforeValidator(_listed)] = _flag(
-        [],
+    agent_env: Annotated[tuple[EnvName, ...], BeforeValidator(_tupled)] = _flag(
+        (),
         "--proposer command: an environment variable passed to the command with its value "
         "here (an API key); repeatable; no other variable is passed",
         "NAME",
