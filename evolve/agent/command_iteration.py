@@ -160,7 +160,7 @@ def _store(
         reply=json.dumps(outcome), prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
         latency_s=run.seconds, parent_id=parent_id, purpose="agent",
-        decision=f"--proposer {ctl.cfg.proposer[:200]}",
+        decision=f"--proposer command: {(command_argv(ctl.cfg.proposer) or ['?'])[0][:100]}",
     )  # fmt: skip
     ctl.archive.insert_llm_call(call)
     ctl.stats.calls += 1

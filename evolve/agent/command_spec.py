@@ -49,3 +49,17 @@ def task_argv(argv: list[str], task: str) -> list[str]:
         else:
             out.append(arg.replace(PLACEHOLDER, shlex.quote(task)))
     return out
+
+
+def describe(
+    proposer: str, network: bool, env: tuple[str, ...], evals: int, timeout_s: float
+) -> str:
+    """The start-up line of a command run: what runs, how confined, what it may use (the
+    program's name only: a command line may hold a key)."""
+    argv = command_argv(proposer) or ["?"]
+    names = ", ".join(["PATH", "HOME", "LANG", *env])
+    return (
+        f"proposer: the command {argv[0]!r} in a workspace of its parent's files, confined by "
+        f"bubblewrap (network {'on' if network else 'off'}; environment {names}); "
+        f"{evals} evolve-eval per iteration, {timeout_s:g} s at most; no LLM of evolve's called"
+    )
