@@ -79,3 +79,20 @@ def test_a_hostile_command_gets_nothing_and_its_fake_score_counts_for_nothing(
     # the fake score it printed counts for nothing: the real evaluator scored it
     (score,) = rows(tmp_path, "SELECT score FROM programs WHERE iteration=1")[0]
     assert score == 0.0
+
+
+def test_agent_network_opens_the_network_and_nothing_else(tmp_path):
+    problem = toy(tmp_path)
+    srv, port = _server()
+    try:
+        run(
+            problem,
+            tmp_path,
+            agent("hostile", str(problem / "seed.py"), str(port)),
+            agent_network=True,
+        )
+    finally:
+        srv.close()
+    _, code, _ = child(tmp_path)
+    assert f"local port: GOT {SECRET!r}" in code  # the host's loopback: reachable now
+    assert f"read {problem / 'seed.py'}: BLOCKED" in code  # the files: still out of reach
