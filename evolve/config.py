@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+from evolve.agent.command_spec import command_argv
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.prompts import EDIT_FORMATS, PROMPT_STYLES
 from evolve.run_env import names
@@ -67,6 +68,9 @@ class RunConfig:
     agent_evals: int = _d("agent_evals")  # train evaluations per agent iteration
     agent_tokens: int | None = _d("agent_tokens")  # tokens per agent iteration; None: no cap
     agent_protocol: str = _d("agent_protocol")  # text | native
+    agent_timeout_s: float = _d("agent_timeout")  # --proposer command: seconds per run
+    agent_network: bool = _d("agent_network")  # --proposer command may reach the network
+    agent_env: tuple[str, ...] = _d("agent_env")  # --proposer command: variables passed (names)
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
     eval_env: tuple[str, ...] = ()  # as given: NAME or NAME=VALUE (stored: NAME; run_env.py)
@@ -122,7 +126,10 @@ class RunConfig:
             (self.meta_interval >= 0, "--meta-interval must be >= 0"),
             (self.stagnation >= 0, "--stagnation must be >= 0"),
             (self.burst_calls >= 1, "--burst-calls must be >= 1"),
-            (self.proposer in ("single", "agent"), "--proposer must be single or agent"),
+            (
+                self.proposer in ("single", "agent") or command_argv(self.proposer) is not None,
+                "--proposer must be single, agent or command:CMD",
+            ),
             (self.agent_turns >= 1, "--agent-turns must be >= 1"),
             (self.agent_evals >= 0, "--agent-evals must be >= 0"),
             (self.agent_tokens is None or self.agent_tokens >= 1, "--agent-tokens must be >= 1"),
@@ -171,6 +178,7 @@ class RunConfig:
         d["models"] = tuple(ModelSpec(*m[:3]) for m in d["models"])
         d["eval_env"] = tuple(d.get("eval_env", ()))
         d["temperatures"] = tuple(d.get("temperatures", ()))
+        d["agent_env"] = tuple(d.get("agent_env", ()))
         return cls(**d)
 
     def with_(self, **changes) -> RunConfig:

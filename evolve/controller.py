@@ -11,32 +11,28 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from evaluators.sandbox import EvalResult
-from evolve.agent import AgentLimits, AgentSession, Workspace, agent_messages
-from evolve.agent.session import TurnsStopped
-from evolve.agent.tools import outcome_text
+from evolve.agent.command_iteration import command_iteration
+from evolve.agent.iteration import agent_iteration
 from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus, Status
 from evolve.asking import Ask, Asker
-from evolve.candidates import agent_row, new_row, program_id, reply_to_row
+from evolve.candidates import new_row, program_id, reply_to_row
 from evolve.config import RunConfig
 from evolve.edits import normalized_hash, unified_diff
-from evolve.edits.bounds import reply_limit
 from evolve.evaluation import CandidateEvaluator
 from evolve.leaderboard import BestScorer, Leaderboard
 from evolve.llm import LLMClient, LLMError
-from evolve.llm.context_budget import TokenBudget
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem import Problem
 from evolve.problem_check import tools_lacking
 from evolve.prompts import PromptBuilder
 from evolve.proposal import NoParent, Proposer
+from evolve.run_errors import CallsSpent, RunAborted
 from evolve.run_state import NullObserver, RunObserver, RunStats
-from evolve.search.bandit import Choice
 from evolve.search.meta import MAX_LINES, parse_notes, summaries
 from evolve.search.state import SearchSettings, SearchState
 from evolve.search.tune import KIND as TUNED
@@ -45,14 +41,6 @@ from evolve.search.tune import Tuner
 # An endpoint that answered this session and then answers nothing for this long ends the run
 # (failed, resumable); shorter outages are ridden out, their iterations asked again.
 MAX_LLM_OUTAGE_S = 300.0
-
-
-class RunAborted(RuntimeError):
-    """The run cannot go on (endpoint down, seed broken); the archive stays resumable."""
-
-
-class CallsSpent(Exception):
-    """The run's --max-calls are answered: the iteration asking ends, its slot stays free."""
 
 
 @dataclass
@@ -244,7 +232,10 @@ class Controller:
 
     def _check_prices(self) -> None:
         """A budget counts nothing for a model with no price: refuse before any work (the
-        command line checks this first; a resumed run's --prices file may have changed)."""
+        command line checks this first; a resumed run's --prices file may have changed).
+        An agent's command reports its own cost: no price is needed."""
+        if self.cfg.proposer.startswith("command:"):
+            return
         try:
             require_prices([m.name for m in self.cfg.models], self.cfg.budget_usd, self.llm.prices)
         except UnpricedModel as e:
@@ -350,7 +341,9 @@ class Controller:
         reply stays an llm_calls row); then evaluate what came back. With --proposer agent,
         an agent's turns make the candidate instead (its stored turns are replayed)."""
         if self.cfg.proposer == "agent":
-            return await self._agent_iteration(it)
+            return await agent_iteration(self, it)
+        if self.cfg.proposer != "single":
+            return await command_iteration(self, it)
         resample = self.archive.rejected_calls(self.run_id, it)
         while True:
             if stored is not None:
@@ -370,94 +363,6 @@ class Controller:
                 resample += 1
                 continue
             break
-        if row.status != Status.PENDING:
-            return self._finish_now(row)
-        self.archive.insert_program(row)
-        await self._evaluate_candidate(row)
-
-    async def _agent_iteration(self, it: int) -> None:
-        """Fill slot `it` with what an agent's session submits (evolve/agent/): its turns
-        stored as they are answered, its evaluations on the train cascade only, its
-        candidate checked, evaluated and re-scored like a single call's."""
-        stored = self.archive.agent_calls(self.run_id, it)
-        messages: list[dict] = []
-        if stored:  # resumed: the same parent, prompt, model and temperature
-            first = stored[0]
-            parent = self._program(first.parent_id or "")
-            island, second, fmt = first.island, first.second_parent_id, first.edit_format
-            temp = first.temperature if first.temperature is not None else self.cfg.temperature
-            choice = Choice(first.model, temp, first.decision or "")
-        else:
-            async with self.asker.slot():
-                await self._maybe_meta(it)
-                island = it % self.cfg.num_islands
-                try:
-                    proposal = self.proposer.propose(island, 0, self.notes)
-                except NoParent as e:
-                    raise RunAborted(str(e)) from None
-            parent, fmt = proposal.parent, proposal.edit_format
-            second = proposal.second.program_id if proposal.second else None
-            choice = self.search.choose(0)
-            messages = agent_messages(
-                proposal.messages,
-                self.cfg.agent_protocol,
-                self.cfg.agent_turns,
-                self.cfg.agent_evals,
-            )
-
-        async def ask(msgs: list[dict], turn: int, tools: list[dict] | None) -> LlmCall:
-            async with self.asker.slot():
-                left = self._calls_left()
-                if left is not None and left <= 0:
-                    raise TurnsStopped()
-                seed = self.cfg.seed * 100003 + it * 16 + turn % 15
-                a = Ask(
-                    it, island, parent.program_id, second, fmt, "agent", msgs, choice, seed, tools
-                )
-                return await self.asker.ask(a)
-
-        async def evaluate(code: str) -> EvalResult:
-            async with self.eval_sem:  # the train cascade: never the held-out split
-                self.stats.eval_in_flight += 1
-                self._refresh()
-                try:
-                    return await asyncio.to_thread(self.evaluator.evaluate, code)
-                finally:
-                    self.stats.eval_in_flight -= 1
-
-        async def offload(edit: Callable[[str], str], text: str) -> str:
-            """An edit in the parsing thread, as a reply's is: never behind an evaluation."""
-            return await asyncio.get_running_loop().run_in_executor(self.parsing, edit, text)
-
-        lang = self.problem.language
-        cw = self.cfg.context_window
-        window = TokenBudget.for_model(cw, self.cfg.max_tokens) if cw else None
-        feedback = outcome_text(parent.status, parent.score, parent.metrics, parent.artifacts)
-        session = AgentSession(
-            Workspace(self.problem, _code(parent), fmt, self.notes, feedback),
-            AgentLimits(
-                self.cfg.agent_turns,
-                self.cfg.agent_evals,
-                reply_limit(self.problem.max_code_bytes),
-                window.prompt_tokens if window else None,
-                self.cfg.agent_tokens,
-            ),
-            self.cfg.agent_protocol,
-            ask,
-            evaluate,
-            lambda code: self._seen(normalized_hash(code, lang)),
-            held_out_safe=self._cascade_is_train(),
-            offload=offload,
-        )
-        try:
-            end = await session.run(messages, stored)
-        except TurnsStopped:
-            raise CallsSpent() from None
-        assert end.last_call is not None  # a session ends after at least one answered turn
-        row = agent_row(end.last_call, end.code, end.reason, parent, self.run_id, self.problem)
-        if row.status == Status.INVALID_EDIT:
-            self.observer.note(f"iteration {it} recorded invalid, unevaluated: {end.reason}")
-        self._mark_duplicate(row)
         if row.status != Status.PENDING:
             return self._finish_now(row)
         self.archive.insert_program(row)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from evolve.agent.command_spec import command_argv, describe
 from evolve.config import RunConfig
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.llm.probe import Endpoint, EndpointRefused, probe
@@ -91,7 +92,11 @@ def default_models(
 
 
 def model_line(settings: Settings, problem: Problem, cfg: RunConfig) -> str:
-    """One line: which model and endpoint the run uses, and why."""
+    """One line: which model and endpoint the run uses, and why (or which agent command)."""
+    if command_argv(cfg.proposer) is not None:
+        return describe(
+            cfg.proposer, cfg.agent_network, cfg.agent_env, cfg.agent_evals, cfg.agent_timeout_s
+        )
     why = default_models(settings, problem)[1]
     if any(is_local(m.name) for m in cfg.models):
         where = "a llama-cpp-python server on 127.0.0.1 started for this run"
@@ -143,7 +148,9 @@ def probe_endpoints(cfg: RunConfig, llm: LLMConfig) -> list[str]:
     """Look once at every endpoint the run will call (evolve/llm/probe.py; `llm`: the run's
     llm_config): UsageError, one line, when one cannot serve it; else the lines worth
     telling. Not for the local model."""
-    if cfg.iterations == 0 or any(is_local(m.name) for m in cfg.models):
+    if cfg.iterations == 0 or cfg.proposer.startswith("command:"):
+        return []  # no call to make: a command's agent calls its own endpoint
+    if any(is_local(m.name) for m in cfg.models):
         return []  # no call to make, or an endpoint evolve starts itself
     env_key = os.environ.get("OPENAI_API_KEY")
     by_place: dict[tuple[str | None, str | None, str], list[str]] = {}

@@ -11,8 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from evolve.agent.command_spec import COMMAND_MODEL, command_argv
+from evolve.agent.confine import Unconfinable
+from evolve.agent.confine import check as confine_check
 from evolve.config import RunConfig
 from evolve.endpoints import check_endpoint, models_for
+from evolve.llm import ModelSpec
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
@@ -39,8 +43,13 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
         for k, v in settings.given().items()
         if k not in NOT_STORED and k != "model"
     }
-    models = models_for(settings, problem)
-    check_provider(problem, settings, [m.name for m in models])
+    command = command_argv(settings.proposer) is not None
+    if command:  # no model is called: the command's own agent is the run's one "model"
+        check_confinable()
+        models: tuple[ModelSpec, ...] = (ModelSpec(COMMAND_MODEL),)
+    else:
+        models = models_for(settings, problem)
+        check_provider(problem, settings, [m.name for m in models])
     names = [m.name for m in models]
     local = any(is_local(n) for n in names)
     if local and (len(names) > 1 or settings.api_base):
@@ -55,6 +64,7 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
     for layer in (_from_profile(prof), _from_problem(problem, prof), flags):  # lowest first
         kw.update(layer)
     kw["models"] = models
+    kw["agent_env"] = tuple(kw.get("agent_env", ()))
     kw.update(_stored_overrides(Overrides.from_args(settings), problem))
     if "context_window" not in flags and not local:
         # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
@@ -65,7 +75,8 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
         cfg = RunConfig(**kw)
         prices = PriceTable.load(cfg.prices_file)  # a bad file: one line, before anything runs
         burst = [cfg.escalation_model] if cfg.escalation_model else []
-        require_prices([m.name for m in cfg.models] + burst, cfg.budget_usd, prices)
+        if not command:  # a command reports its own cost
+            require_prices([m.name for m in cfg.models] + burst, cfg.budget_usd, prices)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
     try:  # the smallest prompt (the seed's EVOLVE-BLOCK and the task) must fit the window
@@ -75,6 +86,14 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
     except PromptTooLong as e:
         raise UsageError(f"--model {', '.join(names)}: {e}") from None
     return cfg
+
+
+def check_confinable() -> None:
+    """--proposer command runs confined or not at all: one line where it cannot be."""
+    try:
+        confine_check()
+    except Unconfinable as e:
+        raise UsageError(str(e)) from None
 
 
 def check_provider(problem: Problem, settings: Settings, names: list[str]) -> None:

@@ -371,6 +371,9 @@ def _search_flags(run: Flags) -> None:
     _flag(run, "tune_evals")
     for name in ("proposer", "agent_turns", "agent_evals", "agent_tokens", "agent_protocol"):
         _flag(run, name)
+    _flag(run, "agent_timeout")
+    _flag(run, "agent_network")
+    _flag(run, "agent_env", action="append")
 
 
 def _ray_flags(p: Flags) -> None:

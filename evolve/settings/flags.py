@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from evolve import data_seed
+from evolve.agent.command_spec import check_proposer
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section, UsageError, validate
 
@@ -63,11 +64,17 @@ def _listed(value: Any) -> Any:
     return list(value) if isinstance(value, Iterable) else value
 
 
+def _tupled(value: Any) -> Any:
+    listed = _listed(value)
+    return tuple(listed) if isinstance(listed, list) else listed
+
+
 def _path(value: Any) -> Any:
     return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
 ModelName = Annotated[str, AfterValidator(check_model)]
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 Models = Annotated[list[ModelName] | None, BeforeValidator(_listed)]
 EnvList = Annotated[list[EnvEntry], BeforeValidator(_listed)]
 PathText = Annotated[str | None, BeforeValidator(_path)]
@@ -248,10 +255,13 @@ class Settings(Section):
         "tuned in turn (0: off; default {default})",
         "N",
     )
-    proposer: Literal["single", "agent"] = _flag(
+    proposer: Annotated[str, AfterValidator(check_proposer)] = _flag(
         "single",
-        "how a candidate is proposed: one call (single), or a multi-turn agent that reads, "
-        "edits and evaluates a copy of the parent on train before it submits (default {default})",
+        "how a candidate is proposed: one call (single), a multi-turn agent that reads, "
+        "edits and evaluates a copy of the parent on train before it submits (agent), or a "
+        "coding agent's command line run confined in a workspace of the parent's files "
+        "(command:CMD, `{task}` in CMD: the task's text) (default {default})",
+        "single|agent|command:CMD",
     )
     agent_turns: Annotated[int, Field(ge=1, le=100)] = _flag(
         6, "--proposer agent: model turns per iteration, at most (default {default})", "N"
@@ -273,6 +283,18 @@ class Settings(Section):
         "text",
         "--proposer agent: tools as a plain-text ACTION block in the reply (any endpoint, "
         "small models) or as native tool calls (endpoints that take `tools`) (default {default})",
+    )
+    agent_timeout: Seconds = _flag(
+        1800.0, "--proposer command: seconds a command may run per iteration (default {default})"
+    )
+    agent_network: bool = _flag(
+        False, "--proposer command: let the command reach the network (a hosted agent's API)"
+    )
+    agent_env: Annotated[tuple[EnvName, ...], BeforeValidator(_tupled)] = _flag(
+        (),
+        "--proposer command: an environment variable passed to the command with its value "
+        "here (an API key); repeatable; no other variable is passed",
+        "NAME",
     )
     prices: PathText = _flag(
         None, "JSON/TOML price table: model -> {input, output} $/1M tokens", "FILE"
@@ -304,6 +326,7 @@ FIELD_OF = {
     "llm_backoff": "llm_backoff_s",
     "prices": "prices_file",
     "model": "models",
+    "agent_timeout": "agent_timeout_s",
 }
 NOT_STORED = (*EVALUATION, "data_seed", "run_id", "runs_dir")  # the run's row, Overrides
 

@@ -1,0 +1,122 @@
+"""The iteration of `--proposer agent`: its turns stored as they are answered, replayed
+from the archive on resume; moved out of the controller, which calls it for each slot."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from evaluators.sandbox import EvalResult
+from evolve.agent.host import Host
+from evolve.agent.protocol import agent_messages
+from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
+from evolve.agent.tools import Workspace, outcome_text
+from evolve.archive import LlmCall, ProgramRow, Status
+from evolve.asking import Ask
+from evolve.candidates import agent_row
+from evolve.edits import normalized_hash
+from evolve.edits.bounds import reply_limit
+from evolve.llm.context_budget import TokenBudget
+from evolve.proposal import NoParent
+from evolve.run_errors import CallsSpent, RunAborted
+from evolve.search.bandit import Choice
+
+
+def parent_code(p: ProgramRow) -> str:
+    """The code of a parent (a program with none is never chosen as one)."""
+    if p.code is None:
+        raise RunAborted(f"program {p.program_id} has no code")
+    return p.code
+
+
+async def evaluate_on_train(ctl: Host, code: str) -> EvalResult:
+    """An agent's evaluation of its work: the train cascade (never the held-out split), in
+    one of the run's evaluation slots."""
+    async with ctl.eval_sem:
+        ctl.stats.eval_in_flight += 1
+        ctl._refresh()
+        try:
+            return await asyncio.to_thread(ctl.evaluator.evaluate, code)
+        finally:
+            ctl.stats.eval_in_flight -= 1
+
+
+async def agent_iteration(ctl: Host, it: int) -> None:
+    """Fill slot `it` with what an agent's session submits (evolve/agent/): its turns
+    stored as they are answered, its evaluations on the train cascade only, its
+    candidate checked, evaluated and re-scored like a single call's."""
+    stored = ctl.archive.agent_calls(ctl.run_id, it)
+    messages: list[dict] = []
+    if stored:  # resumed: the same parent, prompt, model and temperature
+        first = stored[0]
+        parent = ctl._program(first.parent_id or "")
+        island, second, fmt = first.island, first.second_parent_id, first.edit_format
+        temp = first.temperature if first.temperature is not None else ctl.cfg.temperature
+        choice = Choice(first.model, temp, first.decision or "")
+    else:
+        async with ctl.asker.slot():
+            await ctl._maybe_meta(it)
+            island = it % ctl.cfg.num_islands
+            try:
+                proposal = ctl.proposer.propose(island, 0, ctl.notes)
+            except NoParent as e:
+                raise RunAborted(str(e)) from None
+        parent, fmt = proposal.parent, proposal.edit_format
+        second = proposal.second.program_id if proposal.second else None
+        choice = ctl.search.choose(0)
+        messages = agent_messages(
+            proposal.messages,
+            ctl.cfg.agent_protocol,
+            ctl.cfg.agent_turns,
+            ctl.cfg.agent_evals,
+        )
+
+    async def ask(msgs: list[dict], turn: int, tools: list[dict] | None) -> LlmCall:
+        async with ctl.asker.slot():
+            left = ctl._calls_left()
+            if left is not None and left <= 0:
+                raise TurnsStopped()
+            seed = ctl.cfg.seed * 100003 + it * 16 + turn % 15
+            a = Ask(it, island, parent.program_id, second, fmt, "agent", msgs, choice, seed, tools)
+            return await ctl.asker.ask(a)
+
+    async def evaluate(code: str) -> EvalResult:
+        return await evaluate_on_train(ctl, code)
+
+    async def offload(edit: Callable[[str], str], text: str) -> str:
+        """An edit in the parsing thread, as a reply's is: never behind an evaluation."""
+        return await asyncio.get_running_loop().run_in_executor(ctl.parsing, edit, text)
+
+    lang = ctl.problem.language
+    cw = ctl.cfg.context_window
+    window = TokenBudget.for_model(cw, ctl.cfg.max_tokens) if cw else None
+    feedback = outcome_text(parent.status, parent.score, parent.metrics, parent.artifacts)
+    session = AgentSession(
+        Workspace(ctl.problem, parent_code(parent), fmt, ctl.notes, feedback),
+        AgentLimits(
+            ctl.cfg.agent_turns,
+            ctl.cfg.agent_evals,
+            reply_limit(ctl.problem.max_code_bytes),
+            window.prompt_tokens if window else None,
+            ctl.cfg.agent_tokens,
+        ),
+        ctl.cfg.agent_protocol,
+        ask,
+        evaluate,
+        lambda code: ctl._seen(normalized_hash(code, lang)),
+        held_out_safe=ctl._cascade_is_train(),
+        offload=offload,
+    )
+    try:
+        end = await session.run(messages, stored)
+    except TurnsStopped:
+        raise CallsSpent() from None
+    assert end.last_call is not None  # a session ends after at least one answered turn
+    row = agent_row(end.last_call, end.code, end.reason, parent, ctl.run_id, ctl.problem)
+    if row.status == Status.INVALID_EDIT:
+        ctl.observer.note(f"iteration {it} recorded invalid, unevaluated: {end.reason}")
+    ctl._mark_duplicate(row)
+    if row.status != Status.PENDING:
+        return ctl._finish_now(row)
+    ctl.archive.insert_program(row)
+    await ctl._evaluate_candidate(row)
