@@ -23,6 +23,7 @@ from evolve.problem import load_problem
 from evolve.problem_model import ProblemError
 from evolve.settings.overrides import Overrides
 from tests.cli_helpers import ROOT, env, evolve, last_json, run_args
+from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gepa"
 GUESS, PROMPTS, WARM = (FIXTURES / n / "main.py" for n in ("guess", "prompts", "warm"))
@@ -221,3 +222,13 @@ def test_the_api_takes_gepas_arguments_and_returns_gepas_result(tmp_path):
     assert out["best"] == "n = 4\n" and out["n"] == 3, out
     assert out["scores"][0] == -3.0 and sorted(out["scores"]) == [-5.0, -3.0, -1.0], out
     assert out["scores"][out["best_idx"]] == -1.0  # the mean over the dataset, no valset
+
+
+def test_docker_scores_as_the_local_sandbox(docker_image, tmp_path):  # noqa: F811
+    (tmp_path / "cand.py").write_text("def guess():\n    return 5\n")
+    image = {"EVOLVE_SANDBOX_IMAGE": docker_image}
+    r = evolve(
+        "eval", GUESS, tmp_path / "cand.py", "--sandbox", "docker", "--json", extra_env=image
+    )
+    out = last_json(r)
+    assert out["status"] == "ok" and out["score"] == pytest.approx((1 / 3 + 1 + 1 / 3) / 3), out
