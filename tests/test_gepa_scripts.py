@@ -42,6 +42,8 @@ def test_a_str_seed_script_becomes_the_problem():
     assert "Guess a number close" in p.domain_notes and "small integers" in p.domain_notes
     assert p.iterations == 12 // 3 - 1  # max_metric_calls over the valset, the seed's pass out
     assert p.root == GUESS.parent
+    # the folder names it too (what a stored run reloads at resume): its one such script
+    assert load_problem(GUESS.parent, LOCAL).seed_code == p.seed_code
 
 
 def test_check_scores_the_seed_on_the_valset_mean():
