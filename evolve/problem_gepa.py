@@ -9,6 +9,7 @@ score, and max_metric_calls the budget. The call is learnt in the sandbox
 
 from __future__ import annotations
 
+import ast
 import mmap
 from pathlib import Path
 
@@ -35,6 +36,28 @@ def find_script(root: Path) -> Path | None:
     """A folder's GEPA script: its one top-level .py that names optimize_anything."""
     found = [p for p in sorted(root.glob("*.py")) if p.is_file() and mentions_call(p)]
     return found[0] if len(found) == 1 else None
+
+
+def package_root(script: Path, levels: int = 4) -> Path:
+    """The folder the script's imports resolve from: its own, or, where it imports the
+    package it lies in by its absolute name (GEPA's examples: `from examples.circle_packing.utils
+    import ...`, run from GEPA's root), that package's parent. Read with ast, never run."""
+    try:
+        tree = ast.parse(script.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return script.parent
+    modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {
+        n.module
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module and not n.level
+    }
+    here = script.parent
+    for up in list(here.parents)[:levels]:
+        inside = here.relative_to(up).parts  # a module of the script's own folder, named from up
+        if any(tuple(m.split("."))[: len(inside)] == inside for m in modules):
+            return up
+    return script.parent
 
 
 def per_candidate(facts: Facts) -> int:
@@ -76,7 +99,9 @@ def load_gepa(root: Path, shown: Path, script: Path, ov: Overrides) -> Problem:
     where = str(shown if shown.suffix == ".py" else shown / script.name)
     if ov.initial_program is not None:
         raise ProblemError("--initial-program: a GEPA script's seed is its seed_candidate")
-    facts = facts_of(root, script.name, where, ov.sandbox)
+    folder, root = root, package_root(script)
+    rel = script.relative_to(root).as_posix()
+    facts = facts_of(root, rel, where, ov.sandbox)
     entry, code, files = _program(facts, Path(where))
     iterations = None
     if facts.max_metric_calls is not None:
@@ -86,7 +111,7 @@ def load_gepa(root: Path, shown: Path, script: Path, ov: Overrides) -> Problem:
     if facts.sizes.get("test_set"):
         notices.append(f"{where}: test_set is not scored (held-out scoring is not supported)")
     return Problem(
-        name=root.name if script.name == "main.py" else script.stem,
+        name=folder.name if script.name == "main.py" else script.stem,
         description=f"GEPA optimize_anything script {script.name}",
         root=root,
         fmt="gepa",
@@ -94,12 +119,12 @@ def load_gepa(root: Path, shown: Path, script: Path, ov: Overrides) -> Problem:
         seed_code=code,
         metric="score",
         direction="maximize",
-        domain_notes=notes(facts, script.name),
+        domain_notes=notes(facts, script.name),  # the name the model knows it by
         timeout_s=EVAL_TIMEOUT_S,
         **ONE_SPLIT,
         iterations=iterations,
         seed_path=script,
-        env={gepa_score.SCRIPT_ENV: script.name},
+        env={gepa_score.SCRIPT_ENV: rel},
         notices=tuple(notices),
         whole_file=True,  # GEPA rewrites the whole text, no EVOLVE-BLOCK markers
         files=files,

@@ -234,3 +234,19 @@ def test_docker_scores_as_the_local_sandbox(docker_image, tmp_path):  # noqa: F8
     )
     out = last_json(r)
     assert out["status"] == "ok" and out["score"] == pytest.approx((1 / 3 + 1 + 1 / 3) / 3), out
+
+
+def test_a_script_importing_its_own_package_loads_from_the_packages_parent(tmp_path):
+    """GEPA's examples import their helpers as `examples.NAME.utils` (run from GEPA's root)."""
+    demo = tmp_path / "repo" / "examples" / "demo"
+    demo.mkdir(parents=True)
+    (demo / "helpers.py").write_text("SEED = 'x = 3\\n'\n\ndef score(c):\n    return len(c)\n")
+    (demo / "main.py").write_text(
+        "import gepa\nfrom examples.demo.helpers import SEED, score\n"
+        "gepa.optimize_anything(SEED, evaluator=score)\n"
+    )
+    p = load_problem(demo / "main.py", LOCAL)
+    assert (p.root, p.seed_code, p.name) == (tmp_path / "repo", "x = 3\n", "demo")
+    (tmp_path / "cand.py").write_text("x = 12\n")
+    out = evolve_eval(demo / "main.py", tmp_path / "cand.py")
+    assert out["status"] == "ok" and out["score"] == 7.0, out

@@ -30,7 +30,7 @@ from typing import Any
 
 SCRIPT = os.path.abspath(__file__)
 STAND_IN = os.path.join(os.path.dirname(SCRIPT), "gepa_compat")
-SCRIPT_ENV = "GEPA_SCRIPT"  # the script's file name in the folder (the loader sets it)
+SCRIPT_ENV = "GEPA_SCRIPT"  # the script's path in the folder (the loader sets it)
 CAPTURE = "# evolve: capture the optimize_anything call\n"  # the program that asks for facts
 FACTS = "gepa_capture"  # metrics.json's key holding them
 STATE_ENV = "GEPA_OPT_STATE"  # the best evaluations so far per example (evolve/gepa_state.py)
@@ -44,7 +44,8 @@ class ScriptError(Exception):
 def capture(script: str) -> dict[str, Any]:
     """Run the script as `__main__` until its optimize_anything call; that call's arguments."""
     sys.path.insert(0, STAND_IN)
-    sys.path.insert(1, os.getcwd())
+    sys.path.insert(1, os.path.dirname(os.path.abspath(script)))  # as `python SCRIPT` has it
+    sys.path.insert(2, os.getcwd())  # the folder it was loaded from (GEPA's root for its examples)
     from gepa.optimize_anything import Captured  # the stand-in, first on the path
 
     sys.argv = [script]

@@ -545,8 +545,9 @@ def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
 
         script = levi_score.SCRIPT if levi else gepa_score.SCRIPT if gepa else sh.EVALUATE
         needed = "problem.py" if levi else sh.EVALUATE
-        if gepa:
-            needed = os.path.basename(os.environ.get(gepa_score.SCRIPT_ENV, "main.py"))
+        if gepa:  # the script's path in the folder, as the loader set it
+            needed = os.path.normpath(os.environ.get(gepa_score.SCRIPT_ENV, "main.py"))
+            needed = "main.py" if needed.startswith(("/", "..")) else needed
         workdir = oe.private_copy(req["problem_dir"], root)
         if not os.path.isfile(os.path.join(workdir, needed)):
             failure = _failure(SANDBOX_ERROR, f"no {needed} in {req['problem_dir']}")
