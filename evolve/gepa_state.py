@@ -3,8 +3,8 @@
 GEPA hands an evaluator that names `opt_state` the top evaluations of the current example,
 best first, each {"score", "side_info"}. The evaluator runs in a fresh sandboxed process
 per candidate, so the trusted side keeps them here, from each result it gets, and sends
-them with the next request ($GEPA_OPT_STATE, read by evaluators/inside/gepa_score.py). They
-are kept in memory only: a resumed run starts them empty again.
+them with the next request ($GEPA_OPT_STATE, read by evaluators/inside/gepa_score.py). A
+resumed run restores them from the archive's evaluated programs (restore).
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Iterable
 
 from evaluators.inside import gepa_score
 from evaluators.sandbox import EvalResult, Status
+from evolve.archive.rows import ProgramRow
 
 TOP_K = 5  # GEPA keeps 30; a request's environment must stay small
 MAX_CHARS = 64 * 1024  # the variable's size: the worst entries go first beyond it
@@ -54,6 +56,12 @@ class OptState:
                 entry = {"score": float(score), "side_info": info}
                 kept = self._best[i] + [entry]
                 self._best[i] = sorted(kept, key=lambda e: -e["score"])[:TOP_K]
+
+    def restore(self, rows: Iterable[ProgramRow]) -> None:
+        """What a run's archive holds already (`resume`): its evaluated programs, in order."""
+        for row in rows:
+            if row.code is not None:
+                self.record(EvalResult(row.status, row.score, artifacts=row.artifacts), row.code)
 
     def env(self) -> dict[str, str]:
         """The variable the next request carries ({} before any result)."""

@@ -250,3 +250,27 @@ def test_a_script_importing_its_own_package_loads_from_the_packages_parent(tmp_p
     (tmp_path / "cand.py").write_text("x = 12\n")
     out = evolve_eval(demo / "main.py", tmp_path / "cand.py")
     assert out["status"] == "ok" and out["score"] == 7.0, out
+
+
+def test_a_resumed_run_reloads_the_script_and_restores_opt_state(tmp_path):
+    from tests.scripted_llm import ScriptedLLM
+
+    runs = tmp_path / "runs"
+    folder = Path(shutil.copytree(WARM.parent, tmp_path / "warm"))
+    replies = [_reply("x = 1.0\n"), _reply("x = 1.5\n"), _reply("x = 3.0\n")]
+    with ScriptedLLM.from_list(replies) as srv:
+        args = run_args(srv.base_url, runs, "--sandbox", "local", "--parallel", "1",
+                        "--tune-evals", "0", "--run-id", "w", problem=folder / "main.py",
+                        iterations=1)  # fmt: skip
+        assert evolve(*args, timeout=600).returncode == 0
+        r = evolve("resume", "w", "--iterations", "3", "--runs-dir", runs, "--no-progress")
+    assert r.returncode == 0, r.stderr
+    db = sqlite3.connect(runs / "archive.db")
+    rows = db.execute(
+        "SELECT iteration, score, artifacts_json FROM programs ORDER BY iteration"
+    ).fetchall()
+    db.close()
+    assert sorted(score for _, score, _ in rows) == [-2.25, -1.0, -1.0, -0.25], rows
+    for _, _, artifacts in rows[2:]:  # evaluated after resume: they know the first run's
+        known = json.loads(json.loads(artifacts)["side_info"])["best_known"]
+        assert {-1.0, -2.25} <= set(known), known
