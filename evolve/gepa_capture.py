@@ -41,6 +41,7 @@ class Facts:
     evaluator: str
     sizes: dict[str, int | None]
     ignored: tuple[str, ...]
+    config: tuple[str, ...] = ()  # the config's settings (engine.run_dir, reflection, ...)
 
 
 def folder_key(root: Path, script: str) -> str:
@@ -146,6 +147,7 @@ def parse(raw: Any, shown: str) -> Facts:
         n = sizes_raw.get(key)
         sizes[key] = n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
     ignored = raw["ignored"] if isinstance(raw.get("ignored"), list) else []
+    config = raw["config"] if isinstance(raw.get("config"), list) else []
     return Facts(
         seed=seed if isinstance(seed, str) else dict(seed or {}),
         objective=_text(raw, "objective", shown),
@@ -154,4 +156,5 @@ def parse(raw: Any, shown: str) -> Facts:
         evaluator=raw["evaluator"][:300],
         sizes=sizes,
         ignored=tuple(str(k)[:60] for k in ignored),
+        config=tuple(str(k)[:60] for k in config[:50]),
     )

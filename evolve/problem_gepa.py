@@ -60,6 +60,21 @@ def package_root(script: Path, levels: int = 4) -> Path:
     return script.parent
 
 
+WHY = {
+    "reflection": "models come from --model / --api-base",
+    "refiner": "evolve's proposer rewrites the candidate (no separate refiner)",
+    "engine.run_dir": "runs live in the archive under --runs-dir",
+    "engine.parallel": "use --parallel",
+    "engine.max_workers": "use --parallel",
+    "tracking": "evolve ui and the archive show the run",
+}
+
+
+def why(key: str) -> str:
+    """Why a GEPA config setting has no effect here."""
+    return WHY.get(key, WHY.get(key.split(".")[0], "a GEPA setting with no evolve counterpart"))
+
+
 def per_candidate(facts: Facts) -> int:
     """Metric calls one candidate costs: one per valset (or dataset) example, else one."""
     return facts.sizes.get("valset") or facts.sizes.get("dataset") or 1
@@ -108,6 +123,7 @@ def load_gepa(root: Path, shown: Path, script: Path, ov: Overrides) -> Problem:
         iterations = max(1, facts.max_metric_calls // per_candidate(facts) - 1)
     notices = [f"evolve: GEPA script {where}: {facts.evaluator}"]
     notices += [f"{where}: ignored optimize_anything argument {k}=" for k in facts.ignored]
+    notices += [f"{where}: ignored config {k}: {why(k)}" for k in facts.config]
     if facts.sizes.get("test_set"):
         notices.append(f"{where}: test_set is not scored (held-out scoring is not supported)")
     return Problem(

@@ -274,3 +274,26 @@ def test_a_resumed_run_reloads_the_script_and_restores_opt_state(tmp_path):
     for _, _, artifacts in rows[2:]:  # evaluated after resume: they know the first run's
         known = json.loads(json.loads(artifacts)["side_info"])["best_known"]
         assert {-1.0, -2.25} <= set(known), known
+
+
+CONFIGURED = """
+from gepa.optimize_anything import EngineConfig, GEPAConfig, ReflectionConfig, optimize_anything
+
+optimize_anything("Say hi.", evaluator=len, config=GEPAConfig(
+    engine=EngineConfig(run_dir="out", max_metric_calls=4, cache_evaluation=True),
+    reflection=ReflectionConfig(reflection_lm="openai/gpt-5"),
+))
+"""
+
+
+def test_the_config_settings_evolve_ignores_are_reported_once(tmp_path):
+    script = tmp_path / "cfg" / "main.py"
+    script.parent.mkdir()
+    script.write_text(CONFIGURED)
+    p = load_problem(script, LOCAL)
+    assert p.iterations == 3 and p.entry == "candidate.txt"  # a prompt, no Python program
+    assert [n.split(": ", 1)[1] for n in p.notices[1:]] == [
+        "ignored config engine.run_dir: runs live in the archive under --runs-dir",
+        "ignored config engine.cache_evaluation: a GEPA setting with no evolve counterpart",
+        "ignored config reflection: models come from --model / --api-base",
+    ]

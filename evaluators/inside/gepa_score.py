@@ -79,6 +79,27 @@ def budget(config: Any) -> Any:
     return None
 
 
+BUDGET_KEYS = ("engine.max_metric_calls", "max_evals", "max_metric_calls")
+
+
+def settings_of(config: Any) -> list[str]:
+    """The config's settings, dotted (engine.run_dir, reflection, ...): what the loader reports
+    as ignored, the budget aside."""
+    fields = getattr(config, "__dict__", None)
+    if not isinstance(fields, dict):
+        return []
+    out = []
+    for key, value in fields.items():
+        if key == "args" or key.startswith("_"):
+            continue
+        inner = getattr(value, "__dict__", None)
+        if key == "engine" and isinstance(inner, dict):
+            out += [f"engine.{k}" for k in inner if k != "args" and not k.startswith("_")]
+        else:
+            out.append(key)
+    return [k for k in out if k not in BUDGET_KEYS]
+
+
 def facts(call: dict[str, Any]) -> dict[str, Any]:
     """What the loader needs, as JSON values (it checks each: this is the script's word)."""
     fn = call.get("evaluator")
@@ -99,6 +120,7 @@ def facts(call: dict[str, Any]) -> dict[str, Any]:
         "batch_evaluator": call.get("batch_evaluator") is not None,
         "sizes": sizes,
         "ignored": call.get("others", []),
+        "config": settings_of(call.get("config")),
     }
 
 
