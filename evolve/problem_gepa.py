@@ -94,6 +94,8 @@ def _program(facts: Facts, shown: Path) -> tuple[str, str, tuple[str, ...]]:
         code = encode(facts.seed)
     except TreeError as e:
         raise ProblemError(f"{shown}: seed_candidate: {e}") from None
+    if len(keys) == 1 and "/" in keys[0]:
+        raise ProblemError(f"{shown}: seed_candidate: a lone key is a file name, got {keys[0]!r}")
     return keys[0], code, keys if len(keys) > 1 else ()
 
 

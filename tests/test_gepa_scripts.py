@@ -131,6 +131,8 @@ def test_a_hostile_script_never_runs_on_the_host(tmp_path):
         ("import gepa\nif False:\n    gepa.optimize_anything('x')\n",
          "main.py ran to its end without calling optimize_anything"),
         ("import gepa\ngepa.optimize_anything('x')\n", "main.py: optimize_anything was given no evaluator="),
+        ("import gepa\ngepa.optimize_anything({'../x': 'a'}, evaluator=len)\n",
+         "main.py: seed_candidate: file path '../x': '..', '.' and empty parts are not allowed"),
     ],
 )  # fmt: skip
 def test_a_bad_script_is_one_line_naming_it(body: str, message: str, tmp_path: Path) -> None:
