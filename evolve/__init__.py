@@ -1,7 +1,8 @@
 """evolve: the ADRS controller.
 
 Its Python API is here: evolve.run, evolve.resume, evolve.evaluate and evolve.check
-(evolve/api.py), with Settings, RunSummary and UsageError; and the archive's reads,
+(evolve/api.py), with Settings, RunSummary and UsageError; evolve.optimize_anything, GEPA's
+entry point (evolve/api_gepa.py); and the archive's reads,
 evolve.runs, evolve.best and evolve.program (evolve/reading.py). They are imported on first
 use, so `import evolve` (and every command line start) stays fast.
 """
@@ -23,13 +24,14 @@ __all__ = [
     "best",
     "check",
     "evaluate",
+    "optimize_anything",
     "program",
     "resume",
     "run",
     "runs",
 ]
 _READS = frozenset({"best", "program", "runs"})
-_API = frozenset(__all__) - {"__version__"} - _READS
+_API = frozenset(__all__) - {"__version__", "optimize_anything"} - _READS
 
 if TYPE_CHECKING:
     from evolve.api import (
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
         resume,
         run,
     )
+    from evolve.api_gepa import optimize_anything
     from evolve.controller import RunSummary
     from evolve.reading import best, program, runs
 
@@ -52,6 +55,10 @@ def __getattr__(name: str) -> Any:
         from evolve.controller import RunSummary
 
         return RunSummary
+    if name == "optimize_anything":
+        from evolve.api_gepa import optimize_anything
+
+        return optimize_anything
     if name in _API:
         from evolve import api
 
@@ -64,4 +71,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_API, *_READS})
+    return sorted({*globals(), *_API, *_READS, "optimize_anything"})

@@ -104,7 +104,7 @@ def run(
             seed = data_seed.draw() if s.data_seed is None else s.data_seed
             run_env.keep(archive.runs_dir, run_id, cfg.eval_env)  # values: beside, not in it
             archive.create_run(
-                run_id, problem.name, str(problem.root), cfg.to_json(), cfg.iterations, seed
+                run_id, problem.name, _source(problem), cfg.to_json(), cfg.iterations, seed
             )
             hooks.started(run_id)
             return execute(archive, run_id, cfg, problem, observer, hooks)
@@ -277,6 +277,12 @@ def _config_lines(problem: Problem) -> list[str]:
 
     line = config_line(problem)
     return ([f"evolve: {line}"] if line else []) + list(problem.notices)
+
+
+def _source(problem: Problem) -> str:
+    """What `resume` loads the problem from again: its folder, or a GEPA script's file."""
+    script = problem.seed_path if problem.fmt == "gepa" else None
+    return str(script or problem.root)
 
 
 def _stderr(line: str) -> None:

@@ -25,6 +25,7 @@ from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
 from evolve.crates import crates_dir
 from evolve.data import data_dir_for, ensure
+from evolve.gepa_state import OptState
 from evolve.problem import Problem
 from evolve.redaction import Redactor, folder_keys
 from evolve.size_cap import oversized
@@ -75,6 +76,8 @@ class CandidateEvaluator:
         if problem.fmt == "openevolve":  # each stage has the timeout; the import one more
             timeout_s *= len(problem.cascade) + 1
         self.limits = Limits(timeout_s=timeout_s, memory_mb=problem.memory_mb)
+        # a GEPA script's evaluator gets the best evaluations so far (GEPA's opt_state)
+        self.opt_state = OptState() if problem.fmt == "gepa" else None
 
     def under(self, data_seed: int) -> CandidateEvaluator:
         """This evaluator, same sandbox and data, drawing its workloads under `data_seed`
@@ -101,6 +104,8 @@ class CandidateEvaluator:
             tools=self.problem.tools,
             crates=self.crates,
         )
+        if self.opt_state is not None:
+            return replace(req, env={**req.env, **self.opt_state.env()})
         if self.problem.fmt != "openevolve":
             return req
         return replace(
@@ -124,7 +129,10 @@ class CandidateEvaluator:
 
     def _run(self, req: EvalRequest) -> EvalResult:
         """One sandbox evaluation, its texts redacted before anything else sees them."""
-        return self.redactor.result(self.sandbox.evaluate(req))
+        res = self.redactor.result(self.sandbox.evaluate(req))
+        if self.opt_state is not None:
+            self.opt_state.record(res, req.program_code)
+        return res
 
     def run_split(self, code: str, split: str) -> EvalResult:
         """One split, no cascade (held-out re-scoring, `evolve eval --split`)."""

@@ -19,6 +19,7 @@ from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.data import DataFile
 from evolve.edits.blocks import END, START, find_blocks
 from evolve.problem_config import read_config
+from evolve.problem_gepa import find_script, load_gepa, mentions_call
 from evolve.problem_levi import is_levi, load_levi
 from evolve.problem_model import (
     LLMDefaults,
@@ -46,9 +47,18 @@ def load_problem(path: str | Path, overrides: Overrides | None = None) -> Proble
     shown = Path(path)
     root = shown.resolve()
     ov = overrides or Overrides()
-    if not root.is_dir():
+    script = None
+    if root.is_file() and root.suffix == ".py" and mentions_call(root):
+        root, script = root.parent, root  # a GEPA script: its folder holds what it imports
+    elif root.is_file():
+        raise ProblemError(
+            f"{path}: a file, not a problem folder (a script must call GEPA's optimize_anything)"
+        )
+    elif not root.is_dir():
         raise ProblemError(f"{path}: no such problem folder")
-    if (root / "problem.toml").is_file():
+    if script is not None:
+        problem = load_gepa(root, shown, script, ov)
+    elif (root / "problem.toml").is_file():
         problem = _load_native(root, shown, ov)
     elif (root / "evaluator.py").is_file():
         problem = _load_openevolve(root, shown, ov)
@@ -56,11 +66,14 @@ def load_problem(path: str | Path, overrides: Overrides | None = None) -> Proble
         problem = load_shinka(root, shown, ov, _seed)
     elif is_levi(root):
         problem = load_levi(root, shown, ov, _seed)
+    elif (found := find_script(root)) is not None:
+        problem = load_gepa(root, shown, found, ov)
     else:
         raise ProblemError(
             f"{path}: not a problem folder (expected problem.toml, or evaluator.py and "
             "initial_program.py in OpenEvolve format, or evaluate.py and initial.py in "
-            "ShinkaEvolve format, or problem.py with score_fn and SEED_PROGRAM in LEVI format)"
+            "ShinkaEvolve format, or problem.py with score_fn and SEED_PROGRAM in LEVI format, or a "
+            "script calling GEPA's optimize_anything)"
         )
     try:
         env = {**problem.env, **resolve_env(ov.env, "--env")}

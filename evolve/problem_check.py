@@ -141,6 +141,10 @@ def describe(problem: Problem) -> list[str]:
         from evolve.problem_levi import describe_lines as levi_lines
 
         lines += levi_lines(problem)
+    if problem.fmt == "gepa":
+        from evolve.problem_gepa import describe_lines as gepa_lines
+
+        lines += gepa_lines(problem)
     files = relative_files(problem.root)
     if files:
         lines.append(f"  data its code reads from its folder: {', '.join(files)}")

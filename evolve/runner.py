@@ -108,18 +108,21 @@ def _execute_with(
     )
     # the profile's window and prompt style; the local model's own tokenizer counts exactly
     prompts = PromptBuilder.for_config(problem, cfg, server.token_counter() if server else None)
+    evaluator = CandidateEvaluator(
+        problem,
+        sandbox,
+        cfg.data_dir,
+        _run_data_seed(archive, run_id),
+        keys=[llm_cfg.api_key, *(m.api_key for m in llm_cfg.models)],
+    )
+    if evaluator.opt_state is not None:  # a GEPA script's: what a resumed run evaluated already
+        evaluator.opt_state.restore(archive.programs(run_id, pending=False))
     ctl = Controller(
         archive,
         run_id,
         cfg,
         problem,
-        CandidateEvaluator(
-            problem,
-            sandbox,
-            cfg.data_dir,
-            _run_data_seed(archive, run_id),
-            keys=[llm_cfg.api_key, *(m.api_key for m in llm_cfg.models)],
-        ),
+        evaluator,
         llm,
         observer,
         prompts,

@@ -10,8 +10,9 @@
    sandbox binds it alone, and a sandbox's interpreter has nothing else. Two exceptions,
    each named in INSIDE_ALSO: records.py imports numpy at first need (an array travels
    only where the problem imported numpy already), and the stand-in `openevolve`
-   package (inside/openevolve_compat/) and the stand-in `shinka` package
-   (inside/shinka_compat/) import themselves under their own names.
+   package (inside/openevolve_compat/), the stand-in `shinka` package
+   (inside/shinka_compat/) and the stand-in `gepa` package with its `evolve` front
+   (inside/gepa_compat/) import themselves under their own names.
 4. Arrows between the two packages run one way, from the loop down to what runs
    candidates: nothing under evaluators/ imports evolve. They meet at the protocol,
    evaluators/sandbox.py (the request, the result, the Status vocabulary, the Sandbox
@@ -41,9 +42,12 @@ INSIDE = "evaluators.inside"
 TEMPLATES = "prompts"  # the prompt templates' package
 STAND_IN = "evaluators.inside.openevolve_compat"  # the `openevolve` package, for evaluators
 SHINKA_STAND_IN = "evaluators.inside.shinka_compat"  # the `shinka` package, for evaluators
+GEPA_STAND_IN = "evaluators.inside.gepa_compat"  # the `gepa` package, for GEPA scripts
 INSIDE_ALSO = {  # beyond the stdlib and the siblings
     "evaluators.inside.records": {"numpy"},
     "evaluators.inside.levi_score": {"levi_folder"},  # its sibling, by the name it runs under
+    # the stand-in `gepa` package (gepa_compat/), which it puts on its own path first
+    "evaluators.inside.gepa_score": {"gepa", "gepa.optimize_anything"},
 }
 
 
@@ -158,6 +162,7 @@ def inside_violations(names: dict[str, set[str]]) -> list[str]:
             continue
         allowed = INSIDE_ALSO.get(mod, set()) | ({"openevolve"} if under(mod, STAND_IN) else set())
         allowed |= {"shinka"} if under(mod, SHINKA_STAND_IN) else set()
+        allowed |= {"gepa"} if under(mod, GEPA_STAND_IN) else set()
         for t in sorted(names[mod]):
             top = t.split(".")[0]
             if top in sys.stdlib_module_names or under(t, INSIDE) or top in allowed:

@@ -317,7 +317,7 @@ def run(req: dict) -> dict:
         from evaluators.inside.caches import prepare_cargo
 
         prepare_cargo(req["problem_dir"])
-    if req.get("fmt") in ("shinka", "levi"):
+    if req.get("fmt") in ("shinka", "levi", "gepa"):
         _release_worker()
         return _run_shinka(req, program, root, bool(paths))
     if req.get("fmt", "native") != "native":
@@ -533,17 +533,21 @@ def _run_openevolve(req: dict, program: str, root: str, is_tree: bool) -> dict:
 def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
     """A ShinkaEvolve-format evaluate.py in a private copy of its folder, started as
     ShinkaEvolve starts it (shinka_run.py), after this process confined itself; a LEVI
-    folder's problem.py the same way, through levi_score.py (LEVI's own scoring)."""
+    folder's problem.py the same way, through levi_score.py (LEVI's own scoring), and a GEPA
+    script through gepa_score.py (its optimize_anything call intercepted)."""
     failure, limits = None, req.get("limits", {})
-    levi = req.get("fmt") == "levi"
+    levi, gepa = req.get("fmt") == "levi", req.get("fmt") == "gepa"
     try:
         _provide_kit()  # the `evaluators` package, wherever this harness lies
-        from evaluators.inside import levi_score
+        from evaluators.inside import gepa_score, levi_score
         from evaluators.inside import openevolve_run as oe
         from evaluators.inside import shinka_run as sh
 
-        script = levi_score.SCRIPT if levi else sh.EVALUATE
+        script = levi_score.SCRIPT if levi else gepa_score.SCRIPT if gepa else sh.EVALUATE
         needed = "problem.py" if levi else sh.EVALUATE
+        if gepa:  # the script's path in the folder, as the loader set it
+            needed = os.path.normpath(os.environ.get(gepa_score.SCRIPT_ENV, "main.py"))
+            needed = "main.py" if needed.startswith(("/", "..")) else needed
         workdir = oe.private_copy(req["problem_dir"], root)
         if not os.path.isfile(os.path.join(workdir, needed)):
             failure = _failure(SANDBOX_ERROR, f"no {needed} in {req['problem_dir']}")
@@ -563,6 +567,8 @@ def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
         return _from_exception(e, program, limits)
     if levi:
         return levi_score.to_result(out, OK, INVALID, RUNTIME_ERROR)
+    if gepa:
+        return gepa_score.to_result(out, OK, INVALID, RUNTIME_ERROR)
     return sh.to_result(out, OK, INVALID, RUNTIME_ERROR)
 
 

@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     folder = getattr(args, "problem_dir", None)
-    if folder is not None and not Path(folder).is_dir():  # before the command's imports
+    path = Path(folder) if folder is not None else None
+    script = path is not None and path.suffix == ".py" and path.is_file()  # a GEPA script
+    if path is not None and not script and not path.is_dir():  # before the command's imports
         return _fail(args, f"{folder}: no such problem folder")
     _sweep()
     try:

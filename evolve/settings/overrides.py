@@ -21,6 +21,7 @@ class Overrides:
     memory_mb: int | None = None  # one evaluation's memory limit
     config: str | None = None  # an OpenEvolve folder's config file, instead of config.yaml
     strict_config: bool = False  # unknown config.yaml keys are errors, not warnings
+    sandbox: str | None = None  # where a GEPA script's call is captured (--sandbox)
 
     @classmethod
     def from_args(cls, args: Any) -> Overrides:
@@ -34,6 +35,7 @@ class Overrides:
             memory_mb=getattr(args, "memory_mb", None),
             config=getattr(args, "config", None),
             strict_config=bool(getattr(args, "strict_config", False)),
+            sandbox=getattr(args, "sandbox", None),
         )
 
     def absolute(self) -> Overrides:
