@@ -100,6 +100,7 @@ class CandidateEvaluator:
             data_seed=self.data_seed,
             tools=self.problem.tools,
             crates=self.crates,
+            benchmark=self.problem.benchmark,
         )
         if self.problem.fmt != "openevolve":
             return req
