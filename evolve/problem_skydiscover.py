@@ -81,7 +81,10 @@ def load_skydiscover(root: Path, shown: Path, ov: Overrides, read_seed: SeedRead
     script = (bench / SCRIPT).read_text(encoding="utf-8", errors="replace")
     same = mode_ignored(script)
     try:
-        env = {**(plan.env if plan else {}), **resolve_env(cfg.evolve.env, f"{cfg_path}: evolve.env")}
+        env = {
+            **(plan.env if plan else {}),
+            **resolve_env(cfg.evolve.env, f"{cfg_path}: evolve.env"),
+        }
     except SettingsError as e:
         raise ProblemError(str(e)) from None
     notices = [*read.notices, *(plan.notes if plan else ())]
@@ -129,9 +132,9 @@ def load_skydiscover(root: Path, shown: Path, ov: Overrides, read_seed: SeedRead
         config_file=read.path,
         notices=tuple(notices),
         max_code_bytes=cfg.max_code_length or 64 * 1024,
-        edit_format=None if cfg.diff_based_evolution is None else (
-            "diff" if cfg.diff_based_evolution else "full"
-        ),
+        edit_format=None
+        if cfg.diff_based_evolution is None
+        else ("diff" if cfg.diff_based_evolution else "full"),
         whole_file=not find_blocks(seed_code),  # SkyDiscover rewrites an unmarked seed whole
         benchmark=EVALUATOR_DIR,
         test_is_train=same,

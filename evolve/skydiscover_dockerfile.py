@@ -96,6 +96,17 @@ def _run_ok(command: str) -> bool:
     return True
 
 
+def _pip_packages(command: str) -> list[str]:
+    """The packages a lone `pip install PKG ...` names (not a requirements file)."""
+    pip = _PIP.match(command.strip())
+    if pip is None or re.search(r"&&|;|\|", command):
+        return []
+    words = shlex.split(pip.group(1))
+    if any(w.startswith("-") and not w.startswith("--no-cache") for w in words):
+        return []
+    return [w for w in words if not w.startswith("-")]
+
+
 def _copy_ok(args: str) -> bool:
     """COPY of the folder's own files into /benchmark (the folder is shown there)."""
     words = [w for w in _words(args) if not w.startswith("--chown") and w != "--link"]
@@ -141,6 +152,12 @@ def read_dockerfile(path: Path, shown: Path) -> DockerPlan:
             if not _copy_ok(args):
                 raise refuse(f"only a COPY of the folder's own files to {WORKDIR} is supported")
         elif word == "RUN":
+            packages = _pip_packages(args)
+            if packages:
+                raise refuse(
+                    "evolve installs only evaluator/requirements.txt (as any folder's "
+                    f"requirements): list {' '.join(packages)} there"
+                )
             if not _run_ok(args):
                 raise refuse(
                     "evolve's sandbox runs no build commands; only `pip install -r "

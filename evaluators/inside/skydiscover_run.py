@@ -131,7 +131,7 @@ def to_result(out: Outcome, ok: str, runtime_error: str, timeout: str) -> dict:
         str(k): float(v) for k, v in (data.get("metrics") or {}).items() if _number(v)
     } if isinstance(data.get("metrics"), dict) else {}  # fmt: skip
     raw = data.get("artifacts")
-    for k, v in (raw.items() if isinstance(raw, dict) else ()):
+    for k, v in raw.items() if isinstance(raw, dict) else ():
         artifacts[str(k)] = v if isinstance(v, str) else json.dumps(v, default=str)
     result["metrics"] = metrics
     status = data.get("status", "error")

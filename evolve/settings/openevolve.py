@@ -208,9 +208,22 @@ class OpenEvolveConfig(OESection):
 
     def skydiscover_keys(self) -> list[str]:
         """The SkyDiscover keys this file sets (its cascade defaults then apply)."""
-        named = [k for k in ("diff_based_generation", "max_solution_length") if getattr(self, k) is not None]
+        named = [
+            k
+            for k in ("diff_based_generation", "max_solution_length")
+            if getattr(self, k) is not None
+        ]
         named += [k for k in ("search", "agentic") if getattr(self, k).model_fields_set]
         return named
 
 
-SECTIONS = ("llm", "prompt", "database", "evaluator", "evolution_trace", "evolve", "search", "agentic")
+SECTIONS = (
+    "llm",
+    "prompt",
+    "database",
+    "evaluator",
+    "evolution_trace",
+    "evolve",
+    "search",
+    "agentic",
+)

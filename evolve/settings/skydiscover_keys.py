@@ -8,7 +8,7 @@ unchanged; evolve/problem_skydiscover_keys.py applies the honoured ones.
 
 from __future__ import annotations
 
-DASHBOARD = "SkyDiscover's live dashboard: evolve has `evolve web` and its archive"
+DASHBOARD = "SkyDiscover's live dashboard: evolve has `evolve ui` and its archive"
 HUMAN = "evolve takes no human feedback file during a run"
 AGENT_LIMITS = "the agent proposer's limits are --agent-* flags"
 
