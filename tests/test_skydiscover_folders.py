@@ -249,3 +249,27 @@ def test_a_scripted_run_scores_by_evaluate_sh_and_rescores_on_test(tmp_path):
     ]
     assert [t for _, _, score, t in rows if score == 1.0] == [1.0]  # re-scored by `test`
     assert "Pick the k largest values." in srv.requests[0]["messages"][0]["content"]
+
+
+@pytest.mark.parametrize(
+    "stdout, status, score, error",
+    [
+        ('{"status": "success", "combined_score": 0.5}', "ok", 0.5, None),
+        ('{"status": "success", "combined_score": 0.1, "metrics": {"combined_score": 0.7}}',
+         "ok", 0.7, None),  # SkyDiscover stores the metrics' combined_score when present
+        ('{"status": "timeout", "combined_score": 0.0, "metrics": {"x": 1}}', "timeout", None,
+         "evaluate.sh reported status 'timeout'"),
+        ('{"status": "success", "combined_score": "NaN"}', "runtime_error", None,
+         "evaluate.sh's combined_score is 'NaN', expected a number"),
+        ("[1, 2]", "runtime_error", None, "evaluate.sh printed no JSON object on stdout"),
+    ],
+)  # fmt: skip
+def test_the_json_is_read_as_skydiscover_reads_it(stdout, status, score, error):
+    from evaluators.inside import skydiscover_run as sd
+
+    got = sd.to_result(sd.Outcome(0, stdout, ""), "ok", "runtime_error", "timeout")
+    assert (got["status"], got["score"]) == (status, score), got
+    if error:
+        assert got["artifacts"]["error"].startswith(error)
+    if status == "timeout":
+        assert got["metrics"] == {"x": 1.0}  # kept, as SkyDiscover keeps them
