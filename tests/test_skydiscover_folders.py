@@ -273,3 +273,36 @@ def test_the_json_is_read_as_skydiscover_reads_it(stdout, status, score, error):
         assert got["artifacts"]["error"].startswith(error)
     if status == "timeout":
         assert got["metrics"] == {"x": 1.0}  # kept, as SkyDiscover keeps them
+
+
+def test_the_local_sandbox_shows_evaluator_at_benchmark_read_only(tmp_path):
+    from evaluators.local.sandbox import LocalSandbox
+    from evaluators.sandbox import EvalRequest, Limits, Status
+
+    writes = (
+        "import pathlib\n"
+        "pathlib.Path('/benchmark/values.json').write_text('{}')\n"  # the candidate's try
+        "def pick(values, k):\n    return sorted(range(len(values)), key=values.__getitem__)[-k:]\n"
+    )
+    sb = LocalSandbox()
+    try:
+        results = [
+            sb.evaluate(
+                EvalRequest(
+                    problem_dir=str(FIXTURE),
+                    program_code=code,
+                    program_name="initial_program.py",
+                    split="train",
+                    fmt="skydiscover",
+                    limits=Limits(timeout_s=60),
+                    env={"PICK_K": "3"},
+                    benchmark="evaluator",
+                )
+            )
+            for code in (BEST, writes)
+        ]
+    finally:
+        sb.close()
+    assert (results[0].status, results[0].score) == (Status.OK, 1.0), results[0].artifacts
+    assert results[1].status == Status.RUNTIME_ERROR  # /benchmark is read-only to it
+    assert (FIXTURE / "evaluator" / "values.json").read_text().startswith('{"train"')
