@@ -155,6 +155,11 @@ def with_keys(problem: Problem, cfg: OpenEvolveConfig, shown: Path) -> Problem:
     return replace(problem, notices=(*problem.notices, line))
 
 
+def held_out_note(problem: Problem) -> str | None:
+    """What the run page says of held-out scores (None: they are independent)."""
+    return NOT_INDEPENDENT if problem.test_is_train else None
+
+
 def describe_lines(problem: Problem) -> list[str]:
     """`evolve check`'s lines: how candidates are scored."""
     bench = problem.root / EVALUATOR_DIR

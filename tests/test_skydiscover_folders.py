@@ -134,6 +134,28 @@ def test_a_script_that_ignores_its_mode_is_said_to(tmp_path):
     assert "held-out scores are not independent" in r.stdout + r.stderr
 
 
+def test_the_run_page_says_held_out_scores_are_not_independent(tmp_path):
+    from starlette.testclient import TestClient
+
+    from evolve.web.app import make_app
+    from tests.cli_helpers import run_args
+    from tests.scripted_llm import ScriptedLLM
+
+    folder = copy(tmp_path)
+    script = folder / "evaluator" / "evaluate.sh"
+    script.write_text(script.read_text().replace('MODE="${2:-train}"', "MODE=train"))
+    runs = tmp_path / "runs"
+    with ScriptedLLM.from_list([f"Best.\n\n```python\n{BEST}```\n"]) as srv:
+        r = evolve(*run_args(srv.base_url, runs, "--sandbox", "local", "--parallel", "1", "--tune-evals", "0",
+                             problem=folder, iterations=1), timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "held-out scores are not independent" in r.stderr  # said when the run starts
+    client = TestClient(make_app(runs))
+    (run,) = client.get("/api/runs").json()
+    page = client.get(f"/runs/{run['run_id']}").text
+    assert 'id="held-out-note"' in page and "held-out scores are not independent" in page
+
+
 @pytest.mark.parametrize(
     "line, named",
     [
