@@ -14,7 +14,9 @@ empty HOME. Per folder:
   with evaluator/ at /benchmark as its working directory, stdout's one JSON object's
   combined_score when status is success. SkyDiscover's own path builds evaluator/Dockerfile
   (FROM python:3.12-slim), which no registry serves offline, so the script runs here
-  under bubblewrap binding evaluator/ at /benchmark, on this Python.
+  under bubblewrap binding evaluator/ at /benchmark, on this Python or --peer-python's
+  (a venv with the folders' evaluator/requirements.txt). Run --peer-runs times (5): a seed
+  that draws unseeded random numbers (txn_scheduling's) scores within that spread.
 - check: `evolve check FOLDER --sandbox local`.
 - local / docker: `evolve eval FOLDER SEED --json --sandbox local|docker`.
 - run3: `evolve run FOLDER --iterations 3 --sandbox local` against tests/scripted_llm.py,
@@ -80,7 +82,8 @@ class Bench:
         if bwrap is None:
             return Cell(error="no bwrap: cannot show evaluator/ at /benchmark")
         env = clean_env()
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        python = Path(self.args.peer_python or sys.executable).parent  # its `python`
+        env["PATH"] = f"{python}{os.pathsep}{env.get('PATH', '')}"
         cmd = [bwrap, "--dev-bind", "/", "/", "--ro-bind", str(folder / "evaluator"),
                "/benchmark", "--chdir", "/benchmark", "bash", "/benchmark/evaluate.sh",
                str(folder / "initial_program.py"), "train"]  # fmt: skip
@@ -169,7 +172,7 @@ class Bench:
     def row(self, rel: str) -> dict:
         print(f"{rel} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
-        refs = [self.peer(rel) for _ in range(2)]
+        refs = [self.peer(rel) for _ in range(self.args.peer_runs)]
         docker = Cell(skipped="--no-docker") if self.args.no_docker else self.eval(rel, "docker")
         ours = {"local": self.eval(rel, "local"), "docker": docker}
         v, why = verdict(refs, ours, "SkyDiscover")
@@ -200,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", default=None, help="these folders (paths in DIR)")
     p.add_argument("--every", action="store_true", help="every evaluator/evaluate.sh folder")
     p.add_argument("--no-docker", action="store_true", help="leave the Docker column out")
+    p.add_argument("--peer-python", help="the peer column's Python (with the folders' "
+                   "evaluator/requirements.txt installed); default: this one")  # fmt: skip
+    p.add_argument("--peer-runs", type=int, default=5,
+                   help="peer runs per folder: their spread is a random seed's noise")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600, help="per peer/check/eval call")
     p.add_argument("--run-timeout", type=float, default=900, help="per three-iteration run")
     args = p.parse_args(argv)
