@@ -69,6 +69,8 @@ class RunConfig:
     agent_tokens: int | None = _d("agent_tokens")  # tokens per agent iteration; None: no cap
     agent_protocol: str = _d("agent_protocol")  # text | native
     agent_timeout_s: float = _d("agent_timeout")  # --proposer command: seconds per run
+    agent_memory_mb: int = _d("agent_memory_mb")  # --proposer command: its cgroup's memory
+    agent_procs: int = _d("agent_procs")  # --proposer command: its processes at once
     agent_network: bool = _d("agent_network")  # --proposer command may reach the network
     agent_env: tuple[str, ...] = _d("agent_env")  # --proposer command: variables passed (names)
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from evolve.agent import command_cost, confine
+from evolve.agent.command_limits import CommandResources
 from evolve.agent.command_run import CommandRun, run_command
 from evolve.agent.command_spec import COMMAND_MODEL, command_argv, task_argv
 from evolve.agent.command_task import task_text
@@ -121,6 +122,8 @@ async def _run(ctl: Host, it: int) -> tuple[LlmCall, ProgramRow]:
             timeout_s=ctl.cfg.agent_timeout_s,
             network=ctl.cfg.agent_network,
             env_names=ctl.cfg.agent_env,
+            resources=CommandResources(ctl.cfg.agent_memory_mb, ctl.cfg.agent_procs),
+            slot=it,
         )
         got = harvest(work, ctl.problem, files, task)
     finally:
@@ -154,6 +157,7 @@ def _store(
     if not usage.reported and ctl.cfg.budget_usd is not None:
         ctl.observer.note(f"iteration {it}: the command reported no cost; --budget-usd misses it")
     outcome = {"code": code, "reason": reason, "evals": evals, "returncode": run.returncode}
+    outcome |= {"oom_killed": run.pressure.oom_killed, "procs_capped": run.pressure.procs_capped}
     call = LlmCall(
         run_id=ctl.run_id, iteration=it, island=island, model=COMMAND_MODEL,
         edit_format=ctl.cfg.edit_format, prompt=[{"role": "user", "content": task}],

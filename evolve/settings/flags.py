@@ -287,6 +287,15 @@ class Settings(Section):
     agent_timeout: Seconds = _flag(
         1800.0, "--proposer command: seconds a command may run per iteration (default {default})"
     )
+    agent_memory_mb: Annotated[int, Field(ge=64)] = _flag(
+        4096,
+        "--proposer command: memory the command and its processes may use together, its "
+        "/tmp included; past it the kernel kills it and the iteration says so (default {default})",
+        "MB",
+    )
+    agent_procs: Annotated[int, Field(ge=4, le=100_000)] = _flag(
+        512, "--proposer command: processes the command may run at once (default {default})", "N"
+    )
     agent_network: bool = _flag(
         False, "--proposer command: let the command reach the network (a hosted agent's API)"
     )
