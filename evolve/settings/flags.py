@@ -279,10 +279,12 @@ class Settings(Section):
         "not asked and the working copy is handed in (default: no cap)",
         "N",
     )
-    agent_protocol: Literal["text", "native"] = _flag(
-        "text",
+    agent_protocol: Literal["auto", "text", "native"] = _flag(
+        "auto",
         "--proposer agent: tools as a plain-text ACTION block in the reply (any endpoint, "
-        "small models) or as native tool calls (endpoints that take `tools`) (default {default})",
+        "small models), as native tool calls (endpoints that take `tools`), or auto: native "
+        "where the run's first answers show the endpoint takes them, else text "
+        "(default {default})",
     )
     agent_timeout: Seconds = _flag(
         1800.0, "--proposer command: seconds a command may run per iteration (default {default})"
