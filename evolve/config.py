@@ -67,8 +67,10 @@ class RunConfig:
     agent_turns: int = _d("agent_turns")  # model turns per agent iteration
     agent_evals: int = _d("agent_evals")  # train evaluations per agent iteration
     agent_tokens: int | None = _d("agent_tokens")  # tokens per agent iteration; None: no cap
-    agent_protocol: str = _d("agent_protocol")  # text | native
+    agent_protocol: str = _d("agent_protocol")  # auto | text | native
     agent_timeout_s: float = _d("agent_timeout")  # --proposer command: seconds per run
+    agent_memory_mb: int = _d("agent_memory_mb")  # --proposer command: its cgroup's memory
+    agent_procs: int = _d("agent_procs")  # --proposer command: its processes at once
     agent_network: bool = _d("agent_network")  # --proposer command may reach the network
     agent_env: tuple[str, ...] = _d("agent_env")  # --proposer command: variables passed (names)
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
@@ -136,7 +138,10 @@ class RunConfig:
             (self.agent_turns >= 1, "--agent-turns must be >= 1"),
             (self.agent_evals >= 0, "--agent-evals must be >= 0"),
             (self.agent_tokens is None or self.agent_tokens >= 1, "--agent-tokens must be >= 1"),
-            (self.agent_protocol in ("text", "native"), "--agent-protocol must be text or native"),
+            (
+                self.agent_protocol in ("auto", "text", "native"),
+                "--agent-protocol must be auto, text or native",
+            ),
         ]
         for ok, msg in checks:
             if not ok:

@@ -13,6 +13,10 @@ symlink           plant a symlink to a fixed file; edit nothing else
 fixed             edit a fixed line (outside the EVOLVE-BLOCK)
 newfile           make a file outside the evolving set
 slow              sleep for an hour (the deadline kills it)
+bodies B... SAY   for each body B: set f's body to it and call evolve-eval; then print SAY
+                  on stdout and stderr, and a Claude-like result
+alloc MB          edit, then touch MB megabytes of memory
+fork N            edit, start up to N sleeping children, write how many started
 """
 
 from __future__ import annotations
@@ -95,6 +99,31 @@ def main() -> None:
         set_body("return x + 7", [])
         with open("other.py", "w") as f:
             f.write("x = 1\n")
+    elif mode == "bodies":
+        *bodies, say = args
+        for body in bodies:
+            set_body(body, [])
+            evaluate()
+        print(say, file=sys.stderr)
+        print(say)
+        result = {"type": "result", "total_cost_usd": 0.25}
+        print(json.dumps(result | {"usage": {"input_tokens": 1000, "output_tokens": 200}}))
+    elif mode == "alloc":
+        set_body("return x + 7", [])
+        hog = bytearray(int(args[0]) * 2**20)
+        for i in range(0, len(hog), 4096):
+            hog[i] = 1
+        set_body("return x + 7", ["allocated all"])
+    elif mode == "fork":
+        children = []
+        for _ in range(int(args[0])):
+            try:
+                children.append(subprocess.Popen(["sleep", "60"]))
+            except OSError:
+                break
+        set_body("return x + 7", [f"started {len(children)}"])
+        for c in children:
+            c.kill()
     elif mode == "slow":
         set_body("return x + 7", [])
         time.sleep(3600)

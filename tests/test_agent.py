@@ -66,6 +66,7 @@ def run(problem: Path, srv: ScriptedLLM, tmp_path: Path, **kw):
         "repair_attempts": 0,
         "llm_parallel": 1,
         "proposer": "agent",
+        "agent_protocol": "text",  # the default (auto) has its own tests: test_agent_auto.py
         **kw,
     }
     return evolve.run(problem, **settings)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import evolve
+from evaluators.local import cgroups
 from evolve.agent import command_cost
 from evolve.agent.command_spec import check_proposer, task_argv
 from evolve.archive import Archive
@@ -248,3 +249,62 @@ def test_the_commands_candidate_and_evolve_eval_go_through_docker(
     assert (summary.status, summary.best_score) == ("finished", 0.0)
     status, code, _ = child(tmp_path)
     assert status == "ok" and "eval 0: evaluation on the training data: | status: ok" in code
+
+
+def test_a_command_past_its_memory_is_killed_and_the_reason_stored(tmp_path):
+    if cgroups.layout() is None:
+        pytest.skip("no cgroups here (not root): the address-space fallback holds it")
+    run(toy(tmp_path), tmp_path, agent("alloc", "400"), agent_memory_mb=128)
+    status, code, _ = child(tmp_path)
+    assert status == "ok" and "allocated all" not in code  # its edit before the kill is kept
+    (reply,) = rows(tmp_path, "SELECT reply FROM llm_calls")[0]
+    outcome = json.loads(reply)
+    assert outcome["oom_killed"] is True and outcome["returncode"] != 0
+    assert "killed for memory: it used more than --agent-memory-mb 128" in outcome["reason"]
+
+
+def test_a_command_within_its_memory_runs_to_the_end(tmp_path):
+    run(toy(tmp_path), tmp_path, agent("alloc", "32"), agent_memory_mb=256)
+    status, code, _ = child(tmp_path)
+    assert status == "ok" and "allocated all" in code
+
+
+def test_a_fork_happy_command_is_capped(tmp_path):
+    if cgroups.layout() is None:
+        pytest.skip("no cgroups here (not root): RLIMIT_NPROC holds it")
+    run(toy(tmp_path), tmp_path, agent("fork", "100"), agent_procs=20)
+    _, code, _ = child(tmp_path)
+    started = int(code.split("# started ")[1].split("\n")[0])
+    assert 5 <= started < 20  # its python, evolve's namespace init and the cap's slack
+    (reply,) = rows(tmp_path, "SELECT reply FROM llm_calls")[0]
+    outcome = json.loads(reply)
+    assert outcome["procs_capped"] is True and "refused at --agent-procs" in outcome["reason"]
+
+
+def test_without_cgroups_an_address_space_limit_holds_the_command(tmp_path):
+    import asyncio
+
+    from evolve.agent import confine
+    from evolve.agent.command_limits import CommandResources
+    from evolve.agent.command_run import run_command
+
+    hog = "bytearray(3000 * 2**20); print('allocated')"
+    (tmp_path / "w").mkdir()
+    (tmp_path / "t").mkdir()
+
+    async def answer() -> str:
+        return ""
+
+    def go(memory_mb: int):
+        return asyncio.run(
+            run_command(
+                confine.check(), [sys.executable, "-c", hog], tmp_path / "w", tmp_path / "t",
+                answer, timeout_s=60, network=False, env_names=(),
+                resources=CommandResources(memory_mb, 64), slot=0, cgroup=False,
+            )
+        )  # fmt: skip
+
+    held = go(256)  # 2 x 256 + 1024 MB of address space: the allocation fails
+    assert held.returncode == 1 and "MemoryError" in held.stderr_tail
+    assert not held.pressure.oom_killed
+    assert go(4096).stdout.strip() == "allocated"  # 9 GB of address space: it fits

@@ -15,13 +15,15 @@ import tempfile
 from pathlib import Path
 
 from evolve.agent import command_cost, confine
+from evolve.agent.command_limits import CommandResources
 from evolve.agent.command_run import CommandRun, run_command
 from evolve.agent.command_spec import COMMAND_MODEL, command_argv, task_argv
 from evolve.agent.command_task import task_text
+from evolve.agent.command_view import MAX_EVAL_CALLS_KEPT, OUTPUT_TAIL, eval_call
 from evolve.agent.command_workspace import Harvest, harvest, lay_out, parent_files
 from evolve.agent.host import Host
 from evolve.agent.iteration import evaluate_on_train, parent_code
-from evolve.agent.tools import outcome_text
+from evolve.agent.tools import cut, outcome_text
 from evolve.archive import LlmCall, ProgramRow, Status
 from evolve.candidates import agent_row
 from evolve.proposal import NoParent
@@ -84,8 +86,15 @@ async def _run(ctl: Host, it: int) -> tuple[LlmCall, ProgramRow]:
     marker.touch()
     evals = 0
     held_out_safe = ctl._cascade_is_train()
+    calls: list[dict] = []  # each evolve-eval as the page shows it (command_view.py)
 
     async def answer() -> str:
+        said = await _answer()
+        if len(calls) < MAX_EVAL_CALLS_KEPT:
+            calls.append(eval_call(said, evaluated=said.startswith("evaluation on")))
+        return said
+
+    async def _answer() -> str:
         nonlocal evals
         if not held_out_safe:
             return "evolve-eval is off for this problem (its cascade reads held-out data)\n"
@@ -121,12 +130,15 @@ async def _run(ctl: Host, it: int) -> tuple[LlmCall, ProgramRow]:
             timeout_s=ctl.cfg.agent_timeout_s,
             network=ctl.cfg.agent_network,
             env_names=ctl.cfg.agent_env,
+            resources=CommandResources(ctl.cfg.agent_memory_mb, ctl.cfg.agent_procs),
+            slot=it,
         )
         got = harvest(work, ctl.problem, files, task)
     finally:
         ctl.stats.llm_in_flight -= 1
         shutil.rmtree(base, ignore_errors=True)
-    call = _store(ctl, it, island, parent.program_id, task, run, got.code, _reason(run, got), evals)
+    reason = _reason(run, got)
+    call = _store(ctl, it, island, parent.program_id, task, run, got.code, reason, evals, calls)
     marker.unlink(missing_ok=True)
     return call, parent
 
@@ -149,11 +161,16 @@ def _store(
     code: str | None,
     reason: str,
     evals: int,
+    calls: list[dict],
 ) -> LlmCall:
     usage = command_cost.parse(run.stdout)
     if not usage.reported and ctl.cfg.budget_usd is not None:
         ctl.observer.note(f"iteration {it}: the command reported no cost; --budget-usd misses it")
-    outcome = {"code": code, "reason": reason, "evals": evals, "returncode": run.returncode}
+    outcome: dict[str, object] = {"code": code, "reason": reason, "evals": evals}
+    outcome["returncode"] = run.returncode
+    outcome |= {"oom_killed": run.pressure.oom_killed, "procs_capped": run.pressure.procs_capped}
+    outcome |= {"eval_calls": calls, "stdout_tail": cut(run.stdout, OUTPUT_TAIL, tail=True)}
+    outcome |= {"stderr_tail": run.stderr_tail}
     call = LlmCall(
         run_id=ctl.run_id, iteration=it, island=island, model=COMMAND_MODEL,
         edit_format=ctl.cfg.edit_format, prompt=[{"role": "user", "content": task}],

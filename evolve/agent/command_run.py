@@ -12,7 +12,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from evolve.agent import confine
+from evolve.agent import command_limits, confine
+from evolve.agent.command_limits import CommandResources, Pressure
 from evolve.agent.eval_tool import Answer, EvalServer, install
 from evolve.agent.tools import cut
 
@@ -25,12 +26,17 @@ class CommandRun:
     stdout: str
     stderr_tail: str
     seconds: float
+    pressure: Pressure = Pressure()
+    memory_mb: int = 0
 
     @property
     def how(self) -> str:
+        if self.pressure.oom_killed:
+            return f"was killed for memory: it used more than --agent-memory-mb {self.memory_mb}"
         if self.returncode is None:
             return "was stopped at its deadline (--agent-timeout)"
-        return f"exited with status {self.returncode}"
+        capped = " (a fork was refused at --agent-procs)" if self.pressure.procs_capped else ""
+        return f"exited with status {self.returncode}{capped}"
 
 
 def _tail(path: Path, chars: int) -> str:
@@ -50,13 +56,19 @@ async def run_command(
     timeout_s: float,
     network: bool,
     env_names: tuple[str, ...],
+    resources: CommandResources,
+    slot: int,
+    cgroup: bool = True,
 ) -> CommandRun:
-    """Run `argv` confined in `workspace`; evolve-eval requests go to `answer`."""
+    """Run `argv` confined in `workspace`, in its own cgroups where this machine has them
+    (`cgroup` False: the rlimit fallback); evolve-eval requests go to `answer`."""
     from evaluators.local.seccomp_filter import filter_fd
 
     install(tools_dir, confine.TOOLS)
     out_path, err_path = tools_dir / "stdout", tools_dir / "stderr"
     started = time.monotonic()
+    held = command_limits.enforce(resources, slot, cgroup=cgroup)
+    pressure = Pressure()
     with ExitStack() as stack:
         seccomp = filter_fd() if confine.seccomp_ok() else None
         if seccomp is not None:
@@ -69,11 +81,13 @@ async def run_command(
             network=network,
             env_names=env_names,
             seccomp_fd=seccomp,
+            rlimits=tuple(held.rlimits),
         )
         out = stack.enter_context(open(out_path, "wb"))
         err = stack.enter_context(open(err_path, "wb"))
         async with EvalServer(tools_dir, answer):
             proc = await asyncio.create_subprocess_exec(
+                *held.join,
                 *c.argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=out,
@@ -91,11 +105,14 @@ async def run_command(
                 if proc.returncode is None:  # its deadline, or the run stops
                     _kill(proc.pid)
                     await proc.wait()
+                pressure = command_limits.release(held)
     return CommandRun(
         rc,
         _tail(out_path, 1_000_000),
         cut(_tail(err_path, TAIL_CHARS), TAIL_CHARS, tail=True),
         time.monotonic() - started,
+        pressure,
+        resources.memory_mb,
     )
 
 

@@ -74,8 +74,10 @@ def confined(
     network: bool,
     env_names: tuple[str, ...],
     seccomp_fd: int | None,
+    rlimits: tuple[str, ...] = (),
 ) -> Confined:
-    """The full command line and environment of one agent run."""
+    """The full command line and environment of one agent run; `rlimits`: prlimit options
+    beside the file size cap (the memory and process fallback, command_limits.py)."""
     ns = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
     ns += ["--unshare-user"]  # as root too: the command holds no capability on the host
     if not network:
@@ -96,7 +98,8 @@ def confined(
     out += ["--remount-ro", "/", "--chdir", WORKSPACE, "--hostname", "agent"]
     if seccomp_fd is not None:
         out += ["--seccomp", str(seccomp_fd)]
-    out += ["--", tool("prlimit"), f"--fsize={OUTPUT_MB * 2**20}", "--core=0", "--", *argv]
+    out += ["--", tool("prlimit"), f"--fsize={OUTPUT_MB * 2**20}", "--core=0", *rlimits]
+    out += ["--", *argv]
     env = {
         "PATH": f"{TOOLS}/bin:/usr/local/bin:/usr/bin:/bin",
         "HOME": WORKSPACE,

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from evaluators.sandbox import EvalResult
+from evolve.agent import auto_protocol
 from evolve.agent.host import Host
 from evolve.agent.protocol import agent_messages
 from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
@@ -16,6 +17,7 @@ from evolve.asking import Ask
 from evolve.candidates import agent_row
 from evolve.edits import normalized_hash
 from evolve.edits.bounds import reply_limit
+from evolve.llm import LLMError
 from evolve.llm.context_budget import TokenBudget
 from evolve.proposal import NoParent
 from evolve.run_errors import CallsSpent, RunAborted
@@ -47,6 +49,8 @@ async def agent_iteration(ctl: Host, it: int) -> None:
     candidate checked, evaluated and re-scored like a single call's."""
     stored = ctl.archive.agent_calls(ctl.run_id, it)
     messages: list[dict] = []
+    opening: list[dict] = []  # a new session's prompt, before the rules
+    turns, evals = ctl.cfg.agent_turns, ctl.cfg.agent_evals
     if stored:  # resumed: the same parent, prompt, model and temperature
         first = stored[0]
         parent = ctl._program(first.parent_id or "")
@@ -64,12 +68,14 @@ async def agent_iteration(ctl: Host, it: int) -> None:
         parent, fmt = proposal.parent, proposal.edit_format
         second = proposal.second.program_id if proposal.second else None
         choice = ctl.search.choose(0)
-        messages = agent_messages(
-            proposal.messages,
-            ctl.cfg.agent_protocol,
-            ctl.cfg.agent_turns,
-            ctl.cfg.agent_evals,
-        )
+        opening = proposal.messages
+    # read after the proposal waited for its slot: a session asked before may have decided
+    configured = ctl.cfg.agent_protocol
+    run_protocol = auto_protocol.decided(ctl.archive, ctl.run_id) if configured == "auto" else None
+    protocol = auto_protocol.of_session(configured, stored, run_protocol)
+    probe = configured == "auto" and run_protocol is None
+    if not stored:
+        messages = agent_messages(opening, "auto" if probe else protocol, turns, evals)
 
     async def ask(msgs: list[dict], turn: int, tools: list[dict] | None) -> LlmCall:
         async with ctl.asker.slot():
@@ -78,7 +84,11 @@ async def agent_iteration(ctl: Host, it: int) -> None:
                 raise TurnsStopped()
             seed = ctl.cfg.seed * 100003 + it * 16 + turn % 15
             a = Ask(it, island, parent.program_id, second, fmt, "agent", msgs, choice, seed, tools)
-            return await ctl.asker.ask(a)
+            call = await ctl.asker.ask(a)
+        if probe and (said := auto_protocol.verdict(call)) is not None:
+            why = "a tool was called" if said == "native" else "an ACTION line, no tool call"
+            auto_protocol.decide(ctl.archive, ctl.run_id, ctl.observer, it, said, why)
+        return call
 
     async def evaluate(code: str) -> EvalResult:
         return await evaluate_on_train(ctl, code)
@@ -91,24 +101,37 @@ async def agent_iteration(ctl: Host, it: int) -> None:
     cw = ctl.cfg.context_window
     window = TokenBudget.for_model(cw, ctl.cfg.max_tokens) if cw else None
     feedback = outcome_text(parent.status, parent.score, parent.metrics, parent.artifacts)
-    session = AgentSession(
-        Workspace(ctl.problem, parent_code(parent), fmt, ctl.notes, feedback),
-        AgentLimits(
-            ctl.cfg.agent_turns,
-            ctl.cfg.agent_evals,
-            reply_limit(ctl.problem.max_code_bytes),
-            window.prompt_tokens if window else None,
-            ctl.cfg.agent_tokens,
-        ),
-        ctl.cfg.agent_protocol,
-        ask,
-        evaluate,
-        lambda code: ctl._seen(normalized_hash(code, lang)),
-        held_out_safe=ctl._cascade_is_train(),
-        offload=offload,
-    )
+
+    def session(protocol: str) -> AgentSession:
+        return AgentSession(
+            Workspace(ctl.problem, parent_code(parent), fmt, ctl.notes, feedback),
+            AgentLimits(
+                ctl.cfg.agent_turns,
+                ctl.cfg.agent_evals,
+                reply_limit(ctl.problem.max_code_bytes),
+                window.prompt_tokens if window else None,
+                ctl.cfg.agent_tokens,
+            ),
+            protocol,
+            ask,
+            evaluate,
+            lambda code: ctl._seen(normalized_hash(code, lang)),
+            held_out_safe=ctl._cascade_is_train(),
+            offload=offload,
+        )
+
     try:
-        end = await session.run(messages, stored)
+        asked = session(protocol)
+        try:
+            end = await asked.run(messages, stored)
+        except LLMError as e:  # a probe's first request refused for its tools: ask in text
+            if not (probe and not stored and not asked.turns and auto_protocol.rejects_tools(e)):
+                raise
+            why = f"the endpoint refused tools: {str(e)[:200]}"
+            auto_protocol.decide(ctl.archive, ctl.run_id, ctl.observer, it, "text", why)
+            probe, protocol = False, "text"
+            messages = agent_messages(opening, protocol, turns, evals)
+            end = await session(protocol).run(messages, [])
     except TurnsStopped:
         raise CallsSpent() from None
     assert end.last_call is not None  # a session ends after at least one answered turn

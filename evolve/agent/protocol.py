@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from evolve.llm.answer import ToolCall, read_tool_reply
 
-PROTOCOLS = ("text", "native")
+PROTOCOLS = ("auto", "text", "native")  # auto: decided per run (auto_protocol.py)
 ACTIONS = ("list", "read", "evaluate", "submit")  # the text protocol's; native adds `edit`
 # The head of an action line; the rest is split by str methods. One character class, then a
 # word, then one class and a colon: linear in the line, whatever it holds (no nested repeats).
@@ -142,9 +142,24 @@ feedback), `edit` the working copy (an edit in the format asked for above), `eva
 the training data ({evals} evaluations in all), and `submit` it when it is done."""
 
 
+# A probe of --agent-protocol auto: the tools, and the text protocol where it has none
+AUTO_RULES = (
+    NATIVE_RULES
+    + """ If you cannot call tools, end each reply instead with one action line: \
+`ACTION: list`, `ACTION: read NAME`, `ACTION: evaluate` or `ACTION: submit`."""
+)
+_RULES = {"native": NATIVE_RULES, "auto": AUTO_RULES, "text": TEXT_RULES}
+
+
+def has_action(text: str) -> bool:
+    """Whether the text holds a text-protocol ACTION line."""
+    return any(_ACTION_HEAD.match(line) for line in text.splitlines())
+
+
 def agent_messages(messages: list[dict], protocol: str, turns: int, evals: int) -> list[dict]:
-    """The first turn's messages: a single call's prompt, its last message told the rules."""
-    rules = (NATIVE_RULES if protocol == "native" else TEXT_RULES).format(turns=turns, evals=evals)
+    """The first turn's messages: a single call's prompt, its last message told the rules
+    (`auto`: a probe's, both protocols')."""
+    rules = _RULES.get(protocol, TEXT_RULES).format(turns=turns, evals=evals)
     last = dict(messages[-1])
     last["content"] = f"{last.get('content') or ''}\n{rules}"
     return [*messages[:-1], last]

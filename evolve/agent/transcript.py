@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from evolve.agent.auto_protocol import of_session
+from evolve.agent.command_spec import COMMAND_MODEL
 from evolve.agent.protocol import parse_text, parse_turn
 from evolve.archive import ArchiveReader, LlmCall, ProgramRow
 
@@ -186,7 +188,8 @@ def read_evaluation(turn: int, result: str) -> AgentEvaluation | None:
 
 
 def _settings(reader: ArchiveReader, run_id: str) -> tuple[str, int | None]:
-    """The run's --agent-protocol and --agent-evals, as its stored config says."""
+    """The run's --agent-protocol and --agent-evals, as its stored config says (`auto`:
+    each session's own, auto_protocol.of_session)."""
     run = reader.run(run_id)
     config = run.config if run is not None else {}
     limit = config.get("agent_evals")
@@ -198,9 +201,10 @@ def of_program(reader: ArchiveReader, p: ProgramRow) -> Transcript | None:
     if p.edit_kind != "agent" or p.iteration <= 0:
         return None
     calls = reader.agent_turns(p.run_id, p.iteration)
-    if not calls:
+    if not calls or calls[-1].model == COMMAND_MODEL:  # a command's run: command_view.py
         return None
-    return build(calls, *_settings(reader, p.run_id))
+    protocol, limit = _settings(reader, p.run_id)
+    return build(calls, of_session(protocol, calls, None), limit)
 
 
 @dataclass(frozen=True)
@@ -220,12 +224,23 @@ def run_counts(reader: ArchiveReader, run_id: str) -> AgentCounts:
     by_iteration = reader.run_agent_turns(run_id)
     if not by_iteration:
         return AgentCounts()
-    settings = _settings(reader, run_id)
-    ts = [build(calls, *settings) for calls in by_iteration.values()]
+    protocol, limit = _settings(reader, run_id)
+    sessions = [c for c in by_iteration.values() if c[-1].model != COMMAND_MODEL]
+    commands = [c[-1] for c in by_iteration.values() if c[-1].model == COMMAND_MODEL]
+    ts = [build(calls, of_session(protocol, calls, None), limit) for calls in sessions]
     return AgentCounts(
-        len(ts),
-        sum(len(t.turns) for t in ts),
+        len(ts) + len(commands),
+        sum(len(t.turns) for t in ts) + len(commands),  # a command run is one call
         sum(t.tool_calls for t in ts),
-        sum(len(t.evaluations) for t in ts),
-        sum(t.tokens for t in ts),
+        sum(len(t.evaluations) for t in ts) + sum(_command_evals(c) for c in commands),
+        sum(t.tokens for t in ts) + sum(c.prompt_tokens + c.completion_tokens for c in commands),
     )
+
+
+def _command_evals(call: LlmCall) -> int:
+    """The evolve-eval evaluations a command's run made, as its stored outcome counts them."""
+    try:
+        n = json.loads(call.reply or "{}").get("evals")
+    except (ValueError, AttributeError):
+        return 0
+    return n if isinstance(n, int) and not isinstance(n, bool) else 0

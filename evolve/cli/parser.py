@@ -372,6 +372,8 @@ def _search_flags(run: Flags) -> None:
     for name in ("proposer", "agent_turns", "agent_evals", "agent_tokens", "agent_protocol"):
         _flag(run, name)
     _flag(run, "agent_timeout")
+    _flag(run, "agent_memory_mb")
+    _flag(run, "agent_procs")
     _flag(run, "agent_network")
     _flag(run, "agent_env", action="append")
 

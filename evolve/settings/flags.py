@@ -279,13 +279,24 @@ class Settings(Section):
         "not asked and the working copy is handed in (default: no cap)",
         "N",
     )
-    agent_protocol: Literal["text", "native"] = _flag(
-        "text",
+    agent_protocol: Literal["auto", "text", "native"] = _flag(
+        "auto",
         "--proposer agent: tools as a plain-text ACTION block in the reply (any endpoint, "
-        "small models) or as native tool calls (endpoints that take `tools`) (default {default})",
+        "small models), as native tool calls (endpoints that take `tools`), or auto: native "
+        "where the run's first answers show the endpoint takes them, else text "
+        "(default {default})",
     )
     agent_timeout: Seconds = _flag(
         1800.0, "--proposer command: seconds a command may run per iteration (default {default})"
+    )
+    agent_memory_mb: Annotated[int, Field(ge=64)] = _flag(
+        4096,
+        "--proposer command: memory the command and its processes may use together, its "
+        "/tmp included; past it the kernel kills it and the iteration says so (default {default})",
+        "MB",
+    )
+    agent_procs: Annotated[int, Field(ge=4, le=100_000)] = _flag(
+        512, "--proposer command: processes the command may run at once (default {default})", "N"
     )
     agent_network: bool = _flag(
         False, "--proposer command: let the command reach the network (a hosted agent's API)"

@@ -8,6 +8,7 @@ one line of text, never a traceback.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from urllib.parse import quote
 
@@ -151,7 +152,7 @@ def make_app(
 
     def api_program(request: Request) -> Response:
         detail = views.program_detail(reader, request.path_params["program_id"])
-        call, agent = detail["call"], detail["agent"]
+        call, agent, command = detail["call"], detail["agent"], detail["command"]
         return JSONResponse(
             {
                 **views.program_json(detail["program"], code=True),
@@ -160,6 +161,7 @@ def make_app(
                 "llm_call": render.finite(call.__dict__) if call is not None else None,
                 "proposal": render.finite(reader.proposal(detail["program"])),
                 "agent": render.finite(agent.to_json()) if agent is not None else None,
+                "command": render.finite(asdict(command)) if command is not None else None,
             }
         )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from evolve.agent import transcript
+from evolve.agent import command_view, transcript
 from evolve.archive import (
     BOARD_CAPTION,
     ArchiveReader,
@@ -146,7 +146,8 @@ def program_detail(reader: ArchiveReader, program_id: str) -> dict:
         "rejected": reader.rejected_calls(p.run_id, p.iteration) if p.iteration > 0 else [],
         "run": run,
         "children": reader.children(p.program_id),
-        "agent": transcript.of_program(reader, p),  # None: not made by an agent
+        "agent": transcript.of_program(reader, p),  # None: not made by an agent's turns
+        "command": command_view.of_program(reader, p),  # None: not by --proposer command
     }
 
 
