@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evaluators.sandbox import EvalResult, Sandbox, Status
@@ -129,6 +129,10 @@ def describe(problem: Problem) -> list[str]:
         if unread_configs(problem):
             others = ", ".join(unread_configs(problem))
             lines.append(f"  config files not read: {others} (pick one with --config FILE)")
+        if problem.fmt == "skydiscover":  # its defaults, not OpenEvolve's
+            from evolve.settings.skydiscover_keys import EVALUATOR_USES_IN_FOLDERS as sky
+
+            report = replace(report, honoured=tuple((k, sky.get(k, h)) for k, h in report.honoured))
         for key, how in report.honoured:
             lines.append(f"  {name}: {key}: {how}")
         for key, why in report.ignored:

@@ -77,6 +77,12 @@ def test_check_scores_the_seed_and_says_how(tmp_path):
     )
     assert "config.yaml: max_solution_length: largest candidate in bytes" in text
     assert "config.yaml: ignored monitor: SkyDiscover's live dashboard" in text
+    # its defaults are SkyDiscover's (EvaluatorConfig.timeout 360 @59643ef), not OpenEvolve's
+    assert (
+        "evaluator.timeout: wall-clock limit of one evaluation, seconds (--timeout; "
+        "default 360 as SkyDiscover)" in text
+    )
+    assert "300 as OpenEvolve" not in text
     assert f"score {round(SEED_TRAIN, 4)}" in text or f"score {SEED_TRAIN:.6g}" in text, text
     assert "not independent" not in text
 
