@@ -314,9 +314,19 @@ def score_inside(script: Path, program: str, tmp_path: Path, *python: str) -> di
     (tmp_path / "cand.py").write_text(program)
     results = tmp_path / "results"
     subprocess.run(
-        [sys.executable, *python, gepa_score.SCRIPT, "--program_path", str(tmp_path / "cand.py"),
-         "--results_dir", str(results)],
-        cwd=script.parent, env=env(GEPA_SCRIPT=script.name), check=True, timeout=120,
+        [
+            sys.executable,
+            *python,
+            gepa_score.SCRIPT,
+            "--program_path",
+            str(tmp_path / "cand.py"),
+            "--results_dir",
+            str(results),
+        ],
+        cwd=script.parent,
+        env=env(GEPA_SCRIPT=script.name),
+        check=True,
+        timeout=120,
         capture_output=True,
     )
     correct = json.loads((results / "correct.json").read_text())
