@@ -218,13 +218,23 @@ def _missing(problem: Problem) -> list[str]:
 
     folder = problem.root / problem.benchmark if problem.benchmark else problem.root
     missing = missing_requirements(folder)
-    if not missing:
-        return []
-    return [
-        f"  warning: requirements.txt: not installed here: {', '.join(missing)} "
-        f"(pip install -r {folder / 'requirements.txt'}, or use --sandbox docker, "
-        "which layers them on its image)"
-    ]
+    lines = []
+    if missing:
+        lines.append(
+            f"  warning: requirements.txt: not installed here: {', '.join(missing)} "
+            f"(pip install -r {folder / 'requirements.txt'}, or use --sandbox docker, "
+            "which layers them on its image)"
+        )
+    if problem.benchmark:  # a SkyDiscover folder: its Dockerfile's `RUN pip install PKG`
+        from evaluators.docker.dockerfile_pip import dockerfile_packages
+        from evolve.requirements import missing_lines
+
+        if absent := missing_lines(dockerfile_packages(folder)):
+            lines.append(
+                f"  warning: {folder / 'Dockerfile'}: pip install {' '.join(absent)}: not "
+                "installed here (install them, or use --sandbox docker, which layers them)"
+            )
+    return lines
 
 
 def relative_files(root: Path) -> list[str]:
