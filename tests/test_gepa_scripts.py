@@ -240,6 +240,13 @@ def test_docker_scores_as_the_local_sandbox(docker_image, tmp_path):  # noqa: F8
     )
     out = last_json(r)
     assert out["status"] == "ok" and out["score"] == pytest.approx((1 / 3 + 1 + 1 / 3) / 3), out
+    # the image carries the real gepa: a script using GEPA's library scores there too
+    (tmp_path / "lib.py").write_text("def main():\n    return 9\n")
+    r = evolve(
+        "eval", LIBRARY, tmp_path / "lib.py", "--sandbox", "docker", "--json", extra_env=image
+    )
+    out = last_json(r)
+    assert out["status"] == "ok" and out["score"] == -1.0, out
 
 
 def test_a_script_importing_its_own_package_loads_from_the_packages_parent(tmp_path):
