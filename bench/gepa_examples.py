@@ -9,7 +9,8 @@ examples | tar -x -C DIR`, v0.1.4's examples); nothing of it is committed here. 
 - check: `evolve check MAIN --sandbox S`: the seed's score, else the one line it refused with;
 - eval: `evolve eval MAIN SEED --json --sandbox S` on the seed check captured.
 
-- peer: the seed's score by GEPA's own code (needs `gepa` importable here): the script runs
+- peer: the seed's score by GEPA's own code, in --peer-venv (made on first use: gepa 0.1.4
+  with numpy and scipy, what the offline examples import): the script runs
   with optimize_anything replaced by one call of GEPA's EvaluatorWrapper (as its engine calls
   the evaluator) per valset (else dataset) example, the mean printed. GEPA's optimisation
   itself is not run (it needs a reflection model's API key);
@@ -32,7 +33,11 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peer_common import REPO, clean_env, last_line, print_table, run  # noqa: E402
+from peer_common import REPO, clean_env, ensure_venv, last_line, print_table, run  # noqa: E402
+
+VERSION = "0.1.4"
+DEFAULT_VENV = "/tmp/bench-gepa-venv"
+PEER_PACKAGES = ("numpy", "scipy")  # what circle_packing's and blackbox's helpers import
 
 SCORE = re.compile(r"seed on train: ok, score ([-+.\dEe]+|nan|inf)")
 
@@ -51,7 +56,8 @@ def once(seed_candidate=None, *, evaluator=None, dataset=None, valset=None, **_)
     str_mode = isinstance(seed_candidate, str)
     wrap = oa.EvaluatorWrapper(evaluator, examples is None, str_candidate_mode=str_mode)
     cand = {"current_candidate": seed_candidate} if str_mode else seed_candidate
-    scores = [wrap(cand, example=e)[0] for e in (examples if examples is not None else [None])]
+    state = oa.OptimizationState(best_example_evals=[])  # the first call: nothing known yet
+    scores = [wrap(cand, example=e, opt_state=state)[0] for e in (examples if examples is not None else [None])]
     print("PEER-SCORE", json.dumps(sum(scores) / len(scores)))
     raise SystemExit(0)
 
@@ -61,11 +67,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def peer(main: Path, examples: Path, timeout: float) -> str:
+def peer(main: Path, examples: Path, timeout: float, py: Path | str) -> str:
     """The seed's score by GEPA's own EvaluatorWrapper, from GEPA's root (as its README runs it)."""
     root = examples.parent
     env = clean_env(pythonpath=root)
-    r = run([sys.executable, "-c", PEER, str(main)], root, env, timeout)
+    r = run([str(py), "-c", PEER, str(main)], root, env, timeout)
     if isinstance(r, str):
         return r
     m = re.search(r"PEER-SCORE (\S+)", r.stdout)
@@ -111,7 +117,9 @@ def run3(main: Path, seed_code: str, sandbox: str, timeout: float, tmp: Path) ->
     return f"{best:.6g} ({done} it.)" if isinstance(best, int | float) else f"no best ({done} it.)"
 
 
-def row(main: Path, sandbox: str, timeout: float, examples: Path, three: bool) -> tuple[str, ...]:
+def row(
+    main: Path, sandbox: str, timeout: float, examples: Path, three: bool, py: Path | str
+) -> tuple[str, ...]:
     env = clean_env(pythonpath=REPO)
     name = str(main.parent.relative_to(examples))
     cli = [sys.executable, "-m", "evolve.cli"]
@@ -123,7 +131,7 @@ def row(main: Path, sandbox: str, timeout: float, examples: Path, three: bool) -
     if r.returncode != 0 or m is None:
         return name, "-", "refused: " + last_line(r.stderr or r.stdout), "-", "-"
     check = f"ok {m.group(1)}"
-    own = peer(main, examples, timeout)
+    own = peer(main, examples, timeout, py)
     sys.path.insert(0, str(REPO))
     from evolve.problem import load_problem
     from evolve.settings.overrides import Overrides
@@ -157,9 +165,15 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--sandbox", default="local", choices=("local", "docker"))
     p.add_argument("--run3", action="store_true", help="three scripted iterations per example")
+    p.add_argument("--peer-venv", type=Path, default=Path(DEFAULT_VENV))
     a = p.parse_args()
     examples = a.examples.resolve()
-    body = [row(m, a.sandbox, a.timeout, examples, a.run3) for m in scripts(examples)]
+    try:
+        py: Path | str = ensure_venv(a.peer_venv, "gepa", VERSION, *PEER_PACKAGES)
+    except RuntimeError as e:
+        print(f"gepa_examples: {e}", file=sys.stderr)
+        return 2
+    body = [row(m, a.sandbox, a.timeout, examples, a.run3, py) for m in scripts(examples)]
     head = ("example", "GEPA's seed score", f"evolve check ({a.sandbox})", "evolve eval seed")
     print_table((*head, "3-iteration run"), body)
     return 0
