@@ -167,15 +167,20 @@ def _problem_image(
             return None  # the sandbox image as it is
         if (image := find_problem_image(client, problem_dir, inputs=inputs)) is not None:
             return image
-        say(layering_notice(problem_dir, bool(inputs.requirements), tools if inputs.tools else ()))
+        tools = tools if inputs.tools else ()
+        say(layering_notice(problem_dir, bool(inputs.requirements), tools, inputs.packages))
         return problem_image(client, problem_dir, log=say, tools=tools, inputs=inputs)
     except ImageError as e:
         raise SandboxUnavailable(f"--sandbox docker: {e}") from None
 
 
-def layering_notice(problem_dir: str, requirements: bool, tools: tuple[str, ...]) -> str:
+def layering_notice(
+    problem_dir: str, requirements: bool, tools: tuple[str, ...], packages: tuple[str, ...] = ()
+) -> str:
     what = " and ".join(
-        ["requirements.txt"] * requirements + ["tools " + ", ".join(tools)] * bool(tools)
+        ["requirements.txt"] * requirements
+        + ["evaluator/Dockerfile's pip install " + " ".join(packages)] * bool(packages)
+        + ["tools " + ", ".join(tools)] * bool(tools)
     )
     return f"sandbox: layering {problem_dir}'s {what} on the Docker image (once)"
 

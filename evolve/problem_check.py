@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evaluators.sandbox import EvalResult, Sandbox, Status
@@ -129,6 +129,10 @@ def describe(problem: Problem) -> list[str]:
         if unread_configs(problem):
             others = ", ".join(unread_configs(problem))
             lines.append(f"  config files not read: {others} (pick one with --config FILE)")
+        if problem.fmt == "skydiscover":  # its defaults, not OpenEvolve's
+            from evolve.settings.skydiscover_keys import EVALUATOR_USES_IN_FOLDERS as sky
+
+            report = replace(report, honoured=tuple((k, sky.get(k, h)) for k, h in report.honoured))
         for key, how in report.honoured:
             lines.append(f"  {name}: {key}: {how}")
         for key, why in report.ignored:
@@ -214,13 +218,23 @@ def _missing(problem: Problem) -> list[str]:
 
     folder = problem.root / problem.benchmark if problem.benchmark else problem.root
     missing = missing_requirements(folder)
-    if not missing:
-        return []
-    return [
-        f"  warning: requirements.txt: not installed here: {', '.join(missing)} "
-        f"(pip install -r {folder / 'requirements.txt'}, or use --sandbox docker, "
-        "which layers them on its image)"
-    ]
+    lines = []
+    if missing:
+        lines.append(
+            f"  warning: requirements.txt: not installed here: {', '.join(missing)} "
+            f"(pip install -r {folder / 'requirements.txt'}, or use --sandbox docker, "
+            "which layers them on its image)"
+        )
+    if problem.benchmark:  # a SkyDiscover folder: its Dockerfile's `RUN pip install PKG`
+        from evaluators.docker.dockerfile_pip import dockerfile_packages
+        from evolve.requirements import missing_lines
+
+        if absent := missing_lines(dockerfile_packages(folder)):
+            lines.append(
+                f"  warning: {folder / 'Dockerfile'}: pip install {' '.join(absent)}: not "
+                "installed here (install them, or use --sandbox docker, which layers them)"
+            )
+    return lines
 
 
 def relative_files(root: Path) -> list[str]:

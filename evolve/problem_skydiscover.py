@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from evaluators.docker.dockerfile_pip import dockerfile_packages
 from evolve.edits.blocks import find_blocks
 from evolve.problem_config import read_config
 from evolve.problem_model import LLMDefaults, ModelDefault, Problem, ProblemError, Stage
@@ -171,6 +172,12 @@ def describe_lines(problem: Problem) -> list[str]:
         lines.append(
             f"  requirements: {EVALUATOR_DIR}/requirements.txt (layered on the Docker image; "
             "checked against this Python for --sandbox local)"
+        )
+    packages = dockerfile_packages(bench)
+    if packages:
+        lines.append(
+            f"  requirements: {EVALUATOR_DIR}/Dockerfile's pip install {' '.join(packages)} "
+            "(layered on the Docker image beside requirements.txt)"
         )
     if problem.test_is_train:
         lines.append(f"  warning: {NOT_INDEPENDENT}")

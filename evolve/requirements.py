@@ -27,8 +27,13 @@ def missing_requirements(problem_dir: str | Path) -> list[str]:
     if not path.is_file():
         return []
     text = path.read_text(encoding="utf-8", errors="replace").replace("\\\n", "")
+    return missing_lines(text.splitlines())
+
+
+def missing_lines(lines: list[str] | tuple[str, ...]) -> list[str]:
+    """The requirement lines (as written, less comments) this environment lacks."""
     missing = []
-    for raw in text.splitlines():
+    for raw in lines:
         line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
         if not line or line.startswith("-"):
             continue

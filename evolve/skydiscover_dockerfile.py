@@ -4,7 +4,9 @@ SkyDiscover builds the Dockerfile and runs evaluate.sh in it. evolve runs evalua
 its own sandbox image (or on the host's Python, locally) instead, which gives: a Python
 (FROM python:TAG: our Python stands in, whatever TAG's version), the folder's
 requirements.txt installed (RUN pip install -r requirements.txt: layered on the Docker
-image, checked locally, as any folder's requirements), ENV variables, WORKDIR /benchmark,
+image, checked locally, as any folder's requirements), the packages a `RUN pip install PKG
+...` names (plain names and pins: the same layer; evaluators/docker/dockerfile_pip.py), ENV
+variables, WORKDIR /benchmark,
 COPY of the folder's files to /benchmark (the folder is shown there), `RUN chmod` (the
 script runs through bash) and an ENTRYPOINT or CMD of evaluate.sh. Anything else (RUN
 apt-get, another base image, USER, ...) is refused in one line naming the instruction:
@@ -18,12 +20,12 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluators.docker.dockerfile_pip import PipError, instructions, parts, requirements_of
 from evolve.problem_model import ProblemError
 
 WORKDIR = "/benchmark"
 NO_EFFECT = {"LABEL", "EXPOSE", "STOPSIGNAL", "MAINTAINER"}
 _PYTHON_FROM = re.compile(r"^(?:docker\.io/)?(?:library/)?python(?::([\w.-]+))?(?:@\S+)?$")
-_PIP = re.compile(r"^(?:pip3?|python3?\s+-m\s+pip)\s+install\s+(.*)$")
 
 
 @dataclass(frozen=True)
@@ -31,33 +33,9 @@ class DockerPlan:
     """What the Dockerfile asks that our sandbox gives: its ENV and what to tell the user."""
 
     env: dict[str, str] = field(default_factory=dict)
+    packages: tuple[str, ...] = ()  # RUN pip install's, layered beside requirements.txt
     base: str | None = None  # FROM's image, as written
     notes: tuple[str, ...] = ()
-
-
-def _instructions(text: str) -> list[tuple[int, str, str]]:
-    """(line number, INSTRUCTION, arguments), continuation lines joined, comments dropped."""
-    out: list[tuple[int, str, str]] = []
-    pending, start = "", 0
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not pending and (not line or line.startswith("#")):
-            continue
-        if pending and line.startswith("#"):
-            continue  # a comment inside a continued instruction
-        if not pending:
-            start = n
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        whole = (pending + line).strip()
-        pending = ""
-        word, _, args = whole.partition(" ")
-        out.append((start, word.upper(), args.strip()))
-    if pending.strip():
-        word, _, args = pending.strip().partition(" ")
-        out.append((start, word.upper(), args.strip()))
-    return out
 
 
 def _words(args: str) -> list[str]:
@@ -80,31 +58,17 @@ def _env(args: str) -> dict[str, str]:
     return dict(w.split("=", 1) for w in words if "=" in w)
 
 
-def _run_ok(command: str) -> bool:
-    """A RUN our sandbox already does: pip install -r requirements.txt, or a chmod."""
-    for part in re.split(r"\s*(?:&&|;)\s*", command.strip()):
-        if not part:
-            continue
-        pip = _PIP.match(part)
-        if pip:
-            words = [w for w in shlex.split(pip.group(1)) if not w.startswith("--no-cache")]
-            words = [w for w in words if w not in ("--upgrade", "-U", "-q", "--quiet")]
-            if words not in (["-r", "requirements.txt"], ["-r", "./requirements.txt"]):
-                return False
+def _run_ok(command: str) -> list[str]:
+    """The packages a RUN our sandbox can give installs: pip install of plain requirements
+    (or -r requirements.txt: [] more), chmod; PipError, or ValueError for a build command."""
+    packages: list[str] = []
+    for part in parts(command):
+        found = requirements_of(part)
+        if found is not None:
+            packages += found
         elif not part.startswith("chmod "):
-            return False
-    return True
-
-
-def _pip_packages(command: str) -> list[str]:
-    """The packages a lone `pip install PKG ...` names (not a requirements file)."""
-    pip = _PIP.match(command.strip())
-    if pip is None or re.search(r"&&|;|\|", command):
-        return []
-    words = shlex.split(pip.group(1))
-    if any(w.startswith("-") and not w.startswith("--no-cache") for w in words):
-        return []
-    return [w for w in words if not w.startswith("-")]
+            raise ValueError(part)
+    return packages
 
 
 def _copy_ok(args: str) -> bool:
@@ -128,7 +92,8 @@ def read_dockerfile(path: Path, shown: Path) -> DockerPlan:
     env: dict[str, str] = {}
     notes: list[str] = []
     base = None
-    for n, word, args in _instructions(text):
+    packages: list[str] = []
+    for n, word, args in instructions(text):
         where = f"{shown}:{n}: {word} {args}"[:200]
 
         def refuse(why: str, where: str = where) -> ProblemError:
@@ -152,17 +117,15 @@ def read_dockerfile(path: Path, shown: Path) -> DockerPlan:
             if not _copy_ok(args):
                 raise refuse(f"only a COPY of the folder's own files to {WORKDIR} is supported")
         elif word == "RUN":
-            packages = _pip_packages(args)
-            if packages:
+            try:
+                packages += _run_ok(args)
+            except PipError as e:
+                raise refuse(f"evolve layers plain requirements only: {e}") from None
+            except ValueError:
                 raise refuse(
-                    "evolve installs only evaluator/requirements.txt (as any folder's "
-                    f"requirements): list {' '.join(packages)} there"
-                )
-            if not _run_ok(args):
-                raise refuse(
-                    "evolve's sandbox runs no build commands; only `pip install -r "
-                    "requirements.txt` (installed as any folder's requirements) and chmod"
-                )
+                    "evolve's sandbox runs no build commands; only pip install of plain "
+                    "requirements (layered on its image as any folder's) and chmod"
+                ) from None
         elif word == "ENV":
             env.update(_env(args))
         elif word in ("ENTRYPOINT", "CMD"):
@@ -171,4 +134,6 @@ def read_dockerfile(path: Path, shown: Path) -> DockerPlan:
                 raise refuse("evolve runs evaluate.sh PROGRAM MODE; another entry point is not")
         elif word not in NO_EFFECT:
             raise refuse("not supported by evolve's sandbox")
-    return DockerPlan(env=env, base=base, notes=tuple(notes))
+    return DockerPlan(
+        env=env, packages=tuple(dict.fromkeys(packages)), base=base, notes=tuple(notes)
+    )

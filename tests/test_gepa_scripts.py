@@ -4,8 +4,10 @@ evolve.optimize_anything in place of GEPA's.
 tests/fixtures/gepa/ holds three small scripts written in GEPA v0.1.4's style: `guess` (a str
 seed, a dataset and a valset), `prompts` (a dict seed read partly from a file at import, no
 dataset, `gepa.optimize_anything(...)` called at module level), `warm` (an evaluator taking
-opt_state and calling oa.log). The scripts import `gepa`, which is not installed here: they
-can only run where the stand-in is, in the sandbox.
+opt_state and calling oa.log), and `library` (GEPA's own gepa.utils.code_execution beside
+the call, as GEPA's circle_packing and blackbox examples have it). The scripts import `gepa`:
+in the sandbox that is the real package where installed (`pip install gepa`), else the
+stand-in; `library` runs only with the real one.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from tests.cli_helpers import ROOT, env, evolve, last_json, run_args
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gepa"
-GUESS, PROMPTS, WARM = (FIXTURES / n / "main.py" for n in ("guess", "prompts", "warm"))
+GUESS, PROMPTS, WARM, LIBRARY = (
+    FIXTURES / n / "main.py" for n in ("guess", "prompts", "warm", "library")
+)
 LOCAL = Overrides(sandbox="local")
 GUESS_SEED = (1 / 3 + 1 / 5 + 1 / 7) / 3  # guess() == 1 on the valset 3, 5, 7
 
@@ -92,7 +96,7 @@ def test_an_opt_state_evaluator_gets_gepas_state(tmp_path):
     out = evolve_eval(WARM, tmp_path / "cand.py")
     assert out["status"] == "ok" and out["score"] == -0.25, out
     info = json.loads(out["artifacts"]["side_info"])
-    assert info == {"x": 1.5, "best_known": [], "state": "OptimizationState", "log": "x = 1.5"}
+    assert info == {"x": 1.5, "best_known": [], "state": "OptimizationState", "log": "x = 1.5\n"}
 
 
 HOSTILE = """
@@ -236,6 +240,13 @@ def test_docker_scores_as_the_local_sandbox(docker_image, tmp_path):  # noqa: F8
     )
     out = last_json(r)
     assert out["status"] == "ok" and out["score"] == pytest.approx((1 / 3 + 1 + 1 / 3) / 3), out
+    # the image carries the real gepa: a script using GEPA's library scores there too
+    (tmp_path / "lib.py").write_text("def main():\n    return 9\n")
+    r = evolve(
+        "eval", LIBRARY, tmp_path / "lib.py", "--sandbox", "docker", "--json", extra_env=image
+    )
+    out = last_json(r)
+    assert out["status"] == "ok" and out["score"] == -1.0, out
 
 
 def test_a_script_importing_its_own_package_loads_from_the_packages_parent(tmp_path):
@@ -299,3 +310,54 @@ def test_the_config_settings_evolve_ignores_are_reported_once(tmp_path):
         "ignored config engine.cache_evaluation: a GEPA setting with no evolve counterpart",
         "ignored config reflection: models come from --model / --api-base",
     ]
+
+
+def score_inside(script: Path, program: str, tmp_path: Path, *python: str) -> dict:
+    """gepa_score.py on one candidate, as the harness starts it, with `python`'s flags:
+    `-S` hides the site-packages, so the installed gepa, as a sandbox without it has none."""
+    from evaluators.inside import gepa_score
+
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "cand.py").write_text(program)
+    results = tmp_path / "results"
+    subprocess.run(
+        [
+            sys.executable,
+            *python,
+            gepa_score.SCRIPT,
+            "--program_path",
+            str(tmp_path / "cand.py"),
+            "--results_dir",
+            str(results),
+        ],
+        cwd=script.parent,
+        env=env(GEPA_SCRIPT=script.name),
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    correct = json.loads((results / "correct.json").read_text())
+    return {**correct, **json.loads((results / "metrics.json").read_text())}
+
+
+def test_the_installed_gepa_runs_a_script_that_uses_its_library(tmp_path):
+    pytest.importorskip("gepa.utils.code_execution")  # the real package (pip install gepa)
+    r = evolve("check", LIBRARY, "--sandbox", "local")
+    text = r.stdout + r.stderr
+    assert r.returncode == 0 and "seed on train: ok, score -7.0" in text, text
+    (tmp_path / "cand.py").write_text("def main():\n    return 9\n")
+    out = evolve_eval(LIBRARY, tmp_path / "cand.py")
+    assert out["status"] == "ok" and out["score"] == -1.0, out
+    assert json.loads(out["artifacts"]["side_info"]) == {"returned": 9.0}
+    # the same script under the stand-in (no gepa installed) fails in one line naming why
+    alone = score_inside(LIBRARY, "def main():\n    return 9\n", tmp_path, "-S")
+    assert alone["correct"] is False and "No module named 'gepa.utils'" in alone["error"]
+
+
+def test_the_stand_in_and_the_installed_gepa_score_alike(tmp_path):
+    seed = "def guess():\n    return 1\n"
+    alone = score_inside(GUESS, seed, tmp_path / "alone", "-S")
+    assert alone["correct"] is True and alone["score"] == GUESS_SEED, alone
+    pytest.importorskip("gepa.utils.code_execution")
+    real = score_inside(GUESS, seed, tmp_path / "real")
+    assert real == alone

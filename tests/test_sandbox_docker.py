@@ -514,3 +514,10 @@ def test_the_layering_notice_names_what_it_layers(requirements, tools, said):
     from evaluators.machine import layering_notice
 
     assert said in layering_notice("p", requirements, tools)
+
+
+def test_the_layering_notice_names_a_dockerfiles_packages():
+    from evaluators.machine import layering_notice
+
+    said = layering_notice("p", False, (), ("six", "attrs==22.2.0"))
+    assert "layering p's evaluator/Dockerfile's pip install six attrs==22.2.0 on the" in said

@@ -144,3 +144,25 @@ def test_missing_requirements_of_the_local_environment(tmp_path: Path) -> None:
         "--index-url https://example.invalid/simple\n"
     )
     assert missing_requirements(tmp_path) == [SMALL, "numpy<1"]
+
+
+def test_a_skydiscover_dockerfiles_pip_install_is_in_the_layer(docker_image, tmp_path) -> None:  # noqa: F811
+    """`RUN pip install PKG` in a SkyDiscover folder's evaluator/Dockerfile: the same layer as
+    its evaluator/requirements.txt (SMALL here), with the image's numpy untouched."""
+    import shutil
+
+    from tests.test_skydiscover_folders import FIXTURE
+
+    folder = Path(shutil.copytree(FIXTURE, tmp_path / "pick"))
+    (folder / "evaluator" / "requirements.txt").write_text(f"# {uuid.uuid4()}\nnumpy>=1.20\n")
+    dockerfile = folder / "evaluator" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + f"RUN pip install --no-cache-dir {SMALL}\n")
+    client = engine()
+    lines: list[str] = []
+    tag = problem_image(client, folder, log=lines.append)
+    try:
+        assert any(f"Dockerfile's pip install {SMALL}" in line for line in lines), lines
+        assert run_in(tag, "import tabulate; print(tabulate.__version__)").strip() == "0.9.0"
+        assert run_in(tag, WHERE) == run_in(docker_image, WHERE)
+    finally:
+        client.images.remove(tag, force=True)

@@ -77,6 +77,12 @@ def test_check_scores_the_seed_and_says_how(tmp_path):
     )
     assert "config.yaml: max_solution_length: largest candidate in bytes" in text
     assert "config.yaml: ignored monitor: SkyDiscover's live dashboard" in text
+    # its defaults are SkyDiscover's (EvaluatorConfig.timeout 360 @59643ef), not OpenEvolve's
+    assert (
+        "evaluator.timeout: wall-clock limit of one evaluation, seconds (--timeout; "
+        "default 360 as SkyDiscover)" in text
+    )
+    assert "300 as OpenEvolve" not in text
     assert f"score {round(SEED_TRAIN, 4)}" in text or f"score {SEED_TRAIN:.6g}" in text, text
     assert "not independent" not in text
 
@@ -162,7 +168,13 @@ def test_the_run_page_says_held_out_scores_are_not_independent(tmp_path):
         ("RUN apt-get update && apt-get install -y gcc", "Dockerfile:12: RUN apt-get update"),
         ("FROM nvidia/cuda:12.2.0-runtime-ubuntu22.04", "a second FROM"),
         ("USER nobody", "Dockerfile:12: USER nobody: not supported by evolve's sandbox"),
-        ("RUN pip install torch", "Dockerfile:12: RUN pip install torch: evolve installs only"),
+        (
+            "RUN pip install --index-url https://x.example/simple torch",
+            "Dockerfile:12: RUN pip install --index-url https://x.example/simple torch: evolve "
+            "layers plain requirements only: the option --index-url",
+        ),
+        ("RUN pip install -e .", "RUN pip install -e .: evolve layers plain requirements only"),
+        ("RUN pip install git+https://x.example/r.git", "is no plain requirement"),
         ("COPY --from=builder /out /benchmark", "only a COPY of the folder's own files"),
     ],
 )
@@ -328,3 +340,34 @@ def test_the_local_sandbox_shows_evaluator_at_benchmark_read_only(tmp_path):
     assert (results[0].status, results[0].score) == (Status.OK, 1.0), results[0].artifacts
     assert results[1].status == Status.RUNTIME_ERROR  # /benchmark is read-only to it
     assert (FIXTURE / "evaluator" / "values.json").read_text().startswith('{"train"')
+
+
+def test_a_dockerfiles_pip_install_is_layered_beside_requirements_txt(tmp_path):
+    from evaluators.docker.dockerfile_pip import layer_requirements
+    from evaluators.docker.image_layers import layer_inputs
+
+    folder = copy(tmp_path)
+    dockerfile = folder / "evaluator" / "Dockerfile"
+    wanted = "RUN pip install --no-cache-dir packaging 'absent-for-evolve-tests==1.0' \\\n"
+    dockerfile.write_text(dockerfile.read_text() + wanted + "    && chmod +x evaluate.sh\n")
+    (folder / "evaluator" / "requirements.txt").write_text("six\n")
+    p = load_problem(folder)  # accepted: plain requirements
+    assert p.fmt == "skydiscover"
+    inputs = layer_inputs(folder)
+    assert inputs.packages == ("packaging", "absent-for-evolve-tests==1.0")
+    layer = layer_requirements(inputs.requirements, inputs.packages, tmp_path)
+    assert layer is not None and layer.read_text().splitlines() == [
+        f"-r {(folder / 'evaluator' / 'requirements.txt').resolve()}",
+        "packaging",
+        "absent-for-evolve-tests==1.0",
+    ]
+    # the unchanged fixture layers nothing more: its layer (and tag) stay what they were
+    plain = layer_inputs(FIXTURE)
+    assert plain.packages == () and layer_requirements(plain.requirements, (), tmp_path) is None
+    r = evolve("check", str(folder), "--sandbox", "local")
+    text = r.stdout + r.stderr
+    assert r.returncode == 0, text
+    assert "Dockerfile's pip install packaging absent-for-evolve-tests==1.0 (layered" in text
+    (warning,) = [ln for ln in text.splitlines() if "Dockerfile: pip install" in ln]
+    assert "pip install absent-for-evolve-tests==1.0: not installed here" in warning
+    assert "packaging" not in warning  # installed here: not named

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.docker import tool_layer
+from evaluators.docker.dockerfile_pip import dockerfile_packages, layer_requirements
 from evaluators.docker.image import (
     ImageError,
     build_context,
@@ -151,14 +152,20 @@ class LayerInputs:
 
     requirements: Path | None
     tools: ToolPlan
+    # a SkyDiscover evaluator/Dockerfile's `RUN pip install PKG ...` (dockerfile_pip.py)
+    packages: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return self.requirements is not None or bool(self.tools)
+        return self.requirements is not None or bool(self.tools) or bool(self.packages)
 
 
 def layer_inputs(problem_dir: str | Path, tools: tuple[str, ...] = ()) -> LayerInputs:
     """The problem's layer inputs; ImageError, one line, for a file or tool it cannot use."""
-    return LayerInputs(requirements_file(problem_dir), tool_layer.plan(tools, problem_dir))
+    bench = Path(problem_dir) / "evaluator"
+    packages = dockerfile_packages(bench) if (bench / "evaluate.sh").is_file() else ()
+    return LayerInputs(
+        requirements_file(problem_dir), tool_layer.plan(tools, problem_dir), packages
+    )
 
 
 def layer_tag(client, base: str, inputs: LayerInputs) -> str:
@@ -167,7 +174,8 @@ def layer_tag(client, base: str, inputs: LayerInputs) -> str:
     base_id = client.images.get(base).id
     req = inputs.requirements.read_bytes() if inputs.requirements else b""
     tools = (tool_layer.dockerfile_lines(inputs.tools), inputs.tools.key()) if inputs.tools else ()
-    return f"{REPO}:{digest(RECIPE, DOCKERFILE, base_id, req, *map(str, tools))}"
+    extra = ("\n".join(inputs.packages),) if inputs.packages else ()  # none: the tag as before
+    return f"{REPO}:{digest(RECIPE, DOCKERFILE, base_id, req, *map(str, tools), *extra)}"
 
 
 def find_problem_image(
@@ -213,6 +221,7 @@ def problem_image(
     if not force and exists(client, tag):
         return tag
     what = [str(inputs.requirements)] if inputs.requirements else []
+    what += [f"Dockerfile's pip install {' '.join(inputs.packages)}"] if inputs.packages else []
     what += [f"tools {', '.join(tools)}"] if inputs.tools else []
     return build_layer(client, base, tag, inputs, " and ".join(what), log, tools=tools)
 
@@ -237,9 +246,10 @@ def build_layer(
     added: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="evolve-layer-") as ctx:
         steps = ["ARG BASE", "FROM ${BASE}"]
-        if inputs.requirements is not None:
+        requirements = layer_requirements(inputs.requirements, inputs.packages, ctx)
+        if requirements is not None:
             site = os.path.join(ctx, "site")
-            added = _pip_install(inputs.requirements, target, site, log, source_only)
+            added = _pip_install(requirements, target, site, log, source_only)
             if added:  # an empty COPY before another COPY trips moby/moby#41595
                 steps.append(f"COPY site/ {target['site']}/")
         if inputs.tools:

@@ -1,8 +1,10 @@
 """How a GEPA optimize_anything script's candidate is scored inside the sandbox.
 
-The script ($GEPA_SCRIPT, in a private copy of its folder) is run as `__main__` with the
-stand-in `gepa` package (gepa_compat/) first on the path: its optimize_anything call is
-intercepted (stand-in's Captured), so nothing after the call runs. The candidate is then
+The script ($GEPA_SCRIPT, in a private copy of its folder) is run as `__main__` with its
+optimize_anything call intercepted (Captured), so nothing after the call runs. The `gepa` it
+imports is the real package where the sandbox has it installed (only optimize_anything is
+replaced: GEPA's examples import its other modules, gepa.utils.code_execution...), else the
+stand-in (gepa_compat/). The candidate is then
 handed to the captured evaluator as GEPA v0.1.4 hands it (gepa_launcher.EvaluatorWrapper):
 positional candidate (a str, or a dict of named texts for a dict seed), `example=` when a
 dataset was given, `opt_state=`, each only if the evaluator's signature takes it. The score
@@ -19,6 +21,9 @@ Stdlib only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
+import importlib.util
 import inspect
 import json
 import math
@@ -26,6 +31,7 @@ import os
 import runpy
 import sys
 import traceback
+import types
 from typing import Any
 
 SCRIPT = os.path.abspath(__file__)
@@ -41,13 +47,73 @@ class ScriptError(Exception):
     """The script could not be captured: it raised, or never called optimize_anything."""
 
 
+class Captured(BaseException):
+    """The call's arguments, raised through the script so nothing after it runs."""
+
+    def __init__(self, call: dict[str, Any]) -> None:
+        super().__init__("optimize_anything was called")
+        self.call = call
+
+
+def intercepted(
+    seed_candidate: Any = None,
+    *,
+    evaluator: Any = None,
+    batch_evaluator: Any = None,
+    dataset: Any = None,
+    valset: Any = None,
+    objective: Any = None,
+    background: Any = None,
+    test_set: Any = None,
+    config: Any = None,
+    **others: Any,
+) -> Any:
+    """optimize_anything as the script sees it: raise Captured with everything it passed."""
+    raise Captured(
+        {
+            "seed_candidate": seed_candidate,
+            "evaluator": evaluator,
+            "batch_evaluator": batch_evaluator,
+            "dataset": dataset,
+            "valset": valset,
+            "objective": objective,
+            "background": background,
+            "test_set": test_set,
+            "config": config,
+            "others": sorted(others),
+        }
+    )
+
+
+class _CallableModule(types.ModuleType):
+    """`gepa.optimize_anything(...)` calls the function, as the issue's scripts write it."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return intercepted(*args, **kwargs)
+
+
+def gepa_module() -> types.ModuleType:
+    """gepa.optimize_anything with its optimize_anything intercepted: the installed package's
+    where the sandbox has one (as ShinkaEvolve's wins over its stand-in), else the stand-in's.
+    The stand-in folder goes first on the path either way, for its `evolve` front."""
+    real = importlib.util.find_spec("gepa") is not None  # before the stand-in is on the path
+    if real:
+        try:
+            importlib.import_module("gepa.optimize_anything")
+        except Exception as e:
+            raise ScriptError(f"the installed gepa package does not import: {e!r}") from e
+    sys.path.insert(0, STAND_IN)
+    module = importlib.import_module("gepa.optimize_anything")
+    module.optimize_anything = intercepted  # type: ignore[attr-defined]
+    module.__class__ = _CallableModule
+    return module
+
+
 def capture(script: str) -> dict[str, Any]:
     """Run the script as `__main__` until its optimize_anything call; that call's arguments."""
-    sys.path.insert(0, STAND_IN)
+    gepa_module()
     sys.path.insert(1, os.path.dirname(os.path.abspath(script)))  # as `python SCRIPT` has it
     sys.path.insert(2, os.getcwd())  # the folder it was loaded from (GEPA's root for its examples)
-    from gepa.optimize_anything import Captured  # the stand-in, first on the path
-
     sys.argv = [script]
     try:
         runpy.run_path(script, run_name="__main__")
@@ -82,19 +148,40 @@ def budget(config: Any) -> Any:
 BUDGET_KEYS = ("engine.max_metric_calls", "max_evals", "max_metric_calls")
 
 
+def chosen(config: Any) -> dict[str, Any]:
+    """The settings a config object was given: a stand-in's keyword arguments, or a real
+    GEPA dataclass's fields that differ from their defaults."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        out = {}
+        for f in dataclasses.fields(config):
+            value = getattr(config, f.name, None)
+            if f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            else:
+                out[f.name] = value
+                continue
+            try:
+                same = bool(value == default)
+            except Exception:
+                same = False
+            if not same:
+                out[f.name] = value
+        return out
+    fields = getattr(config, "__dict__", None)
+    if not isinstance(fields, dict):
+        return {}
+    return {k: v for k, v in fields.items() if k != "args" and not k.startswith("_")}
+
+
 def settings_of(config: Any) -> list[str]:
     """The config's settings, dotted (engine.run_dir, reflection, ...): what the loader reports
     as ignored, the budget aside."""
-    fields = getattr(config, "__dict__", None)
-    if not isinstance(fields, dict):
-        return []
     out = []
-    for key, value in fields.items():
-        if key == "args" or key.startswith("_"):
-            continue
-        inner = getattr(value, "__dict__", None)
-        if key == "engine" and isinstance(inner, dict):
-            out += [f"engine.{k}" for k in inner if k != "args" and not k.startswith("_")]
+    for key, value in chosen(config).items():
+        if key == "engine" and value is not None:
+            out += [f"engine.{k}" for k in chosen(value)]
         else:
             out.append(key)
     return [k for k in out if k not in BUDGET_KEYS]
@@ -133,23 +220,28 @@ def _takes(fn: Any) -> set[str] | None:
 
 
 def call_evaluator(fn: Any, candidate: Any, example: Any, single: bool, opt_state: Any) -> tuple:
-    """(score, side_info) of one call, GEPA's way: a bare score gets side_info {}."""
-    from gepa import optimize_anything as oa
-
+    """(score, side_info) of one call, GEPA's way: a bare score gets side_info {}, and what
+    oa.log() wrote goes to side_info["log"] (GEPA's "_gepa_log" where the evaluator has one)."""
+    oa = sys.modules["gepa.optimize_anything"]
     kwargs: dict[str, Any] = {} if single else {"example": example}
     kwargs["opt_state"] = opt_state
     accepted = _takes(fn)
     if accepted is not None:
         kwargs = {k: v for k, v in kwargs.items() if k in accepted}
-    oa.LOGGED.clear()
-    result = fn(candidate, **kwargs)
+    context = oa.LogContext()
+    oa._set_log_context(context)
+    try:
+        result = fn(candidate, **kwargs)
+    finally:
+        logged = context.drain()
+        oa._set_log_context(None)
     if isinstance(result, tuple | list) and len(result) == 2:
         score, side_info = result
     else:
         score, side_info = result, {}
     side_info = dict(side_info) if isinstance(side_info, dict) else {"side_info": side_info}
-    if oa.LOGGED:
-        side_info.setdefault("log", "\n".join(oa.LOGGED))
+    if logged:
+        side_info["_gepa_log" if "log" in side_info else "log"] = logged
     value = float(score)
     if not math.isfinite(value):
         raise ValueError(f"the evaluator returned a non-finite score: {score!r}")
@@ -177,7 +269,7 @@ def candidate_of(program: str, seed: Any) -> Any:
 def score(call: dict[str, Any], candidate: Any) -> tuple[float, dict[str, Any], list[dict]]:
     """The valset mean (or dataset's, or one call's), numeric side_info as metrics, and every
     call's side_info."""
-    from gepa.optimize_anything import OptimizationState
+    OptimizationState = sys.modules["gepa.optimize_anything"].OptimizationState
 
     fn = call.get("evaluator")
     if fn is None:

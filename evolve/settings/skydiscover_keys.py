@@ -61,3 +61,13 @@ EVALUATOR_IGNORED = {
     "inject_evaluator_context": "evolve never shows the evaluator's code to the model",
     "llm_as_judge": "evolve has no LLM judge: the evaluator alone scores",
 }
+
+# `evolve check`'s words for evaluator keys whose defaults are SkyDiscover's in its folders
+# (skydiscover/config.py EvaluatorConfig @59643ef: timeout 360, max_retries 3, no memory limit)
+EVALUATOR_USES_IN_FOLDERS = {
+    "evaluator.timeout": "wall-clock limit of one evaluation, seconds "
+    "(--timeout; default 360 as SkyDiscover)",
+    "evaluator.max_retries": "retries of an evaluation that fails (default 3 as SkyDiscover)",
+    "evaluator.memory_limit_mb": "memory limit of one evaluation (--memory-mb); SkyDiscover "
+    "sets none, evolve's default for SkyDiscover folders is 4096 MB",
+}

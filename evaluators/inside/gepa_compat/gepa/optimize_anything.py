@@ -1,29 +1,20 @@
-"""The stand-in `gepa.optimize_anything` module (GEPA v0.1.4's names, evolve's behaviour).
+"""The stand-in `gepa.optimize_anything` module (GEPA v0.1.4's names), used where the real
+`gepa` package is not installed in the sandbox.
 
-`optimize_anything(...)` raises Captured, carrying its arguments: the script's call is
-intercepted, never run. The config classes keep their keyword arguments as attributes, so a
-script builds GEPAConfig(engine=EngineConfig(max_metric_calls=...)) as it does with GEPA and
-the scorer reads the budget back. Names this module lacks resolve to such a class too.
+evolve's scorer (../../gepa_score.py) replaces `optimize_anything` here, as in the real
+package, with its interception before the script runs. The config classes keep their keyword
+arguments as attributes, so a script builds GEPAConfig(engine=EngineConfig(max_metric_calls=...))
+as it does with GEPA and the scorer reads the budget back. Names this module lacks resolve to
+such a class too. log() is GEPA's: written per evaluator call into the LogContext the scorer sets.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass, field
 from typing import Any
 
 SideInfo = dict
 Candidate = dict
-LOGGED: list[str] = []  # what log() was given during the current evaluator call
-
-
-class Captured(BaseException):
-    """The call's arguments, raised through the script so nothing after it runs."""
-
-    def __init__(self, call: dict[str, Any]) -> None:
-        super().__init__("optimize_anything was called")
-        self.call = call
 
 
 class _Settings:
@@ -75,52 +66,39 @@ class OptimizationState:
     best_example_evals: list[dict] = field(default_factory=list)
 
 
-def log(*args: Any, **_: Any) -> None:
-    """GEPA's oa.log: kept for the candidate's side_info["log"]."""
-    LOGGED.append(" ".join(str(a) for a in args))
+class LogContext:
+    """What oa.log() wrote during one evaluator call (GEPA's LogContext, one thread)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+
+    def drain(self) -> str:
+        text, self.parts = "".join(self.parts), []
+        return text
 
 
-def optimize_anything(
-    seed_candidate: Any = None,
-    *,
-    evaluator: Any = None,
-    batch_evaluator: Any = None,
-    dataset: Any = None,
-    valset: Any = None,
-    objective: Any = None,
-    background: Any = None,
-    test_set: Any = None,
-    config: Any = None,
-    **others: Any,
-) -> Any:
-    """Intercepted: raise Captured with everything the script passed."""
-    raise Captured(
-        {
-            "seed_candidate": seed_candidate,
-            "evaluator": evaluator,
-            "batch_evaluator": batch_evaluator,
-            "dataset": dataset,
-            "valset": valset,
-            "objective": objective,
-            "background": background,
-            "test_set": test_set,
-            "config": config,
-            "others": sorted(others),
-        }
-    )
+_CONTEXT: list[LogContext] = []  # the current evaluator call's (the scorer sets it)
+
+
+def _set_log_context(ctx: LogContext | None) -> None:
+    _CONTEXT[:] = [ctx] if ctx is not None else []
+
+
+def log(*args: Any, sep: str = " ", end: str = "\n") -> None:
+    """GEPA's oa.log: kept for the candidate's side_info["log"]; outside a call, dropped."""
+    if _CONTEXT:
+        _CONTEXT[0].write(sep.join(str(a) for a in args) + end)
+
+
+def optimize_anything(*args: Any, **kwargs: Any) -> Any:
+    """Replaced by the scorer's interception before any script runs."""
+    raise RuntimeError("the stand-in gepa runs only under evolve's GEPA scorer")
 
 
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     return type(name, (_Settings,), {})  # make_litellm_lm, Image, ...: accepted, unused
-
-
-class _CallableModule(types.ModuleType):
-    """`gepa.optimize_anything(...)` calls the function, as the issue's scripts write it."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return optimize_anything(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
