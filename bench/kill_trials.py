@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import platform
 import random
 import signal
 import sqlite3
@@ -47,6 +45,7 @@ import time
 import uuid
 from pathlib import Path
 
+from harness import machine, write_result
 from rich.console import Console
 from rich.table import Table
 
@@ -62,7 +61,6 @@ try:
 except ImportError:  # read /proc instead
     psutil = None
 
-RESULTS = ROOT / "bench" / "results" / "kill_trials.json"
 MARK_VAR = "EVOLVE_KILL_TRIAL_MARK"  # set on the controller: inherited by what it starts
 SLEEPER_EVERY = 8
 GRACE_S = 3.0  # after the evaluation deadline, for the kill and its teardown
@@ -372,19 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "args": vars(args),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "root": os.geteuid() == 0,
-                    "loadavg": os.getloadavg(), "psutil": psutil is not None},
+        "machine": machine(psutil=psutil is not None),
         "reference": ref,
         "totals": {**total, "trials": len(results), "killed": len(killed),
                    "resume_failed": sum(r["resume_rc"] != 0 for r in results)},
         "trials": results,
         "scratch": str(work) if args.keep else None,
     }
-    out = RESULTS if args.sandbox == "local" else RESULTS.with_name(f"kill_trials_{args.sandbox}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    console.print(f"wrote {out.relative_to(ROOT)}")
+    write_result("kill_trials" if args.sandbox == "local" else f"kill_trials_{args.sandbox}", report)
     if not args.keep:
         import shutil
 
