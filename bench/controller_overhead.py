@@ -1,7 +1,7 @@
 """Controller overhead per candidate: evolve vs OpenEvolve 0.4.0, with 100 and 5,000 programs.
 
 Every candidate costs the framework's own work only: a scripted, instant LLM
-(tests/scripted_llm.py, a unique whole-program rewrite per call, so nothing is
+(evolve/testing/scripted_llm.py, a unique whole-program rewrite per call, so nothing is
 a duplicate) and a trivial evaluator (bench/fixtures: import the candidate,
 hash its constant into a score). Configurations, each resumed from an archive
 pre-populated with N programs and timed over the next M candidates:
@@ -267,8 +267,7 @@ class Bench:
 
 
 def _scripted_llm(responder):
-    sys.path.insert(0, str(REPO))  # tests/ is not installed
-    from tests.scripted_llm import ScriptedLLM
+    from evolve.testing.scripted_llm import ScriptedLLM
 
     return ScriptedLLM(responder)
 

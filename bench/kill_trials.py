@@ -3,8 +3,8 @@
     .venv/bin/python bench/kill_trials.py [--trials 10] [--iterations 30] [--seed 0]
                                           [--sandbox local|docker] [--eval-timeout 3]
 
-Each trial starts `evolve run` on the toy problem (tests/toy_problem.py) with a scripted
-OpenAI-compatible server (tests/scripted_llm.py), kills the controller with SIGKILL at a
+Each trial starts `evolve run` on the toy problem (evolve/testing/toy_problem.py) with a scripted
+OpenAI-compatible server (evolve/testing/scripted_llm.py), kills the controller with SIGKILL at a
 random moment of the run (a seeded RNG; uniform over the span an uninterrupted reference
 run took from its run row to its exit), waits until the evaluation deadline of everything
 that was in flight has passed, looks for what of the killed run is still alive, then
@@ -53,8 +53,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluators.local.process_tree import TOKEN_VAR  # noqa: E402
-from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
-from tests.toy_problem import toy_problem  # noqa: E402
+from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
+from evolve.testing.toy_problem import toy_problem  # noqa: E402
 
 try:
     import psutil

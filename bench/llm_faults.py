@@ -38,8 +38,8 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
-from tests.toy_problem import toy_problem  # noqa: E402
+from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
+from evolve.testing.toy_problem import toy_problem  # noqa: E402
 
 
 def _edit(k: int) -> Reply:

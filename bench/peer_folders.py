@@ -17,7 +17,7 @@ CARGO_HOME, so nothing cached on this machine helps it. Per folder:
   Run twice; where the two differ the cell shows the spread.
 - check: `evolve check FOLDER --sandbox local` (--run-sandbox): ok, else its error line.
 - local / docker: `evolve eval FOLDER PROGRAM --json --sandbox local|docker`.
-- run3: `evolve run FOLDER --iterations 3 --sandbox local` (--run-sandbox) against tests/scripted_llm.py
+- run3: `evolve run FOLDER --iterations 3 --sandbox local` (--run-sandbox) against evolve/testing/scripted_llm.py
   whose one reply is the seed with a comment appended; its best score, from `evolve
   archive runs --json`.
 
@@ -291,7 +291,7 @@ class Bench:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         llm = subprocess.Popen(
-            [sys.executable, "tests/scripted_llm.py", "--port", str(port), "--replies", str(replies)],
+            [sys.executable, "-m", "evolve.testing.scripted_llm", "--port", str(port), "--replies", str(replies)],
             cwd=self.clone, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         try:

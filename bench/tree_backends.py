@@ -45,9 +45,9 @@ sys.path.insert(0, str(ROOT))
 
 from evaluators import tree  # noqa: E402
 from evolve.archive import ArchiveReader  # noqa: E402
+from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 from tests import dag_modular_edits as dag  # noqa: E402
 from tests import llm_serving_modular_edits as serving  # noqa: E402
-from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 
 EVOLVE = str(Path(sys.executable).with_name("evolve"))
 DATA_SEED = "2023"
