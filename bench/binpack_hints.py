@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from harness import result_path  # noqa: E402
 from prompt_probe import score  # noqa: E402
 
 from evolve.edits.blocks import replace_block  # noqa: E402
@@ -50,7 +51,7 @@ def program(expr: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--splits", nargs="+", default=["train", "test"])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "binpack_hints.json")
+    ap.add_argument("--out", type=Path, default=result_path("binpack_hints"))
     a = ap.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

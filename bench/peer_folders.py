@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import result_path  # noqa: E402
 from openevolve_compat import DRIVER  # noqa: E402
 from peer_common import (  # noqa: E402
     REPO,
@@ -50,7 +51,7 @@ from peer_common import (  # noqa: E402
     verdict,
 )
 
-RESULTS = REPO / "bench" / "results" / "peer_folders.json"
+RESULTS = result_path("peer_folders")
 MIRROR = Path("/work/.mirror")
 COMMITS = {"openevolve": "411fb59", "shinka": "v0.0.7", "levi": "1283dca"}
 GITS = {

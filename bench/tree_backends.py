@@ -43,6 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
+
 from evaluators import tree  # noqa: E402
 from evolve.archive import ArchiveReader  # noqa: E402
 from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
@@ -259,7 +261,7 @@ def main() -> int:
                 flush=True,
             )
             rows.append({"problem": name, "backend": backend, **row})
-    out = ROOT / "bench" / "results" / "tree_backends.json"
+    out = result_path("tree_backends")
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": dt.datetime.now(dt.UTC).isoformat(), "machine": platform.platform(),
             "cpus": os.cpu_count(), "iterations": args.iterations}  # fmt: skip
