@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2, default=repr) + "\n")
-    print(f"wrote {RESULTS.relative_to(REPO)}")
+    print(f"wrote {RESULTS}")
     if failed:
         print(f"{len(failed)} of {len(rows)} rows DIFFER or have an ERROR")
     return 1 if failed else 0

@@ -266,7 +266,7 @@ def main() -> int:
     meta = {"date": dt.datetime.now(dt.UTC).isoformat(), "machine": platform.platform(),
             "cpus": os.cpu_count(), "iterations": args.iterations}  # fmt: skip
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-    print(f"written: {out.relative_to(ROOT)}")
+    print(f"written: {out}")
     ok = all(r["status"] == "finished" and r["iterations_once"] and r["all_trees"]
              and r["eval_matches_run"] and r["no_reply_asked_twice"] and r["bench"]["ok"]
              and r["show_and_diff_name_files"] and r["web_page_shows_files"] for r in rows)  # fmt: skip

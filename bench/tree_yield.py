@@ -126,7 +126,7 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"command": cmd[1:], "summary": summary}, indent=1, default=str))
     print(json.dumps(summary, indent=1, default=str)[:6000])
-    print(f"written: {out.relative_to(ROOT)}; runs: {work / 'runs'}")
+    print(f"written: {out}; runs: {work / 'runs'}")
     return 0
 
 
