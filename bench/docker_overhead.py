@@ -166,9 +166,9 @@ def _exec_per_eval(client, image: str, problem: str, root: Path):
 
     def call() -> None:
         ex = api.exec_create(cid, HARNESS, user="10001:10001", environment=_ENV, workdir="/scratch")
-        api.exec_start(ex["Id"])
+        output = api.exec_start(ex["Id"])
         if api.exec_inspect(ex["Id"])["ExitCode"] != 0:
-            raise RuntimeError("the harness failed")
+            raise RuntimeError(f"the harness failed: {output[-2000:].decode(errors='replace')}")
         _check(out_dir)
 
     def stop() -> None:
