@@ -45,7 +45,7 @@ NO_PEERS = "needs a peer's venv from PyPI and the peer's fetched repository"
 NO_MODEL = "needs the bundled local model (llama.cpp), not run in tests"
 
 SCRIPTS: dict[str, Smoke] = {
-    "baselines.py": Smoke(("--problems", "binpack"), r"\| program \| split", "baselines"),
+    "baselines.py": Smoke(("--problems", "eplb"), r"\| eplb/seed.py \| train \| ok", "baselines"),
     "binpack_hints.py": Smoke(
         ("--splits", "train", "--rules", "1"), r"\| best fit \(seed\) \|", "binpack_hints"
     ),
