@@ -8,6 +8,7 @@ docker, ray); two_phase.py holds the run-then-score protocol local and docker sh
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -43,6 +44,7 @@ STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # the harness's channel for "the evaluator l
 DATA_SEED_FILE = "DATA_SEED"
 # The local sandbox passes it instead as a descriptor (never a file), named by this variable.
 SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"
+BENCHMARK_MOUNT = "/benchmark"  # where EvalRequest.benchmark is shown
 # "1" where /tmp and /dev/shm are the evaluation's own (bubblewrap's tmpfs, the container's):
 # a Landlocked candidate may write there (never in the fallback, where they are the host's).
 PRIVATE_TMP_ENV = "EVOLVE_PRIVATE_TMP"
@@ -78,7 +80,7 @@ class EvalRequest:
     program_code: str  # candidate source text
     program_name: str  # file name the candidate is written as, e.g. "seed.py"
     split: str  # "train", "test", ... (native); passed through for openevolve
-    fmt: str = "native"  # "native" | "openevolve" | "shinka" | "levi"
+    fmt: str = "native"  # "native" | "openevolve" | "shinka" | "levi" | "skydiscover"
     stage: str | None = None  # openevolve: "evaluate_stage1".. or None for evaluate()
     limits: Limits = field(default_factory=Limits)
     data_dir: str | None = None  # exported as EVOLVE_DATA_DIR inside the sandbox
@@ -102,12 +104,24 @@ class EvalRequest:
     # the crates the problem's Cargo.toml files declare, fetched on the trusted side
     # (evolve/crates.py): offered read-only, named in $EVOLVE_CRATES_DIR
     crates: str | None = None
+    # a folder of the problem (relative) shown read-only at /benchmark: a SkyDiscover
+    # folder's evaluator/, where its scripts expect it (evaluators/inside/skydiscover_run.py)
+    benchmark: str | None = None
 
     def to_json(self) -> dict:
         """REQ.json: everything but the data seed, which `seed_files` carries."""
         out = asdict(self)
         del out["data_seed"]
         return out
+
+    def benchmark_dir(self) -> str | None:
+        """The host folder to show at BENCHMARK_MOUNT (None: none): `benchmark` inside the
+        problem folder, never a folder outside it."""
+        if not self.benchmark:
+            return None
+        root = os.path.realpath(self.problem_dir)
+        path = os.path.realpath(os.path.join(root, self.benchmark))
+        return path if path.startswith(root + os.sep) and os.path.isdir(path) else None
 
     def seed_files(self) -> dict[str, str]:
         """The file that carries the data seed beside the program (none on public data, nor

@@ -79,6 +79,9 @@ class RunConfig:
     eval_memory_mb: int | None = None
     config_file: str | None = None  # --config, as the absolute path it named
     strict_config: bool = False  # --strict-config
+    # why held-out scores are not independent of train (a SkyDiscover evaluate.sh that
+    # ignores its mode), for the run page; None: they are
+    held_out_note: str | None = None
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):

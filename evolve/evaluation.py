@@ -103,6 +103,7 @@ class CandidateEvaluator:
             data_seed=self.data_seed,
             tools=self.problem.tools,
             crates=self.crates,
+            benchmark=self.problem.benchmark,
         )
         if self.opt_state is not None:
             return replace(req, env={**req.env, **self.opt_state.env()})

@@ -21,6 +21,7 @@ from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
 from evolve.problem import Overrides, Problem, ProblemError, require_blocks
+from evolve.problem_skydiscover import held_out_note
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
 from evolve.settings.errors import UsageError
 from evolve.settings.flags import FIELD_OF, NOT_STORED, Settings
@@ -153,6 +154,7 @@ def _from_problem(problem: Problem, prof: ModelProfile) -> dict:
         "parallel": problem.parallel,
         "seed": problem.seed,
         "migration_interval": problem.migration_interval,
+        "held_out_note": held_out_note(problem),
         **problem.search,
     }
     return {k: v for k, v in out.items() if v is not None}

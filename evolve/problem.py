@@ -30,6 +30,13 @@ from evolve.problem_model import (
     Stage,
 )
 from evolve.problem_shinka import is_shinka, load_shinka
+from evolve.problem_skydiscover import (
+    is_harbor,
+    is_skydiscover,
+    load_skydiscover,
+    refuse_harbor,
+    with_keys,
+)
 from evolve.problem_tree import read_tree
 from evolve.settings import ProblemToml, SettingsError, validate
 from evolve.settings.environ import resolve_env
@@ -62,6 +69,10 @@ def load_problem(path: str | Path, overrides: Overrides | None = None) -> Proble
         problem = _load_native(root, shown, ov)
     elif (root / "evaluator.py").is_file():
         problem = _load_openevolve(root, shown, ov)
+    elif is_skydiscover(root):
+        problem = load_skydiscover(root, shown, ov, _seed)
+    elif is_harbor(root):
+        raise refuse_harbor(shown)
     elif is_shinka(root):
         problem = load_shinka(root, shown, ov, _seed)
     elif is_levi(root):
@@ -71,7 +82,8 @@ def load_problem(path: str | Path, overrides: Overrides | None = None) -> Proble
     else:
         raise ProblemError(
             f"{path}: not a problem folder (expected problem.toml, or evaluator.py and "
-            "initial_program.py in OpenEvolve format, or evaluate.py and initial.py in "
+            "initial_program.py in OpenEvolve format, or evaluator/evaluate.sh and "
+            "initial_program.py in SkyDiscover format, or evaluate.py and initial.py in "
             "ShinkaEvolve format, or problem.py with score_fn and SEED_PROGRAM in LEVI format, or a "
             "script calling GEPA's optimize_anything)"
         )
@@ -328,7 +340,7 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         stages[-1] = Stage(split="train", function=stages[-1].function)
     diff_based = cfg.diff_based_evolution
     oe_dims = tuple(db.feature_dimensions or ("complexity", "diversity"))
-    return Problem(
+    problem = Problem(
         name=root.name,
         description=f"OpenEvolve-format problem {root.name}",
         root=root,
@@ -384,3 +396,4 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         # enforce_evolve_blocks() returns the new code as is when the parent has no blocks)
         whole_file=not find_blocks(seed_code),
     )
+    return with_keys(problem, cfg, shown)

@@ -119,7 +119,7 @@ def describe(problem: Problem) -> list[str]:
         )
     if problem.tools:
         lines.append(f"  tools for the evaluator: {', '.join(problem.tools)}")
-    if problem.fmt == "openevolve":
+    if problem.fmt in ("openevolve", "skydiscover"):
         from evolve.problem_config import unread_configs
         from evolve.settings.report import config_report
 
@@ -145,6 +145,10 @@ def describe(problem: Problem) -> list[str]:
         from evolve.problem_gepa import describe_lines as gepa_lines
 
         lines += gepa_lines(problem)
+    if problem.fmt == "skydiscover":
+        from evolve.problem_skydiscover import describe_lines as sky_lines
+
+        lines += sky_lines(problem)
     files = relative_files(problem.root)
     if files:
         lines.append(f"  data its code reads from its folder: {', '.join(files)}")
@@ -208,12 +212,13 @@ def _missing(problem: Problem) -> list[str]:
     """requirements.txt lines this interpreter lacks (the local sandbox runs on it)."""
     from evolve.requirements import missing_requirements
 
-    missing = missing_requirements(problem.root)
+    folder = problem.root / problem.benchmark if problem.benchmark else problem.root
+    missing = missing_requirements(folder)
     if not missing:
         return []
     return [
         f"  warning: requirements.txt: not installed here: {', '.join(missing)} "
-        f"(pip install -r {problem.root / 'requirements.txt'}, or use --sandbox docker, "
+        f"(pip install -r {folder / 'requirements.txt'}, or use --sandbox docker, "
         "which layers them on its image)"
     ]
 

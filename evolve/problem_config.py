@@ -97,7 +97,7 @@ def unread_configs(problem: Problem) -> list[str]:
 
 def config_line(problem: Problem) -> str | None:
     """What `run` and `eval` say about the config they read (None: a native folder)."""
-    if problem.fmt != "openevolve":
+    if problem.fmt not in ("openevolve", "skydiscover"):
         return None
     others = unread_configs(problem)
     if problem.config_file is not None:

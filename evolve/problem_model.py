@@ -70,7 +70,7 @@ class Problem:
     name: str
     description: str
     root: Path
-    fmt: str  # "native" | "openevolve" | "shinka" | "levi"
+    fmt: str  # "native" | "openevolve" | "shinka" | "levi" | "skydiscover"
     entry: str  # seed program file name
     seed_code: str
     metric: str
@@ -124,6 +124,10 @@ class Problem:
     # seed_path the folder the tree was read from
     files: tuple[str, ...] = ()
     fixed_files: tuple[str, ...] = ()
+    # a SkyDiscover folder's evaluator folder (relative), shown read-only at /benchmark
+    benchmark: str | None = None
+    # held-out scores are the train scores again (a SkyDiscover evaluate.sh ignores its mode)
+    test_is_train: bool = False
 
     @property
     def prompt_dir(self) -> Path:

@@ -72,8 +72,12 @@ print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "machine": platform.
 
 
 def requirements_file(problem_dir: str | Path) -> Path | None:
-    """The problem's requirements.txt when it names anything (not only comments)."""
+    """The problem's requirements.txt when it names anything (not only comments): a
+    SkyDiscover folder's is its evaluator/'s (where its Dockerfile installs it from)."""
     path = Path(problem_dir) / REQUIREMENTS
+    bench = Path(problem_dir) / "evaluator"
+    if not path.is_file() and (bench / "evaluate.sh").is_file():
+        path = bench / REQUIREMENTS
     if not path.is_file():
         return None
     try:

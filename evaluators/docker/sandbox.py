@@ -70,7 +70,7 @@ from evaluators.inside.caches import CRATES_ENV
 from evaluators.inside.layout import write_tree
 from evaluators.local import leftovers
 from evaluators.local.liveness import owner_alive, owner_id
-from evaluators.sandbox import DATA_SEED_FILE, EvalRequest
+from evaluators.sandbox import BENCHMARK_MOUNT, DATA_SEED_FILE, EvalRequest
 from evaluators.two_phase import Session, TwoPhaseSandbox
 
 AGENT_CMD = ["python3", "-s", "/opt/evolve/agent.py"]
@@ -365,6 +365,7 @@ class DockerSandbox(TwoPhaseSandbox):
             req.split,
             bool(req.tools),
             req.crates,
+            req.benchmark_dir(),
         )
 
     def _checkout(self, req: EvalRequest) -> Box:
@@ -435,6 +436,7 @@ class DockerSandbox(TwoPhaseSandbox):
             _split,
             tools,
             crates,
+            benchmark,
         ) = key
         in_dir = tempfile.mkdtemp(prefix="in-", dir=self._host_root)
         os.chmod(in_dir, 0o755)
@@ -459,6 +461,8 @@ class DockerSandbox(TwoPhaseSandbox):
         if includes:
             env["EVOLVE_INCLUDE_DIR"] = INCLUDE
             mounts += [Mount(_inside(p), p, type="bind", read_only=True) for p in includes]
+        if benchmark:  # a SkyDiscover folder's evaluator/, where its scripts expect it
+            mounts.append(Mount(BENCHMARK_MOUNT, benchmark, type="bind", read_only=True))
         if crates:
             env[CRATES_ENV] = CRATES
             mounts.append(Mount(CRATES, crates, type="bind", read_only=True))

@@ -320,6 +320,9 @@ def run(req: dict) -> dict:
     if req.get("fmt") in ("shinka", "levi", "gepa"):
         _release_worker()
         return _run_shinka(req, program, root, bool(paths))
+    if req.get("fmt") == "skydiscover":
+        _release_worker()
+        return _run_skydiscover(req, program)
     if req.get("fmt", "native") != "native":
         _release_worker()
         return _run_openevolve(req, program, root, bool(paths))
@@ -570,6 +573,35 @@ def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
     if gepa:
         return gepa_score.to_result(out, OK, INVALID, RUNTIME_ERROR)
     return sh.to_result(out, OK, INVALID, RUNTIME_ERROR)
+
+
+def _run_skydiscover(req: dict, program: str) -> dict:
+    """A SkyDiscover folder's evaluate.sh, shown at /benchmark by the sandbox, started as
+    SkyDiscover starts it (skydiscover_run.py) after this process confined itself."""
+    failure = None
+    try:
+        _provide_kit()
+        from evaluators.inside import openevolve_run as oe
+        from evaluators.inside import skydiscover_run as sd
+
+        if not os.path.isfile(os.path.join(sd.BENCHMARK, sd.SCRIPT)):
+            why = f"no {sd.BENCHMARK}/{sd.SCRIPT}: this sandbox cannot show evaluator/ there"
+            failure = _failure(SANDBOX_ERROR, why + " (use bubblewrap or --sandbox docker)")
+        else:
+            oe.confine(sd.BENCHMARK, os.getcwd(), program)
+    except BaseException as e:
+        failure = _failure(SANDBOX_ERROR, f"cannot prepare the SkyDiscover evaluator: {e!r}", e)
+    _report_loaded(failure)
+    if failure is not None:
+        return failure
+    try:
+        timeout_s = float(req.get("limits", {}).get("timeout_s") or 360)
+        out = sd.evaluate(program, req.get("split") or "train", timeout_s, os.getcwd())
+    except sd.ScriptTimeout as e:
+        return _failure(TIMEOUT, f"{e}; all its processes were killed")
+    except BaseException as e:
+        return _from_exception(e, program, req.get("limits", {}))
+    return sd.to_result(out, OK, RUNTIME_ERROR, TIMEOUT)
 
 
 def score(payload: dict) -> dict:

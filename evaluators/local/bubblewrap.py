@@ -158,6 +158,7 @@ def command(
     uid: int | None,
     seccomp_fd: int | None,
     info_fd: int,
+    binds: tuple[tuple[str, str], ...] = (),
 ) -> list[str]:
     """The bubblewrap prefix of one evaluation's command line.
 
@@ -166,6 +167,8 @@ def command(
     splits' data), each with an empty fd to copy. `inputs`: file name (a tree's relative
     path: bubblewrap makes the folders between) -> fd whose contents become
     /scratch/<name>, owned by root, so the candidate cannot rewrite its own request.
+    `binds`: (host path, place) pairs bound read-only elsewhere (a SkyDiscover folder's
+    evaluator/ at /benchmark).
     """
     assert iso.bwrap is not None
     # --die-with-parent: PR_SET_PDEATHSIG, which fires when the forking *thread* exits; the
@@ -192,6 +195,8 @@ def command(
                 made.add(parent)
                 argv += ["--perms", "0755", "--dir", parent]
         argv += ["--ro-bind", path, path]
+    for path, place in binds:
+        argv += ["--ro-bind", path, place]
     for path, fd in hidden.items():  # another split's data: an empty file in its place
         argv += ["--perms", "0444", "--ro-bind-data", str(fd), path]
     for name, fd in inputs.items():

@@ -64,6 +64,7 @@ from evaluators.local.uids import (
     uid_slot,
 )
 from evaluators.sandbox import (
+    BENCHMARK_MOUNT,
     DATA_SEED_FILE,
     PRIVATE_TMP_ENV,
     SEED_FD_ENV,
@@ -257,6 +258,7 @@ class LocalSandbox(TwoPhaseSandbox):
             uid=uid,
             seccomp_fd=seccomp,
             info_fd=info_f.fileno(),
+            binds=((bench, BENCHMARK_MOUNT),) if (bench := req.benchmark_dir()) else (),
         )
         return _Confined(
             argv,

@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AfterValidator, Field, field_validator
 
 from evolve.settings import openevolve_keys as keys
+from evolve.settings import skydiscover_keys as sky
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section
 from evolve.settings.search import SearchTable
@@ -134,7 +135,7 @@ class DatabaseSection(OESection):
 
 class EvaluatorSection(OESection):
     uses = keys.EVALUATOR_USES
-    ignored = keys.EVALUATOR_IGNORED
+    ignored = {**keys.EVALUATOR_IGNORED, **sky.EVALUATOR_IGNORED}
     timeout: PositiveFloat | None = None
     max_retries: Count | None = None
     memory_limit_mb: PositiveInt | None = None
@@ -167,9 +168,25 @@ class EvolveSection(OESection):
     tools: list[Tool] | None = None
 
 
+class SkySearchSection(OESection):
+    """SkyDiscover's `search:` section (OpenEvolve has none)."""
+
+    uses = sky.SEARCH_USES
+    ignored = sky.SEARCH_IGNORED
+    type: str | None = None
+
+
+class AgenticSection(OESection):
+    """SkyDiscover's `agentic:` section."""
+
+    uses = sky.AGENTIC_USES
+    ignored = sky.AGENTIC_IGNORED
+    enabled: bool | None = None
+
+
 class OpenEvolveConfig(OESection):
-    uses = keys.TOP_USES
-    ignored = keys.TOP_IGNORED
+    uses = {**keys.TOP_USES, **sky.TOP_USES}
+    ignored = {**keys.TOP_IGNORED, **sky.TOP_IGNORED}
     max_iterations: Annotated[int, Field(ge=0)] | None = None
     random_seed: int | None = None
     diff_based_evolution: bool | None = None
@@ -183,6 +200,30 @@ class OpenEvolveConfig(OESection):
     evaluator: EvaluatorSection = EvaluatorSection()
     evolution_trace: EvolutionTraceSection = EvolutionTraceSection()
     evolve: EvolveSection = EvolveSection()
+    # SkyDiscover's keys (evolve/settings/skydiscover_keys.py)
+    diff_based_generation: bool | None = None
+    max_solution_length: PositiveInt | None = None
+    search: SkySearchSection = SkySearchSection()
+    agentic: AgenticSection = AgenticSection()
+
+    def skydiscover_keys(self) -> list[str]:
+        """The SkyDiscover keys this file sets (its cascade defaults then apply)."""
+        named = [
+            k
+            for k in ("diff_based_generation", "max_solution_length")
+            if getattr(self, k) is not None
+        ]
+        named += [k for k in ("search", "agentic") if getattr(self, k).model_fields_set]
+        return named
 
 
-SECTIONS = ("llm", "prompt", "database", "evaluator", "evolution_trace", "evolve")
+SECTIONS = (
+    "llm",
+    "prompt",
+    "database",
+    "evaluator",
+    "evolution_trace",
+    "evolve",
+    "search",
+    "agentic",
+)
