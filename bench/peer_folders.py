@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(args)
     rows: list[dict] = []
     tools = {t: shutil.which(t) is not None for t in ("gfortran", "go", "Rscript", "cargo")}
-    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for spec in specs:
         rows.append(bench.row(spec))
         print(markdown(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)

@@ -115,6 +115,9 @@ SCRIPTS: dict[str, Smoke] = {
     "search_race.py": Smoke(("--help",), r"--frameworks", offline=NO_PEERS + "; " + NO_MODEL),
     "search_yield.py": Smoke(("{runs}",), r"run_id"),
     "shinka_compat.py": Smoke(("--help",), r"--shinka-venv", offline=NO_PEERS),
+    "skydiscover_folders.py": Smoke(
+        ("--help",), r"--skydiscover", offline="needs a fetched SkyDiscover checkout"
+    ),
     "tree_backends.py": Smoke(
         ("--backends", "local", "--iterations", "1", "--problems", "scaffold"),
         r"scaffold +local +finished",
