@@ -19,6 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
+
 from evaluators.backends import make_sandbox  # noqa: E402
 from evolve.edits.blocks import complete_from_seed  # noqa: E402
 from evolve.evaluation import CandidateEvaluator  # noqa: E402
@@ -83,7 +85,7 @@ def main() -> int:
     ap.add_argument("--problems", nargs="*", default=None, help="problem folder names (default: all)")
     ap.add_argument("--sandbox", default="local", choices=("local", "docker"))
     ap.add_argument("--compare", type=Path, help="an earlier baselines.json to compare with")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "baselines.json")
+    ap.add_argument("--out", type=Path, default=result_path("baselines"))
     args = ap.parse_args()
     names = args.problems or sorted(p.parent.name for p in (ROOT / "problems").glob("*/problem.toml"))
     scores = score_all(names, args.sandbox)

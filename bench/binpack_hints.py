@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from harness import result_path  # noqa: E402
 from prompt_probe import score  # noqa: E402
 
 from evolve.edits.blocks import replace_block  # noqa: E402
@@ -50,11 +51,12 @@ def program(expr: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--splits", nargs="+", default=["train", "test"])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "binpack_hints.json")
+    ap.add_argument("--rules", type=int, default=len(RULES), help="the first N rules only (default all)")
+    ap.add_argument("--out", type=Path, default=result_path("binpack_hints"))
     a = ap.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for k, (name, expr) in enumerate(RULES.items()):
+        for k, (name, expr) in enumerate(list(RULES.items())[: max(1, a.rules)]):
             path = Path(tmp) / f"rule{k}.py"
             path.write_text(program(expr))
             scores = {s: score(PROBLEM, path, s)["score"] for s in a.splits}

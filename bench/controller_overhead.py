@@ -1,7 +1,7 @@
 """Controller overhead per candidate: evolve vs OpenEvolve 0.4.0, with 100 and 5,000 programs.
 
 Every candidate costs the framework's own work only: a scripted, instant LLM
-(tests/scripted_llm.py, a unique whole-program rewrite per call, so nothing is
+(evolve/testing/scripted_llm.py, a unique whole-program rewrite per call, so nothing is
 a duplicate) and a trivial evaluator (bench/fixtures: import the candidate,
 hash its constant into a score). Configurations, each resumed from an archive
 pre-populated with N programs and timed over the next M candidates:
@@ -35,7 +35,6 @@ import hashlib
 import itertools
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -49,6 +48,7 @@ import time
 from pathlib import Path
 
 import yaml
+from harness import machine, write_result
 from overhead_common import (
     NATIVE_PROBLEM,
     OPENEVOLVE_PROBLEM,
@@ -65,11 +65,13 @@ from rich.table import Table
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-RESULTS = BENCH / "results" / "controller_overhead.json"
 OPENEVOLVE_VERSION = "0.4.0"
 DEFAULT_OE_VENV = "/tmp/bench-openevolve-venv"
 SETUP_ITERATIONS = 2  # the run is created through the CLI with this many real iterations
 OURS_PARALLEL, OURS_LLM_PARALLEL = 2, 4  # evolve's defaults; OpenEvolve gets 2 workers
+# One LLM call = one candidate, as in OpenEvolve: no tuned children (they cost evaluations,
+# not calls, and would be counted as controller time), no resampling of repeats, no repairs.
+OURS_ONE_CALL_PER_CANDIDATE = ("--tune-evals", "0", "--max-resamples", "0", "--repair-attempts", "0")
 OE_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - INFO - Iteration (\d+): Program ")
 EXCLUDED, INCLUDED, OPENEVOLVE = "evolve, sandbox excluded", "evolve, sandbox included", "OpenEvolve 0.4.0"
 
@@ -151,7 +153,7 @@ class Bench:
         cmd = [*_evolve_cmd(), "run", str(self.evolve_problem), "--iterations", str(SETUP_ITERATIONS),
                "--api-base", self.base_url, "--model", "scripted", "--run-id", run_id,
                "--runs-dir", str(runs), "--sandbox", self.args.sandbox, "--parallel", str(OURS_PARALLEL),
-               "--llm-parallel", str(OURS_LLM_PARALLEL), "--no-progress"]
+               "--llm-parallel", str(OURS_LLM_PARALLEL), *OURS_ONE_CALL_PER_CANDIDATE, "--no-progress"]
         log = self.work / f"ours-{n}-setup.log"
         with open(log, "w") as out:
             proc = subprocess.run(cmd, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
@@ -265,8 +267,7 @@ class Bench:
 
 
 def _scripted_llm(responder):
-    sys.path.insert(0, str(REPO))  # tests/ is not installed
-    from tests.scripted_llm import ScriptedLLM
+    from evolve.testing.scripted_llm import ScriptedLLM
 
     return ScriptedLLM(responder)
 
@@ -311,8 +312,8 @@ def _tree_cpu(root: int) -> float:
 
 
 def _evolve_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("evolve")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "evolve.cli"]
+    """The CLI of this checkout (run with cwd=REPO), not whatever `evolve` is installed."""
+    return [sys.executable, "-m", "evolve.cli"]
 
 
 def _oe_version(py: Path) -> str | None:
@@ -364,13 +365,8 @@ def _median(xs: list) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def machine(oe_venv: Path | None, load_start: tuple) -> dict:
-    info = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "nproc": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
-        "python": platform.python_version(), "platform": platform.platform(),
-        "root": os.geteuid() == 0, "loadavg_start": load_start, "loadavg_end": os.getloadavg(),
-    }
+def oe_machine(oe_venv: Path | None, load_start: tuple) -> dict:
+    info = machine(loadavg_start=load_start)
     if oe_venv is not None:
         py = oe_venv / "bin" / "python"
         info["openevolve_python"] = subprocess.run([str(py), "-c", "import platform; print(platform.python_version())"],
@@ -442,12 +438,12 @@ def main(argv: list[str] | None = None) -> int:
     oe_venv = None if args.skip_openevolve else Path(args.openevolve_venv)
     summary = summarize(results, args.sizes)
     report = {
-        "machine": machine(oe_venv, load_start),
+        "machine": oe_machine(oe_venv, load_start),
         "settings": {
             "iterations": args.iterations, "repeats": args.repeats, "sizes": args.sizes,
             "evolve_problem": args.problem_format, "evolve_sandbox_included": args.sandbox,
             "evolve_source_sha256": source, "evolve_parallel": OURS_PARALLEL,
-            "evolve_llm_parallel": OURS_LLM_PARALLEL,
+            "evolve_llm_parallel": OURS_LLM_PARALLEL, "evolve_flags": list(OURS_ONE_CALL_PER_CANDIDATE),
             "openevolve": None if oe_venv is None else yaml.safe_load((OPENEVOLVE_PROBLEM / "config.yaml").read_text()),
             "statistic": "mean_ms = (last - first request arrival in the steady-state window) / candidates "
                          "in it; the headline number. median_ms = median gap between arrivals. cpu_ms = CPU "
@@ -460,9 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     print_tables(bench.console, summary, args)
     if args.keep:
         print(f"scratch kept in {bench.work}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_result("controller_overhead", report)
     return 0
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -29,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import machine, write_result
 from rich.console import Console
 from rich.table import Table
 
@@ -53,7 +53,6 @@ def score(outputs, split):
     return {"score": float(outputs)}
 '''
 LIMITS = Limits(timeout_s=30)
-RESULTS = Path(__file__).parent / "results" / "docker_overhead.json"
 HARNESS = ["python3", "-s", "/opt/evolve/harness.py", "run", "/in/REQ.json", "/out/RESULT.json"]
 LOCAL, WARM, EXEC, FRESH = ("local backend", "docker warm pool", "docker exec per evaluation",
                             "docker run per evaluation")
@@ -167,9 +166,9 @@ def _exec_per_eval(client, image: str, problem: str, root: Path):
 
     def call() -> None:
         ex = api.exec_create(cid, HARNESS, user="10001:10001", environment=_ENV, workdir="/scratch")
-        api.exec_start(ex["Id"])
+        output = api.exec_start(ex["Id"])
         if api.exec_inspect(ex["Id"])["ExitCode"] != 0:
-            raise RuntimeError("the harness failed")
+            raise RuntimeError(f"the harness failed: {output[-2000:].decode(errors='replace')}")
         _check(out_dir)
 
     def stop() -> None:
@@ -217,10 +216,7 @@ def main(argv: list[str] | None = None) -> int:
               "exec_over_warm": med[EXEC] / med[WARM]}
     report = {
         "n": args.n, "image": image,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "root": os.geteuid() == 0,
-                    "docker": client.version().get("Version"),
-                    "storage_driver": client.info().get("Driver")},
+        "machine": machine(docker=client.version().get("Version"), storage_driver=client.info().get("Driver")),
         "rows": {name: _stats(xs) for name, xs in rows.items()},
         "ratios": ratios,
         "targets_met": {"warm within 2x of local": ratios["warm_over_local"] <= 2.0,
@@ -237,9 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"warm pool / local = {ratios['warm_over_local']:.2f} (target <= 2); "
                   f"fresh container / warm pool = {ratios['fresh_over_warm']:.1f} (target >= 5); "
                   f"exec / warm pool = {ratios['exec_over_warm']:.1f}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_result("docker_overhead", report)
     return 0 if all(report["targets_met"].values()) else 1
 
 

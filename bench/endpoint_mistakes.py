@@ -27,6 +27,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from harness import result_path  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "binpack"
 
@@ -83,7 +85,7 @@ def _timed(argv: list[str], env: dict) -> tuple[float, int, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "endpoint_mistakes.json")
+    ap.add_argument("--out", type=Path, default=result_path("endpoint_mistakes"))
     args = ap.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EVOLVE_"))}
     listing, refusing = _serve(False), _serve(True)

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -30,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness import machine, write_result
 from rich.console import Console
 from rich.table import Table
 
@@ -38,7 +37,6 @@ sys.path.insert(0, str(ROOT))
 
 from evolve.problem import load_problem  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "eval_budget.json"
 CHILD = """
 import importlib.util, json, sys, time
 problem, seed, split = sys.argv[1:4]
@@ -92,13 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         "n": args.n,
         "budget_cpu_s": args.budget_s,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "loadavg": os.getloadavg()},
+        "machine": machine(),
         "problems": rows,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    write_result("eval_budget", report)
     return 0 if all(r["within_budget"] for r in rows.values()) else 1
 
 

@@ -3,8 +3,8 @@
     .venv/bin/python bench/kill_trials.py [--trials 10] [--iterations 30] [--seed 0]
                                           [--sandbox local|docker] [--eval-timeout 3]
 
-Each trial starts `evolve run` on the toy problem (tests/toy_problem.py) with a scripted
-OpenAI-compatible server (tests/scripted_llm.py), kills the controller with SIGKILL at a
+Each trial starts `evolve run` on the toy problem (evolve/testing/toy_problem.py) with a scripted
+OpenAI-compatible server (evolve/testing/scripted_llm.py), kills the controller with SIGKILL at a
 random moment of the run (a seeded RNG; uniform over the span an uninterrupted reference
 run took from its run row to its exit), waits until the evaluation deadline of everything
 that was in flight has passed, looks for what of the killed run is still alive, then
@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import platform
 import random
 import signal
 import sqlite3
@@ -47,6 +45,7 @@ import time
 import uuid
 from pathlib import Path
 
+from harness import machine, write_result
 from rich.console import Console
 from rich.table import Table
 
@@ -54,15 +53,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluators.local.process_tree import TOKEN_VAR  # noqa: E402
-from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
-from tests.toy_problem import toy_problem  # noqa: E402
+from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
+from evolve.testing.toy_problem import toy_problem  # noqa: E402
 
 try:
     import psutil
 except ImportError:  # read /proc instead
     psutil = None
 
-RESULTS = ROOT / "bench" / "results" / "kill_trials.json"
 MARK_VAR = "EVOLVE_KILL_TRIAL_MARK"  # set on the controller: inherited by what it starts
 SLEEPER_EVERY = 8
 GRACE_S = 3.0  # after the evaluation deadline, for the kill and its teardown
@@ -372,19 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "args": vars(args),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "root": os.geteuid() == 0,
-                    "loadavg": os.getloadavg(), "psutil": psutil is not None},
+        "machine": machine(psutil=psutil is not None),
         "reference": ref,
         "totals": {**total, "trials": len(results), "killed": len(killed),
                    "resume_failed": sum(r["resume_rc"] != 0 for r in results)},
         "trials": results,
         "scratch": str(work) if args.keep else None,
     }
-    out = RESULTS if args.sandbox == "local" else RESULTS.with_name(f"kill_trials_{args.sandbox}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    console.print(f"wrote {out.relative_to(ROOT)}")
+    write_result("kill_trials" if args.sandbox == "local" else f"kill_trials_{args.sandbox}", report)
     if not args.keep:
         import shutil
 

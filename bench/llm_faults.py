@@ -22,7 +22,6 @@ bench/results/llm_faults.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sqlite3
 import subprocess
@@ -32,16 +31,15 @@ import threading
 import time
 from pathlib import Path
 
+from harness import write_result
 from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
-from tests.toy_problem import toy_problem  # noqa: E402
-
-RESULTS = Path(__file__).parent / "results" / "llm_faults.json"
+from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
+from evolve.testing.toy_problem import toy_problem  # noqa: E402
 
 
 def _edit(k: int) -> Reply:
@@ -148,9 +146,7 @@ def main() -> int:
             row["screen"] or "-", f"{row['wall_ratio']:.2f}x ({row['wall_s']} s)",
         )
     Console(width=200).print(table)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"iterations": args.iterations, "rows": rows}, indent=2))
-    print(f"wrote {RESULTS}")
+    write_result("llm_faults", {"iterations": args.iterations, "rows": rows})
     return 0
 
 

@@ -41,13 +41,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
+
 from evolve.llm import local_model as lm  # noqa: E402
 from evolve.llm.profiles import LOCAL_SMALL  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
 
 PROBLEM = ROOT / "problems" / "binpack"
 OE_PROBLEM = ROOT / "bench" / "openevolve_binpack"
-RESULTS = ROOT / "bench" / "results" / "local_model.json"
+RESULTS = result_path("local_model")
 OPENEVOLVE_VERSION = "0.4.0"
 DEFAULT_OE_VENV = "/tmp/bench-openevolve-venv"
 INVALID = -100.0  # the wrapper's score for a failed candidate

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from evolve.archive import Archive, ProgramRow
+from evolve.archive import Archive, ProgramRow, trees
 from evolve.archive.rows import insert_statement
 
 PROBLEMS = {  # name: (policy function, the variables its block mixes, two metric names)
@@ -221,7 +221,7 @@ def write_run(archive: Archive, rng: random.Random, i: int, n: int, t0: float) -
                 p.artifacts["stderr"] += ERRORS[status] + "\n"
                 if it in hostile:
                     p.artifacts["stderr"] += HOSTILE[1 - hostile[it]] + "\n"
-            db.execute(*insert_statement(p))
+            db.execute(*insert_statement(p, *trees.store(db, p.program_id, p.code)))
             if it and it % 50 == 0:  # ring migration: each island's best to the next island
                 for k in range(4):
                     top_k, dest = max(islands[k], key=scores.__getitem__), (k + 1) % 4

@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from evaluators.bounds import MAX_METRICS  # noqa: E402
@@ -41,7 +42,7 @@ from evolve.archive import Archive, ArchiveReader, ProgramRow  # noqa: E402
 from evolve.export.tables import write_tables  # noqa: E402
 from evolve.web.app import make_app  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "metric_bounds.json"
+RESULTS = result_path("metric_bounds")
 CODE = "# EVOLVE-BLOCK-START\ndef priority(item, bins):\n    return -bins\n# EVOLVE-BLOCK-END\n"
 
 

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import result_path  # noqa: E402
 from peer_common import (  # noqa: E402
     REPO,
     SANDBOXES,
@@ -62,7 +63,7 @@ from peer_common import (  # noqa: E402
 )
 
 FIXTURES = REPO / "tests" / "fixtures"
-RESULTS = REPO / "bench" / "results" / "openevolve_compat.json"
+RESULTS = result_path("openevolve_compat")
 VERSION = "0.4.1"
 DEFAULT_VENV = Path.home() / ".cache" / "evolve-bench" / f"openevolve-{VERSION}"
 # OpenEvolve's examples that score on CPU, offline, with no model at evaluation time.
@@ -290,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2, default=repr) + "\n")
-    print(f"wrote {RESULTS.relative_to(REPO)}")
+    print(f"wrote {RESULTS}")
     if failed:
         print(f"{len(failed)} of {len(rows)} rows DIFFER or have an ERROR")
     return 1 if failed else 0

@@ -17,7 +17,7 @@ CARGO_HOME, so nothing cached on this machine helps it. Per folder:
   Run twice; where the two differ the cell shows the spread.
 - check: `evolve check FOLDER --sandbox local` (--run-sandbox): ok, else its error line.
 - local / docker: `evolve eval FOLDER PROGRAM --json --sandbox local|docker`.
-- run3: `evolve run FOLDER --iterations 3 --sandbox local` (--run-sandbox) against tests/scripted_llm.py
+- run3: `evolve run FOLDER --iterations 3 --sandbox local` (--run-sandbox) against evolve/testing/scripted_llm.py
   whose one reply is the seed with a comment appended; its best score, from `evolve
   archive runs --json`.
 
@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import result_path  # noqa: E402
 from openevolve_compat import DRIVER  # noqa: E402
 from peer_common import (  # noqa: E402
     REPO,
@@ -50,7 +51,7 @@ from peer_common import (  # noqa: E402
     verdict,
 )
 
-RESULTS = REPO / "bench" / "results" / "peer_folders.json"
+RESULTS = result_path("peer_folders")
 MIRROR = Path("/work/.mirror")
 COMMITS = {"openevolve": "411fb59", "shinka": "v0.0.7", "levi": "1283dca"}
 GITS = {
@@ -291,7 +292,7 @@ class Bench:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         llm = subprocess.Popen(
-            [sys.executable, "tests/scripted_llm.py", "--port", str(port), "--replies", str(replies)],
+            [sys.executable, "-m", "evolve.testing.scripted_llm", "--port", str(port), "--replies", str(replies)],
             cwd=self.clone, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         try:
@@ -404,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(args)
     rows: list[dict] = []
     tools = {t: shutil.which(t) is not None for t in ("gfortran", "go", "Rscript", "cargo")}
-    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for spec in specs:
         rows.append(bench.row(spec))
         print(markdown(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
+from harness import result_path  # noqa: E402
 
 from evaluators.sandbox import Status  # noqa: E402
 from evolve.candidates import new_row  # noqa: E402
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replies", type=int, default=12)
     ap.add_argument("--variants", nargs="+", default=["short@0.4", "short@0.7", "short@1.0"])
     ap.add_argument("--work", type=Path, default=Path("/tmp/prompt-probe"))
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "prompt_probe.json")
+    ap.add_argument("--out", type=Path, default=result_path("prompt_probe"))
     a = ap.parse_args(argv)
 
     problem = load_problem(a.problem)

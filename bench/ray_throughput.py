@@ -40,12 +40,14 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
+
 from evaluators.backends import make_sandbox, ray_options  # noqa: E402
 from evaluators.local.sandbox import LocalSandbox  # noqa: E402
 from evolve.evaluation import CandidateEvaluator  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
+from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 from tests.ray_support import AUTH_OFF, LoopbackCluster  # noqa: E402
-from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 
 EVALUATOR = """
 import importlib.util, os, time
@@ -179,7 +181,7 @@ def main() -> None:
         f"(median of {args.repeat}); Ray adds {results['dispatch_overhead_s'] * 1000:.0f} ms "
         f"({results['dispatch_ratio']:.2f}x)"
     )
-    out = ROOT / "bench" / "results" / "ray_throughput.json"
+    out = result_path("ray_throughput")
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"when": dt.datetime.now(dt.UTC).isoformat(), "host": platform.node(),
             "cpus": os.cpu_count(), "iterations": args.iterations, "sleep_s": args.sleep}

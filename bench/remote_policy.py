@@ -26,7 +26,6 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import machine, write_result
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
@@ -46,7 +46,6 @@ from evaluators.inside import worker_client  # noqa: E402
 
 PROBLEMS = ("binpack", "spot_scheduling", "spot_multi_region")
 MODES = ("in-process", "worker")
-RESULTS = Path(__file__).parent / "results" / "remote_policy.json"
 TRIVIAL = "def f(x):\n    return x\n"
 
 
@@ -204,12 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         protocol = _protocol(tmp, args.n)
     report = {
         "n": args.n,
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "loadavg": os.getloadavg(),
-        },
+        "machine": machine(),
         "protocol": protocol,
         **{
             kind: {
@@ -245,9 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         f"worker start to exit: {1e3 * protocol['worker_start_s']:.0f} ms; "
         f"load average {report['machine']['loadavg'][0]:.2f} on {os.cpu_count()} CPUs"
     )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_result("remote_policy", report)
     return 0
 
 

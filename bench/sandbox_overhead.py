@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -24,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import machine, write_result
 from rich.console import Console
 from rich.table import Table
 
@@ -46,7 +45,6 @@ def score(outputs, split):
     return {"score": float(outputs)}
 '''
 BASELINE = "in-process evaluate()"
-RESULTS = Path(__file__).parent / "results" / "sandbox_overhead.json"
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
@@ -133,8 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     base = statistics.median(rows[BASELINE])
     report = {
         "n": args.n,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "root": os.geteuid() == 0},
+        "machine": machine(),
         "rows": {name: {**_stats(xs), "overhead": _stats([x - base for x in xs])}
                  for name, xs in rows.items()},
     }
@@ -151,9 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     console.width = max(console.width, 110)  # no wrapping when piped
     console.print(table)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_result("sandbox_overhead", report)
     return 0
 
 

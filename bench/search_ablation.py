@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "bench"))
+from harness import result_path  # noqa: E402
 from search_yield import run_rows  # noqa: E402
 
 # Every part on, whatever the model's profile turns off (the bundled model's asks no repairs and
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--only", nargs="*", choices=list(VARIANTS))
     ap.add_argument("--runs-dir", type=Path, default=Path("/tmp/search-ablation"))
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "search_ablation.json")
+    ap.add_argument("--out", type=Path, default=result_path("search_ablation"))
     args = ap.parse_args(argv)
     rows = []
     for i, name in enumerate(args.only or VARIANTS):

@@ -40,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
+
 from bench.race import evolve_side, levi, openevolve, report, shinka  # noqa: E402
 from bench.race.common import Ctx, RunResult  # noqa: E402
 from evolve import data_seed  # noqa: E402
@@ -51,7 +53,7 @@ from evolve.problem import load_problem  # noqa: E402
 
 PEERS = {"openevolve": openevolve, "shinka": shinka, "levi": levi}
 FRAMEWORKS = ("evolve", *PEERS)
-RESULTS = ROOT / "bench" / "results" / "search_race.json"
+RESULTS = result_path("search_race")
 DEFAULT_VENVS = "/tmp/bench-venvs"
 
 

@@ -40,6 +40,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import result_path  # noqa: E402
 from peer_common import (  # noqa: E402
     REPO,
     SANDBOXES,
@@ -57,7 +58,7 @@ from peer_common import (  # noqa: E402
 BENCH = REPO / "bench"
 FIXTURES = REPO / "tests" / "fixtures" / "shinka"
 STAND_IN = REPO / "evaluators" / "inside" / "shinka_compat"
-RESULTS = BENCH / "results" / "shinka_compat.json"
+RESULTS = result_path("shinka_compat")
 VERSION = "0.0.7"
 DEFAULT_VENV = Path.home() / ".cache" / "evolve-bench" / f"shinka-{VERSION}"
 COLUMNS = ("shinka", "stand-in", "local", "docker")

@@ -19,7 +19,7 @@ empty HOME. Per folder:
   that draws unseeded random numbers (txn_scheduling's) scores within that spread.
 - check: `evolve check FOLDER --sandbox local`.
 - local / docker: `evolve eval FOLDER SEED --json --sandbox local|docker`.
-- run3: `evolve run FOLDER --iterations 3 --sandbox local` against tests/scripted_llm.py,
+- run3: `evolve run FOLDER --iterations 3 --sandbox local` against evolve/testing/scripted_llm.py,
   whose one reply is the seed with a comment appended; the run's best score.
 
 Writes bench/results/skydiscover_folders.json and prints a markdown table. Exit 1 when a
@@ -40,9 +40,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import result_path  # noqa: E402
 from peer_common import REPO, Cell, clean_env, last_line, one_line, run, verdict  # noqa: E402
 
-RESULTS = REPO / "bench" / "results" / "skydiscover_folders.json"
+RESULTS = result_path("skydiscover_folders")
 DEFAULT = ("benchmarks/ADRS/prism", "benchmarks/ADRS/txn_scheduling",
            "benchmarks/math/signal_processing")  # fmt: skip
 
@@ -139,7 +140,7 @@ class Bench:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         llm = subprocess.Popen(
-            [sys.executable, "tests/scripted_llm.py", "--port", str(port), "--replies", str(replies)],
+            [sys.executable, "-m", "evolve.testing.scripted_llm", "--port", str(port), "--replies", str(replies)],
             cwd=self.clone, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         runs = folder.parent / f"{folder.name}.runs"
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         folders = [str(f.parent.parent.relative_to(src)) for f in found]
     bench = Bench(args)
     rows: list[dict] = []
-    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for rel in folders:
         rows.append(bench.row(rel))
         print(markdown(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)

@@ -43,11 +43,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
+
 from evaluators import tree  # noqa: E402
 from evolve.archive import ArchiveReader  # noqa: E402
+from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 from tests import dag_modular_edits as dag  # noqa: E402
 from tests import llm_serving_modular_edits as serving  # noqa: E402
-from tests.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 
 EVOLVE = str(Path(sys.executable).with_name("evolve"))
 DATA_SEED = "2023"
@@ -259,12 +261,12 @@ def main() -> int:
                 flush=True,
             )
             rows.append({"problem": name, "backend": backend, **row})
-    out = ROOT / "bench" / "results" / "tree_backends.json"
+    out = result_path("tree_backends")
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": dt.datetime.now(dt.UTC).isoformat(), "machine": platform.platform(),
             "cpus": os.cpu_count(), "iterations": args.iterations}  # fmt: skip
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-    print(f"written: {out.relative_to(ROOT)}")
+    print(f"written: {out}")
     ok = all(r["status"] == "finished" and r["iterations_once"] and r["all_trees"]
              and r["eval_matches_run"] and r["no_reply_asked_twice"] and r["bench"]["ok"]
              and r["show_and_diff_name_files"] and r["web_page_shows_files"] for r in rows)  # fmt: skip

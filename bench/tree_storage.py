@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import result_path  # noqa: E402
+
 from evaluators import tree  # noqa: E402
 from evolve.archive import Archive, ProgramRow  # noqa: E402
 from evolve.archive.rows import insert_statement  # noqa: E402
@@ -146,7 +148,7 @@ def main() -> None:
     print(f"  content-addressed archive: {result['content_addressed_mb']:8.2f} MB")
     print(f"  each tree stored whole:    {result['whole_mb']:8.2f} MB")
     print(f"  whole / content-addressed: {result['ratio_whole_to_content']:8.2f}x")
-    out = ROOT / "bench" / "results" / ("tree_storage" + ("_nodiff" if args.no_diff else "") + ".json")
+    out = result_path("tree_storage" + ("_nodiff" if args.no_diff else ""))
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
 

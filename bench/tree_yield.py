@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness import result_path  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 MODULAR = ROOT / "problems" / "dag_modular"
 POLICY = MODULAR / "seed" / "policy"
@@ -120,11 +122,11 @@ def main() -> int:
     if r.returncode != 0:
         raise SystemExit(f"evolve bench failed: {r.stderr[-2000:]}")
     summary = json.loads(r.stdout)
-    out = ROOT / "bench" / "results" / "tree_yield.json"
+    out = result_path("tree_yield")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"command": cmd[1:], "summary": summary}, indent=1, default=str))
     print(json.dumps(summary, indent=1, default=str)[:6000])
-    print(f"written: {out.relative_to(ROOT)}; runs: {work / 'runs'}")
+    print(f"written: {out}; runs: {work / 'runs'}")
     return 0
 
 

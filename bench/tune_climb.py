@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from harness import result_path  # noqa: E402
 from prompt_probe import score  # noqa: E402
 
 from evolve.archive import ProgramRow, Status  # noqa: E402
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problem", type=Path, default=ROOT / "problems" / "binpack")
     ap.add_argument("--rule", action="append", help="priority's return expression (repeatable)")
     ap.add_argument("--budget", type=int, default=12, help="tuned children per program")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "tune_climb.json")
+    ap.add_argument("--out", type=Path, default=result_path("tune_climb"))
     a = ap.parse_args(argv)
     seed_code = (a.problem / "seed.py").read_text()
     results = {}

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from harness import result_path  # noqa: E402
 from prompt_probe import score  # noqa: E402
 
 from evolve.problem import load_problem  # noqa: E402
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path, help="runs folders (each with archive.db)")
     ap.add_argument("--problem", type=Path, default=ROOT / "problems" / "binpack")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "tune_twins.json")
+    ap.add_argument("--out", type=Path, default=result_path("tune_twins"))
     args = ap.parse_args(argv)
     report = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -34,6 +31,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
+from harness import machine, write_result
 from rich.console import Console
 from rich.table import Table
 
@@ -50,7 +48,6 @@ FIRST_FRAME = (
     "document.addEventListener('DOMContentLoaded', () => requestAnimationFrame("
     "() => setTimeout(() => { window.__firstFrame = performance.now(); }, 0)));"
 )
-RESULTS = ROOT / "bench" / "results" / "ui_render.json"
 CHARTS = "document.querySelector('#chart-score, #chart-lineage')"
 
 
@@ -207,18 +204,15 @@ def main() -> int:
     Console(width=150).print(t)
     print(f"report of {run.run_id} ({run.programs} programs): {size:,} bytes")
     keys = ("server_s", "first_paint_s", "charts_drawn_s", "charts_drawn_warm_s")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
     report_json = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "platform": platform.platform(), "loadavg": os.getloadavg()},
+        "machine": machine(),
         "archive": {"programs": args.programs, "runs": args.runs, "repeat": args.repeat},
         "big": {name: dict(zip(keys, v, strict=True)) for name, v in full.items()},
         "small": {name: dict(zip(keys, v, strict=True)) for name, v in base.items()},
         "report_bytes": size,
     }  # fmt: skip
-    RESULTS.write_text(json.dumps(report_json, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_result("ui_render", report_json)
     return 0
 
 

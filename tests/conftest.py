@@ -49,6 +49,7 @@ _NEEDS = {
     "web_archive": "slow",  # the session archives below, each made by scripted runs
     "search_archive": "slow",
     "bench": "slow",  # tests/test_bench_command.py: three benchmarks of scripted runs
+    "bench_smoke": "slow",  # tests/test_bench_smoke.py: every bench/ script at its smallest
     "agent_runs": "slow",  # tests/test_agent_visible.py: three scripted runs of an agent
 }
 # A test that took longer than SLOW_S (setup, call and teardown, on two busy cores) when the

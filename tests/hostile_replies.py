@@ -1,7 +1,7 @@
 """A corpus of hostile replies, made by code: what a model (or whoever answers in its place)
 could send to stop, wedge or crash the controller through its edit pipeline.
 
-Every reply is written against the toy problem's seed (tests/toy_problem.py: one
+Every reply is written against the toy problem's seed (evolve/testing/toy_problem.py: one
 EVOLVE-BLOCK holding `def f(x): return x`), so each one reaches as deep into the
 pipeline as it can: parsed, applied, tidied, hashed, tuned, diffed, shown in a prompt.
 `size` is the length of the huge ones (the reply limit in unit tests, less where they

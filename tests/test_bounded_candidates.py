@@ -6,7 +6,7 @@ window is skipped for good (programs.skip_reason) and the run goes on, resume in
 only when no program can be a parent does the run end, `failed`, with one line.
 
 Runs go through the real CLI (or the real Controller), the local sandbox and the `openai`
-SDK against the scripted HTTP server (tests/scripted_llm.py).
+SDK against the scripted HTTP server (evolve/testing/scripted_llm.py).
 """
 
 from __future__ import annotations

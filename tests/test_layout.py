@@ -31,6 +31,7 @@ counted, only the imports a file writes.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -229,6 +230,34 @@ def test_the_templates_package_imports_only_the_stdlib():
 def test_evaluators_never_import_evolve():
     _, names = import_graph(ROOT)
     assert upward_imports(names) == []
+
+
+def test_only_tests_and_benchmarks_use_the_test_doubles():
+    """evolve.testing (the scripted server, the toy problem) ships so bench/ need not import
+    tests/; the packages themselves never lean on it."""
+    edges, _ = import_graph(ROOT)
+    users = sorted(m for m, to in edges.items() if not under(m, "evolve.testing")
+                   and any(under(t, "evolve.testing") for t in to))  # fmt: skip
+    assert users == []
+
+
+# bench/ scripts that still import tests/ helpers not yet moved to evolve/testing/ (issue
+# 40): the layout checks, the Ray loopback cluster, the multi-file edits, the web server.
+# The list only shrinks; a new import of tests/ from bench/ fails.
+KNOWN_BENCH_IMPORTS_OF_TESTS = [
+    "bench/code_shape.py",
+    "bench/ray_throughput.py",
+    "bench/tree_backends.py",
+    "bench/ui_render.py",
+]
+
+
+def test_bench_never_imports_tests():
+    bench = sorted((ROOT / "bench").rglob("*.py"))
+    assert bench
+    offenders = [str(p.relative_to(ROOT)) for p in bench
+                 if re.search(r"^\s*(from tests[ .]|import tests\b)", p.read_text(), re.M)]  # fmt: skip
+    assert offenders == KNOWN_BENCH_IMPORTS_OF_TESTS
 
 
 def test_the_checks_catch_what_they_are_for(tmp_path):

@@ -4,7 +4,7 @@ attempt, recorded with its reason and retried like a transport error, and the ru
 to finish its iterations; spend is never negative, and no bad answer is stored whole.
 
 Runs of the toy problem go through the real controller, local sandbox and `openai` SDK
-against tests/scripted_llm.py (Run of tests/test_llm_faults.py); one run of the command
+against evolve/testing/scripted_llm.py (Run of tests/test_llm_faults.py); one run of the command
 line checks the same with `evolve run` and --budget-usd.
 """
 

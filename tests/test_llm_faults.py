@@ -2,7 +2,7 @@
 status line; Retry-After is honoured; a budget with an unpriced model is refused.
 
 Runs of a toy problem go through the real controller, local sandbox and `openai` SDK
-against the scripted HTTP server (tests/scripted_llm.py); the screen is the real
+against the scripted HTTP server (evolve/testing/scripted_llm.py); the screen is the real
 RunProgress writing to a buffer. The LLM client waits on a FakeClock (tests/fake_clock.py):
 its backoff and Retry-After waits take no real time, and each is checked exactly.
 """

@@ -306,7 +306,7 @@ def test_mutating_the_bins_argument_is_harmless():
 
 
 def test_canned_llm_edits_behave_as_documented(tmp_path):
-    """tests/binpack_edits.py promises these outcomes; scripted runs rely on them."""
+    """evolve/testing/binpack_edits.py promises these outcomes; scripted runs rely on them."""
     path = {n: with_block(PROBLEM, src, tmp_path) for n, _, src in BINPACK_VARIANTS}
     seed = ev.evaluate(str(PROBLEM / "seed.py"), "quick")["outputs"]
     for name in ("best_fit", "best_fit_tiebreak"):  # the seed's packing: no gain

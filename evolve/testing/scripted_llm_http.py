@@ -1,4 +1,4 @@
-"""HTTP side of tests/scripted_llm.py: OpenAI's chat wire format, nothing scripted.
+"""HTTP side of evolve/testing/scripted_llm.py: OpenAI's chat wire format, nothing scripted.
 
 Kept apart so the scripting API stays small. The handler talks to its
 ScriptedLLM (class attribute `llm`) only through `_reply_for`, `_record`,
@@ -13,6 +13,7 @@ import socket
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 # status -> (error type, error code), shaped like api.openai.com's error bodies
 ERRORS = {
@@ -49,7 +50,7 @@ class Server(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as real API servers do
     server_version = "ScriptedLLM/1.0"
-    llm = None  # set per server by ScriptedLLM.start()
+    llm: Any = None  # the ScriptedLLM, set per server by ScriptedLLM.start()
 
     def log_message(self, format: str, *args) -> None:
         pass
@@ -158,10 +159,10 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return None
-        raw = getattr(reply, "raw", None)
-        if raw is not None:  # a body as the script wrote it, well-formed or not
+        written = getattr(reply, "raw", None)
+        if written is not None:  # a body as the script wrote it, well-formed or not
             self.llm._count(ok=1)
-            data = raw.encode("utf-8", "surrogateescape")
+            data = written.encode("utf-8", "surrogateescape")
             return self._send(reply.status, data, getattr(reply, "content_type", "text/plain"))
         if reply.status != 200:
             self.llm._count(error=1)
