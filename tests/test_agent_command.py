@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -224,8 +225,11 @@ def test_kill_9_after_the_command_and_resume_never_run_it_again(tmp_path):
     p = popen(*args, "--proposer", agent("good", "return x + 7", "0"))
     deadline = time.monotonic() + 120
     while p.poll() is None and time.monotonic() < deadline:
-        if (runs / "archive.db").exists() and rows(tmp_path, "SELECT 1 FROM llm_calls"):
-            break
+        try:  # the file may exist before its tables do
+            if (runs / "archive.db").exists() and rows(tmp_path, "SELECT 1 FROM llm_calls"):
+                break
+        except sqlite3.OperationalError:
+            pass
         time.sleep(0.1)
     p.send_signal(signal.SIGKILL)
     p.wait()

@@ -38,7 +38,7 @@ class Smoke:
     needs: str | None = None  # the tier it needs: docker, ray or browser
     offline: str | None = None  # why only this part runs here
     broken: str | None = None  # known broken: a strict xfail, so a fix must remove it
-    timeout: float = 120
+    timeout: float = 300  # a hang guard, not a measure: a loaded machine is slow
 
 
 NO_PEERS = "needs a peer's venv from PyPI and the peer's fetched repository"
