@@ -18,12 +18,10 @@ from pydantic import BaseModel
 from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.data import DataFile
 from evolve.edits.blocks import END, START, find_blocks
-from evolve.problem_config import read_config
+from evolve.problem_config import llm_defaults, read_config
 from evolve.problem_gepa import find_script, load_gepa, mentions_call
 from evolve.problem_levi import is_levi, load_levi
 from evolve.problem_model import (
-    LLMDefaults,
-    ModelDefault,
     Problem,
     ProblemError,
     Resources,
@@ -365,20 +363,7 @@ def _load_openevolve(root: Path, shown: Path, ov: Overrides) -> Problem:
         edit_format=None if diff_based is None else ("diff" if diff_based else "full"),
         # OpenEvolve's cap is in characters; ours in bytes of UTF-8 (the same for ASCII code)
         max_code_bytes=cfg.max_code_length or 10000,
-        llm=LLMDefaults(
-            models=tuple(
-                ModelDefault(m.name, m.weight, m.api_base, m.api_key, m.provider)
-                for m in llm.model_list()
-            ),
-            api_base=llm.api_base,
-            api_key=llm.api_key,
-            provider=llm.provider,
-            temperature=llm.temperature,
-            max_tokens=llm.max_tokens,
-            timeout_s=llm.timeout,
-            retries=llm.retries,
-            backoff_s=llm.retry_delay,
-        ),
+        llm=llm_defaults(llm),
         env=_env(cfg.evolve.env, f"{cfg_path}: evolve.env"),
         eval_retries=3 if ev.max_retries is None else ev.max_retries,
         cascade_evaluation=ev.cascade_evaluation,

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from evolve.problem_model import Problem, ProblemError
+from evolve.problem_model import LLMDefaults, ModelDefault, Problem, ProblemError
 from evolve.settings import OpenEvolveConfig, SettingsError, validate
 from evolve.settings.overrides import Overrides
 from evolve.settings.unknown import unknown_keys, without
@@ -110,3 +110,22 @@ def config_line(problem: Problem) -> str | None:
             f"{', '.join(others)}: pick one with --config FILE"
         )
     return f"config: none (no {DEFAULT}): OpenEvolve's defaults"
+
+
+def llm_defaults(llm: Any) -> LLMDefaults:
+    """An OpenEvolve-style config's `llm:` section (OpenEvolve's and SkyDiscover's alike) as
+    the problem's model defaults."""
+    return LLMDefaults(
+        models=tuple(
+            ModelDefault(m.name, m.weight, m.api_base, m.api_key, m.provider)
+            for m in llm.model_list()
+        ),
+        api_base=llm.api_base,
+        api_key=llm.api_key,
+        provider=llm.provider,
+        temperature=llm.temperature,
+        max_tokens=llm.max_tokens,
+        timeout_s=llm.timeout,
+        retries=llm.retries,
+        backoff_s=llm.retry_delay,
+    )

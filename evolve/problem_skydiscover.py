@@ -19,8 +19,8 @@ from pathlib import Path
 
 from evaluators.docker.dockerfile_pip import dockerfile_packages
 from evolve.edits.blocks import find_blocks
-from evolve.problem_config import read_config
-from evolve.problem_model import LLMDefaults, ModelDefault, Problem, ProblemError, Stage
+from evolve.problem_config import llm_defaults, read_config
+from evolve.problem_model import Problem, ProblemError, Stage
 from evolve.problem_skydiscover_keys import apply
 from evolve.settings import OpenEvolveConfig
 from evolve.settings.environ import resolve_env
@@ -111,20 +111,7 @@ def load_skydiscover(root: Path, shown: Path, ov: Overrides, read_seed: SeedRead
         feature_dims=("code_length", "diversity"),
         feature_bins=8,
         iterations=cfg.max_iterations,
-        llm=LLMDefaults(
-            models=tuple(
-                ModelDefault(m.name, m.weight, m.api_base, m.api_key, m.provider)
-                for m in llm.model_list()
-            ),
-            api_base=llm.api_base,
-            api_key=llm.api_key,
-            provider=llm.provider,
-            temperature=llm.temperature,
-            max_tokens=llm.max_tokens,
-            timeout_s=llm.timeout,
-            retries=llm.retries,
-            backoff_s=llm.retry_delay,
-        ),
+        llm=llm_defaults(llm),
         env=env,
         parallel=cfg.evaluator.parallel_evaluations,
         seed=cfg.random_seed,

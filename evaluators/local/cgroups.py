@@ -150,9 +150,14 @@ def oom_kills(procs_files: tuple[str, ...]) -> int:
 
 def read_oom_kill(text: str) -> int:
     """The `oom_kill N` line of memory.events or memory.oom_control."""
+    return event_count(text, "oom_kill")
+
+
+def event_count(text: str, name: str) -> int:
+    """The count on a cgroup events file's `NAME N` line (0 where there is none)."""
     for line in text.splitlines():
         key, _, value = line.partition(" ")
-        if key == "oom_kill" and value.strip().isdigit():
+        if key == name and value.strip().isdigit():
             return int(value)
     return 0
 

@@ -77,8 +77,4 @@ def _forks_refused(groups: tuple[str, ...]) -> bool:
             text = f.read()
     except OSError:
         return False
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "max" and value.strip().isdigit():
-            return int(value) > 0
-    return False
+    return cgroups.event_count(text, "max") > 0
