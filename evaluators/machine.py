@@ -76,9 +76,11 @@ def machine_sandbox(
     isolate: bool = True,
     tools: tuple[str, ...] = (),
     say: Callable[[str], None] | None = None,
+    cpus: float | None = None,
 ) -> Sandbox:
     """The backend `name` of this machine ("auto" picks one); the arguments are
-    backends.make_sandbox's."""
+    backends.make_sandbox's. `cpus`: each Docker evaluation's CPU quota; None gives it its
+    fair share of the engine's CPUs (cpu_share)."""
     say = say or _say
     if name == "auto":
         name, why = default_backend()
@@ -98,7 +100,7 @@ def machine_sandbox(
             say(f"sandbox: local isolation {local.isolation.summary()}")
         return local
     if name == "docker":
-        return _docker(parallel, run_id, problem_dir, tools, say)
+        return _docker(parallel, run_id, problem_dir, tools, say, cpus)
     choices = ", ".join(("auto", *MACHINE_BACKENDS))
     raise SandboxUnavailable(f"--sandbox {name}: unknown backend (one of {choices})")
 
@@ -127,6 +129,7 @@ def _docker(
     problem_dir: str | None,
     tools: tuple[str, ...],
     say: Callable[[str], None],
+    cpus: float | None = None,
 ) -> Sandbox:
     from evaluators.docker.image import IMAGE_ENV, ImageError, find_image
     from evaluators.docker.image_build import build
@@ -147,10 +150,21 @@ def _docker(
         except ImageError as e:
             raise SandboxUnavailable(f"--sandbox docker: {e}") from None
     image = _problem_image(client, problem_dir, tools, say) if problem_dir else None
+    if cpus is None:
+        cpus = cpu_share(client.info().get("NCPU") or os.cpu_count() or 1, parallel)
     # held-out re-scoring runs beside the --parallel evaluations, as for local
     return DockerSandbox(
-        max_parallel=max(1, parallel) + 1, run_id=run_id, image=image, client=client
+        max_parallel=max(1, parallel) + 1, run_id=run_id, image=image, client=client, cpus=cpus
     )
+
+
+def cpu_share(engine_cpus: int, parallel: int) -> float:
+    """One Docker evaluation's CPU quota: the engine's CPUs over the --parallel evaluations
+    in flight, at least one. The local sandbox limits no CPU, so --parallel 1 on two cores
+    gives both to the one evaluation on either backend; a fixed single CPU made a score
+    that counts seconds (ShinkaEvolve's go_collatz_steps: `go run` compiles) about a second
+    worse on Docker than on local."""
+    return max(1.0, engine_cpus / max(1, parallel))
 
 
 def _problem_image(

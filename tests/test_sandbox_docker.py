@@ -27,6 +27,7 @@ import pytest
 import evaluators.docker.sandbox as ds
 from evaluators.docker import image
 from evaluators.docker.sandbox import LABEL, OWNER_LABEL, DockerSandbox, reap_leftovers
+from evaluators.machine import cpu_share, machine_sandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from tests.cli_helpers import BINPACK, ROOT, archive_json, block, evolve, popen, run_args
 from tests.docker_support import (  # noqa: F401  (docker_image: the session fixture)
@@ -102,6 +103,21 @@ def test_openevolve(sandbox: DockerSandbox, stage: str | None, score: float) -> 
     """stage3 runs the candidate in the evaluator's own subprocess, helper from PYTHONPATH."""
     res = sandbox.evaluate(request("def run():\n    return 0.75\n", OPENEVOLVE, stage=stage))
     assert (res.status, res.score) == (Status.OK, score), res.artifacts
+
+
+def test_an_evaluation_gets_its_fair_share_of_the_engines_cpus(docker_image) -> None:  # noqa: F811
+    """Machine cores over the --parallel evaluations, at least one, as the local sandbox
+    (no CPU limit) shares them: a score that counts seconds agrees across backends."""
+    cores = engine().info()["NCPU"]
+    assert cpu_share(cores, 1) == cores and cpu_share(cores, 2 * cores) == 1.0
+    for parallel in (1, 2 * cores):
+        sb = machine_sandbox("docker", parallel, run_id=f"test-share-{os.getpid()}-{parallel}")
+        try:
+            assert sb.evaluate(request(GOOD)).status == Status.OK
+            (c,) = [sb.client.api.inspect_container(c) for c in sb.containers()]
+            assert c["HostConfig"]["NanoCpus"] == int(cpu_share(cores, parallel) * 1e9)
+        finally:
+            sb.close()
 
 
 # ---- the container policy -----------------------------------------------------------

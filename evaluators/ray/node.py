@@ -60,10 +60,11 @@ def evaluate_on_node(
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
     if gpus is not None:  # the GPUs Ray gave this task, and no others
         req = replace(req, env={**req.env, "CUDA_VISIBLE_DEVICES": gpus})
-    key = (opts, req.problem_dir if opts.sandbox != "local" else None)
+    cpus = _assigned_cpus()
+    key = (opts, req.problem_dir if opts.sandbox != "local" else None, cpus)
     sandbox = _sandboxes.get(key)
     if sandbox is None:
-        sandbox = _sandboxes[key] = _make(opts, req.problem_dir, req.tools)
+        sandbox = _sandboxes[key] = _make(opts, req.problem_dir, req.tools, cpus)
     return NodeReply(sandbox.evaluate(req), _node_name())
 
 
@@ -73,7 +74,17 @@ def _node_name() -> str:
     return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
 
 
-def _make(opts: NodeOptions, problem_dir: str, tools: tuple[str, ...] = ()) -> Sandbox:
+def _assigned_cpus() -> float:
+    """The CPUs Ray reserved for this task ([evaluation.resources] cpus): a Docker node
+    sandbox's quota, since Ray packs as many tasks on the node as their reservations allow."""
+    import ray
+
+    return max(1.0, float(ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)))
+
+
+def _make(
+    opts: NodeOptions, problem_dir: str, tools: tuple[str, ...] = (), cpus: float = 1.0
+) -> Sandbox:
     # the same choice of backend as `--sandbox auto|docker|local` makes on the controller
     sandbox = machine_sandbox(
         opts.sandbox,
@@ -83,6 +94,7 @@ def _make(opts: NodeOptions, problem_dir: str, tools: tuple[str, ...] = ()) -> S
         problem_dir=problem_dir,
         isolate=opts.isolate,
         tools=tools,
+        cpus=cpus,
     )
     iso = getattr(sandbox, "isolation", None)
     if sandbox.name == "local" and iso is not None and not iso.bwrap and not opts.allow_unisolated:
