@@ -3,7 +3,9 @@
 The same problems, the same model (one llama-cpp-python server, shared) and the same budget of
 N answered LLM calls per run, for:
 
-  evolve      `evolve run PROBLEM --model local --seed S --max-calls N --iterations 4N`
+  evolve        `evolve run PROBLEM --model local --seed S --max-calls N --iterations 4N`
+  evolve-agent  the same with `--proposer agent --agent-turns 6 --agent-evals 2`: each turn
+                is one of the N calls (bench/race/evolve_side.py)
   openevolve  OpenEvolve 0.4.1 (bench/race/openevolve.py)
   shinka      ShinkaEvolve 0.0.7 (bench/race/shinka.py)
   levi        LEVI 0.1.1 (bench/race/levi.py)
@@ -17,7 +19,7 @@ and normalised: 0 = the seed's held-out score, 100 = the folder's best baseline'
 (evolve.benchmark.normalise). bench/README.md explains the columns.
 
     python bench/search_race.py binpack llm_serving txn_scheduling --calls 30 --seeds 3
-        [--frameworks evolve openevolve shinka levi] [--model local] [--venvs-dir DIR]
+        [--frameworks evolve evolve-agent openevolve shinka levi] [--model local] [--venvs-dir DIR]
         [--sandbox local] [--work DIR] [--out bench/results/search_race.json]
     python bench/search_race.py --table bench/results/search_race.json [MORE.json ...]
 
@@ -52,7 +54,7 @@ from evolve.llm.profiles import is_local, profile_for  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
 
 PEERS = {"openevolve": openevolve, "shinka": shinka, "levi": levi}
-FRAMEWORKS = ("evolve", *PEERS)
+FRAMEWORKS = ("evolve", "evolve-agent", *PEERS)
 RESULTS = result_path("search_race")
 DEFAULT_VENVS = "/tmp/bench-venvs"
 
@@ -81,8 +83,8 @@ def seed_train(root: Path, problem, sandbox: str, data_seed: int) -> float:
 def run_one(fw: str, ctx: Ctx, a: argparse.Namespace, max_calls: bool) -> RunResult:
     ctx.work.mkdir(parents=True, exist_ok=True)
     try:
-        if fw == "evolve":
-            return evolve_side.run(ctx, max_calls)
+        if fw in ("evolve", "evolve-agent"):
+            return evolve_side.run(ctx, max_calls, agent=fw == "evolve-agent")
         return PEERS[fw].run(ctx, Path(a.venvs_dir))
     except Exception as e:  # one framework failing must not end the race
         note(f"{fw} failed: {type(e).__name__}: {e}")

@@ -1,5 +1,6 @@
 """bench/search_race.py's parts that need no model and no peer: the budget proxy, the
-scorer's marker check, the yield counts and the generated peer settings."""
+scorer's marker check, the yield counts, what an agent's run counts and the generated peer
+settings."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from bench.race import levi, measure, openevolve, shinka  # noqa: E402
 from bench.race.common import Ctx  # noqa: E402
 from bench.race.proxy import BudgetProxy  # noqa: E402
 from evolve.problem import load_problem  # noqa: E402
+from tests.scripted_llm import ScriptedLLM  # noqa: E402
+from tests.test_agent import block, run, toy  # noqa: E402
 
 
 class _Upstream(BaseHTTPRequestHandler):
@@ -112,6 +115,20 @@ def test_yields_count_new_code_and_new_behaviour_against_the_seed():
         "behaviourally_new": 1,
         "valid": 4,
     }
+
+
+def test_an_agents_turns_are_calls_and_its_evaluations_are_counted_apart(tmp_path):
+    script = [
+        "Try five.\n" + block("return x + 5") + "ACTION: evaluate",
+        "Seven then.\n" + block("return x + 7") + "ACTION: submit",
+    ]
+    with ScriptedLLM.from_list(script, then="ACTION: submit") as srv:
+        run(toy(tmp_path), srv, tmp_path, run_id="race-toy-s0")
+    got = measure.from_archive(tmp_path / "runs" / "archive.db", "race-toy-s0")
+    assert len(got["calls"]) == 2 and got["agent_evals"] == 1 and got["evaluations"] == 1
+    # the session's program belongs to its last turn: one valid program for two calls
+    assert [it["valid"] for it in got["items"]] == [False, True]
+    assert got["best_train"] == 0.0 and "return x + 7" in got["best_code"]
 
 
 def _ctx(tmp_path: Path, calls: int = 30) -> Ctx:

@@ -69,6 +69,7 @@ class RunResult:
     refused: int = 0  # requests past the budget, answered empty by the proxy
     failed: int = 0  # requests the model server answered with an error (not calls)
     evaluations: int | None = None  # candidates evaluated, the seed aside (evolve's tuned ones too)
+    agent_evals: int | None = None  # train evaluations inside agent sessions (not candidates)
     exit_code: int | None = 0
     timed_out: bool = False
     error: str = ""

@@ -16,6 +16,8 @@ import sqlite3
 import statistics
 from pathlib import Path
 
+from evolve.agent import transcript
+from evolve.archive.reader import ArchiveReader
 from evolve.benchmark.measure import score_key
 from evolve.edits.apply import normalized_hash
 
@@ -88,13 +90,14 @@ def from_archive(db_path: Path, run_id: str) -> dict:
             (run_id,)).fetchone()
     finally:
         db.close()
+    agent_evals = transcript.run_counts(ArchiveReader(db_path.parent), run_id).evaluations
     calls = [{"latency_s": r["latency_s"], "prompt_tokens": r["prompt_tokens"],
               "completion_tokens": r["completion_tokens"]} for r in rows]
     items = [{"hash": r["code_hash"], "valid": r["status"] == "ok" and r["score"] is not None,
               "score": r["score"],
               "clone": r["outcome"] == "rejected_duplicate" or r["status"] == "duplicate"}
              for r in rows]
-    return {"calls": calls, "items": items, "evaluations": evaluations,
+    return {"calls": calls, "items": items, "evaluations": evaluations, "agent_evals": agent_evals,
             "seed_train": seed["score"] if seed else None,
             "best_code": best["code"] if best else (seed["code"] if seed else ""),
             "best_train": best["score"] if best else None}

@@ -45,7 +45,9 @@ def row(ctx: Ctx, res: RunResult, refs: References) -> dict:
         "tokens": stats["prompt_tokens"] + stats["completion_tokens"],
         **got, **{f"{k}_share": (v / n if n else None) for k, v in got.items()},
         "programs": sum(1 for it in res.items if it["hash"] and not it.get("clone")),
-        "evaluations": res.evaluations, "refused": res.refused, "failed_requests": res.failed,
+        "evaluations": res.evaluations, "agent_evals": res.agent_evals,
+        "agent_evals_per_call": (res.agent_evals / n if n and res.agent_evals is not None else None),
+        "refused": res.refused, "failed_requests": res.failed,
         "wall_s": res.wall_s, "seed_train": ctx.seed_train, "best_train": res.best_train,
         "seed_held_out": refs.seed_test, "best_baseline_held_out": refs.best_baseline_test,
         "best_baseline": refs.best_baseline_name, "held_out": test,
@@ -76,6 +78,9 @@ def summarise(rows: list[dict]) -> list[dict]:
             **{f"{k}_share": (sum(r[k] for r in rs) / calls if calls else None)
                for k in ("new_programs", "behaviourally_new", "valid")},
             "evaluations_median": _median([r["evaluations"] for r in rs if r.get("evaluations") is not None]),
+            "agent_evals_per_call": (sum(r.get("agent_evals") or 0 for r in rs) / calls
+                                     if calls and any(r.get("agent_evals") is not None for r in rs)
+                                     else None),
             "tokens_median": _median([r["tokens"] for r in rs]),
             "median_latency_s": _median(lat), "wall_s_median": _median([r["wall_s"] for r in rs]),
             "errors": sum(1 for r in rs if r["error"]),
@@ -86,8 +91,9 @@ def summarise(rows: list[dict]) -> list[dict]:
 def table(summary: list[dict]) -> str:
     """Markdown: the frameworks side by side, problem by problem."""
     head = ("| problem | framework | runs | held-out, normalised: median [min, max] | held-out Δ vs seed "
-            "| calls | new | behaviourally new | valid | evaluations | tokens | median latency s | wall s |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+            "| calls | new | behaviourally new | valid | evaluations | agent evals / call | tokens "
+            "| median latency s | wall s |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for s in summary:
         norm = ("n/a" if s["normalised_median"] is None else
@@ -97,6 +103,7 @@ def table(summary: list[dict]) -> str:
             f"| {norm} | {_fmt(s['held_out_delta_median'], '+.4g')} | {_fmt(s['calls_median'], '.0f')} "
             f"| {_pct(s['new_programs_share'])} | {_pct(s['behaviourally_new_share'])} "
             f"| {_pct(s['valid_share'])} | {_fmt(s.get('evaluations_median'), '.0f')} "
+            f"| {_fmt(s.get('agent_evals_per_call'), '.2f')} "
             f"| {_fmt(s['tokens_median'], '.0f')} "
             f"| {_fmt(s['median_latency_s'], '.1f')} | {_fmt(s['wall_s_median'], '.0f')} |")
     return "\n".join(lines)
@@ -107,7 +114,7 @@ def save(path: Path, info: dict, rows: list[dict]) -> None:
     path.write_text(json.dumps({"info": info, "runs": rows, "summary": summarise(rows)}, indent=2) + "\n")
 
 
-FRAMEWORK_ORDER = ("evolve", "openevolve", "shinka", "levi")
+FRAMEWORK_ORDER = ("evolve", "evolve-agent", "openevolve", "shinka", "levi")
 
 
 def _order(fw: str) -> int:
