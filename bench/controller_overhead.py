@@ -81,6 +81,8 @@ class Bench:
         self.args = args
         self.console = Console()
         self.console.width = max(self.console.width, 120)  # no wrapping when piped
+        if args.workdir:  # a parent named by the user may not exist yet
+            Path(args.workdir).mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix="evolve-bench-overhead-", dir=args.workdir))
         self.counter = itertools.count(1)
         self.lock = threading.Lock()

@@ -16,6 +16,7 @@ from evaluators import tree
 from evolve.archive import Archive
 from tests.cli_helpers import archive_json, popen, run_args
 from tests.cli_helpers import evolve as evolve_cli
+from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 from tests.scripted_llm import Reply, ScriptedLLM, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -281,3 +282,28 @@ def test_a_native_iteration_asked_again_replays_its_tool_calls(tmp_path):
     replayed = requests[3]["messages"]
     assert [m.get("tool_call_id") for m in replayed if m["role"] == "tool"] == ["e1", "v1"]
     assert "score: -2 (higher is better)" in replayed[-1]["content"]
+
+
+def test_the_agents_evaluations_and_its_child_go_through_docker(
+    tmp_path,
+    monkeypatch,
+    docker_image,  # noqa: F811
+):
+    monkeypatch.setenv("EVOLVE_SANDBOX_IMAGE", docker_image)
+    edit = "policy/rank.py\n" + (
+        "<<<<<<< SEARCH\n    return value - SIZE_PENALTY * size\n=======\n"
+        "    return value - 0.25 * size\n>>>>>>> REPLACE\n"
+    )
+    script = [edit + "ACTION: evaluate", "ACTION: submit"]
+    with ScriptedLLM.from_list(script, then="ACTION: submit") as srv:
+        summary = run(TREE, srv, tmp_path, edit_format="diff", sandbox="docker")
+        told = said(srv.requests[1])[-1]
+    assert summary.status == "finished"
+    assert "evaluation on the training data" in told and "status: ok" in told
+    ((status, sandbox),) = rows(
+        tmp_path,
+        "SELECT p.status, json_extract(r.config_json, '$.sandbox') FROM programs p "
+        "JOIN runs r ON r.run_id = p.run_id "
+        "WHERE p.iteration = 1",
+    )
+    assert (status, sandbox) == ("ok", "docker")
