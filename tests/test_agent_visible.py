@@ -240,3 +240,29 @@ def test_kill_9_and_resume_count_the_stored_turns_tokens(tmp_path):
     assert archive_json(runs, "best", "--run", "tk")["score"] == 0.0
     turns = rows(tmp_path, "SELECT prompt_tokens FROM llm_calls WHERE reply IS NOT NULL")
     assert turns == [(99_000,)] * 3
+
+
+def test_bench_agent_sessions_says_what_each_turn_did_and_how_sessions_ended(agent_runs):
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "agent_sessions.py"
+    out = Path(agent_runs.runs.parent) / "sessions.json"
+    r = subprocess.run(
+        [sys.executable, str(script), str(agent_runs.runs), "--json", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    by_run = {row["run_id"]: row for row in json.loads(out.read_text())}
+    assert sorted(by_run) == ["ag", "nat"]  # the single-call run has no session
+    text = by_run["ag"]
+    assert (text["sessions"], text["turns"]) == (1, 4)
+    assert text["actions"] == {"read": 1, "evaluate": 2, "submit": 1}
+    assert text["edits"] == {"applied": 2, "never told": 1}  # the last turn's: submitted
+    assert text["evaluations"] == {"ok": 1, "runtime_error": 1}
+    assert (text["ends"], text["programs"]) == ({"submit": 1}, {"ok": 1})
+    native = by_run["nat"]
+    assert native["actions"] == {"list": 1, "evaluate": 1, "submit": 1}
+    assert native["edits"] == {"applied": 1} and native["ends"] == {"submit": 1}
+    assert "| all (2 runs) | 2 | 7 |" in r.stdout

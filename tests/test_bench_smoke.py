@@ -45,6 +45,9 @@ NO_PEERS = "needs a peer's venv from PyPI and the peer's fetched repository"
 NO_MODEL = "needs the bundled local model (llama.cpp), not run in tests"
 
 SCRIPTS: dict[str, Smoke] = {
+    "agent_sessions.py": Smoke(
+        ("{runs}",), r"no agent sessions"
+    ),  # with sessions: test_agent_visible
     "baselines.py": Smoke(("--problems", "eplb"), r"\| eplb/seed.py \| train \| ok", "baselines"),
     "binpack_hints.py": Smoke(
         ("--splits", "train", "--rules", "1"), r"\| best fit \(seed\) \|", "binpack_hints"
