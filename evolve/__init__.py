@@ -1,7 +1,7 @@
 """evolve: the ADRS controller.
 
 Its Python API is here: evolve.run, evolve.resume, evolve.evaluate and evolve.check
-(evolve/api.py), with Settings, RunSummary and UsageError; evolve.optimize_anything, GEPA's
+(evolve/api.py), with Settings, RunOutcome and UsageError; evolve.optimize_anything, GEPA's
 entry point (evolve/api_gepa.py); and the archive's reads,
 evolve.runs, evolve.best and evolve.program (evolve/reading.py). They are imported on first
 use, so `import evolve` (and every command line start) stays fast.
@@ -17,7 +17,7 @@ __all__ = [
     "CheckReport",
     "Evaluation",
     "RunHooks",
-    "RunSummary",
+    "RunOutcome",
     "Settings",
     "UsageError",
     "__version__",
@@ -46,15 +46,15 @@ if TYPE_CHECKING:
         run,
     )
     from evolve.api_gepa import optimize_anything
-    from evolve.controller import RunSummary
+    from evolve.controller import RunOutcome
     from evolve.reading import best, program, runs
 
 
 def __getattr__(name: str) -> Any:
-    if name == "RunSummary":  # the controller's, imported with it
-        from evolve.controller import RunSummary
+    if name == "RunOutcome":  # the controller's, imported with it
+        from evolve.controller import RunOutcome
 
-        return RunSummary
+        return RunOutcome
     if name == "optimize_anything":
         from evolve.api_gepa import optimize_anything
 

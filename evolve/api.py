@@ -38,7 +38,7 @@ from evolve.settings.flags import (
 )
 
 if TYPE_CHECKING:  # run and resume import the controller (and the LLM client) when called:
-    from evolve.controller import RunSummary  # `evolve eval` and `check` never need them
+    from evolve.controller import RunOutcome  # `evolve eval` and `check` never need them
 
 __all__ = [
     "CheckReport",
@@ -59,7 +59,7 @@ def run(
     observer: RunObserver | None = None,
     hooks: RunHooks | None = None,
     **settings: Any,
-) -> RunSummary:
+) -> RunOutcome:
     """Start a run of the problem folder and return when it ends (finished, stopped by a
     limit or Ctrl-C, or failed: `summary.status` and `summary.reason` say which). The run
     lives in the archive under `runs_dir`, so `evolve resume` or evolve.resume continues it."""
@@ -119,7 +119,7 @@ def resume(
     hooks: RunHooks | None = None,
     sandbox: Sandbox | None = None,
     **settings: Any,
-) -> RunSummary:
+) -> RunOutcome:
     """Continue a stopped, failed or killed run (`run_id`, or the one run id it begins) exactly
     where the archive left it, with the settings it started with; `iterations` sets a new
     total, `ray_address` a new cluster. `sandbox`: a Sandbox object to evaluate in instead of

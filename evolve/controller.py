@@ -44,7 +44,10 @@ MAX_LLM_OUTAGE_S = 300.0
 
 
 @dataclass
-class RunSummary:
+class RunOutcome:
+    """How a run of this controller ended (what `evolve.run` returns); the archive's
+    RunSummary (evolve/archive/summaries.py) is a stored run as the views read it."""
+
     run_id: str
     status: RunStatus
     reason: str | None
@@ -156,17 +159,17 @@ class Controller:
     def rebuild(self) -> None:
         """Derive the population and the search's state from the archive (fresh start and
         resume alike): programs in order, each island restart where it was taken."""
-        resets = [d for d in self.archive.decisions(self.run_id) if d["kind"] == "stagnation"]
+        resets = [d for d in self.archive.decisions(self.run_id) if d.kind == "stagnation"]
         added = 0
         self.replaying = True
         for p in self.archive.programs(self.run_id, pending=False):
-            while resets and resets[0]["at_done"] <= added:
-                self._replay_reset(resets.pop(0)["detail"])
+            while resets and resets[0].at_done <= added:
+                self._replay_reset(resets.pop(0).detail)
             self._add(p)
             added += p.iteration > 0 and p.kind != TUNED
         self.replaying = False
         for d in resets:
-            self._replay_reset(d["detail"])
+            self._replay_reset(d.detail)
         for pid, island, _ in self.archive.migrations(self.run_id):
             self.pop.migrate(pid, island)
         rejected = self.archive.rejected_by_model(self.run_id)
@@ -194,7 +197,7 @@ class Controller:
             self.notes = call["text"] or self.notes
 
     # ---- main loop ---------------------------------------------------------
-    async def run(self) -> RunSummary:
+    async def run(self) -> RunOutcome:
         # Enough threads for every evaluation in flight plus held-out re-scoring.
         asyncio.get_running_loop().set_default_executor(
             ThreadPoolExecutor(max_workers=self.cfg.parallel + 2, thread_name_prefix="eval")
@@ -221,7 +224,7 @@ class Controller:
         self.archive.set_run_status(self.run_id, status, reason)
         best = self.archive.best(run_id=self.run_id)
         seed = self.archive.get_program(program_id(self.run_id, 0))
-        return RunSummary(
+        return RunOutcome(
             self.run_id,
             status,
             reason,
@@ -344,7 +347,7 @@ class Controller:
             return await agent_iteration(self, it)
         if self.cfg.proposer != "single":
             return await command_iteration(self, it)
-        resample = self.archive.rejected_calls(self.run_id, it)
+        resample = self.archive.rejected_call_count(self.run_id, it)
         while True:
             if stored is not None:
                 call, stored = stored, None

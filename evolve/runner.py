@@ -19,7 +19,7 @@ from evaluators.sandbox import Sandbox
 from evolve.archive import Archive, RunStatus
 from evolve.candidates import program_id
 from evolve.config import RunConfig
-from evolve.controller import Controller, RunSummary
+from evolve.controller import Controller, RunOutcome
 from evolve.endpoints import llm_config
 from evolve.evaluation import CandidateEvaluator, problem_sandbox
 from evolve.launch import start_local
@@ -60,7 +60,7 @@ def execute(
     observer: RunObserver | None,
     hooks: RunHooks,
     sandbox: Sandbox | None = None,
-) -> RunSummary:
+) -> RunOutcome:
     """Run the controller (the run's lock held by the caller). `sandbox`: one to evaluate in
     instead of the run's own (a benchmark's); the caller closes it."""
     try:
@@ -94,7 +94,7 @@ def _execute_with(
     hooks: RunHooks,
     server: LocalServer | None,
     given: Sandbox | None,
-) -> RunSummary:
+) -> RunOutcome:
     try:
         prices = PriceTable.load(cfg.prices_file)
     except ValueError as e:
@@ -128,7 +128,7 @@ def _execute_with(
         prompts,
     )
 
-    async def go() -> RunSummary:
+    async def go() -> RunOutcome:
         # a stop request (Ctrl-C, SIGTERM) cancels this task: the controller stops cleanly,
         # leaving what is unfinished pending for `resume`
         task = asyncio.current_task()
@@ -156,11 +156,11 @@ def _run_data_seed(archive: Archive, run_id: str) -> int | None:
     return None if run is None else run.get("data_seed")
 
 
-def _summary(archive: Archive, run_id: str, status: RunStatus, reason: str) -> RunSummary:
+def _summary(archive: Archive, run_id: str, status: RunStatus, reason: str) -> RunOutcome:
     """What the archive holds of a run the controller did not get to summarise."""
     best = archive.best(run_id)
     seed = archive.get_program(program_id(run_id, 0))
-    return RunSummary(
+    return RunOutcome(
         run_id,
         status,
         reason,

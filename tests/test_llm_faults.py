@@ -24,7 +24,7 @@ from evaluators.backends import make_sandbox
 from evolve.archive import Archive
 from evolve.cli.progress import RunProgress, status_line
 from evolve.config import RunConfig
-from evolve.controller import Controller, RunSummary
+from evolve.controller import Controller, RunOutcome
 from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, LLMConfig, ModelSpec
 from evolve.llm.client import MAX_RETRY_AFTER_S, parse_retry_after, retry_after_of
@@ -73,7 +73,7 @@ class Run:
         self.buf = io.StringIO()
         self.progress = RunProgress(enabled=False, console=Console(file=self.buf, width=400))
 
-    def go(self) -> RunSummary:
+    def go(self) -> RunOutcome:
         sandbox = make_sandbox("local", self.cfg.parallel, run_id="r")
         llm = LLMClient(
             self.cfg.llm_config(), PriceTable.load(), seed=self.cfg.seed, clock=self.clock.clock()
@@ -89,7 +89,7 @@ class Run:
             PromptBuilder.for_config(self.problem, self.cfg),
         )
 
-        async def main() -> RunSummary:
+        async def main() -> RunOutcome:
             try:
                 return await self.ctl.run()
             finally:

@@ -149,7 +149,7 @@ def test_rejected_calls_meta_notes_and_decisions_are_rows(tmp_path):
             decision="the only model",
         )
     )
-    assert a.rejected_calls("r", 1) == 1 and [c.reply for c in a.unconsumed_replies("r")] == [
+    assert a.rejected_call_count("r", 1) == 1 and [c.reply for c in a.unconsumed_replies("r")] == [
         "other"
     ]
     m = a.insert_llm_call(
@@ -172,8 +172,8 @@ def test_rejected_calls_meta_notes_and_decisions_are_rows(tmp_path):
     assert a.meta_calls("r")[0]["text"] is None
     a.add_meta_note("r", 3, m, "- try squares")
     a.add_decision("r", 4, "stagnation", {"island": 1, "from": "r:0"})
-    assert a.meta_notes("r")[0]["text"] == "- try squares"
-    assert a.decisions("r")[0]["detail"]["island"] == 1
+    assert a.meta_notes("r")[0].text == "- try squares"
+    assert a.decisions("r")[0].detail["island"] == 1
     assert a.usage("r")["answered"] == 3 and a.usage("r")["calls"] == 3
 
 

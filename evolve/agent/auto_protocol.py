@@ -30,10 +30,8 @@ _ABOUT_TOOLS = re.compile(r"tool|function", re.I)
 def decided(source: Archive | ArchiveReader, run_id: str) -> str | None:
     """The run's decision, where it has made one."""
     for d in source.decisions(run_id):
-        kind = d["kind"] if isinstance(d, dict) else d.kind
-        detail = d["detail"] if isinstance(d, dict) else d.detail
-        if kind == KIND and detail.get("protocol") in ("text", "native"):
-            return str(detail["protocol"])
+        if d.kind == KIND and d.detail.get("protocol") in ("text", "native"):
+            return str(d.detail["protocol"])
     return None
 
 

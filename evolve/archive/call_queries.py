@@ -5,8 +5,7 @@ decisions. Read-only, like every query of the reader (evolve/archive/readonly.py
 
 from __future__ import annotations
 
-import json
-
+from evolve.archive import notes
 from evolve.archive.readonly import ReadOnlyArchive, columns, has_table, v4_cols
 from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, Status, member, row_to_call
 from evolve.archive.summaries import AnsweredCall, CallCounts, MetaNote, ModelUse, SearchDecision
@@ -54,34 +53,12 @@ class CallQueries(ReadOnlyArchive):
     def meta_notes(self, run_id: str) -> list[MetaNote]:
         """A run's meta-notes in the order they were written."""
         with self._db() as db:
-            if not has_table(db, "meta_notes"):
-                return []
-            rows = db.execute(
-                "SELECT at_calls, call_id, text, created_at FROM meta_notes WHERE run_id = ?"
-                " ORDER BY note_id",
-                (run_id,),
-            ).fetchall()
-        return [MetaNote(**dict(r)) for r in rows]
+            return notes.meta_notes(db, run_id) if has_table(db, "meta_notes") else []
 
     def decisions(self, run_id: str) -> list[SearchDecision]:
         """A run's search decisions (stagnation bursts, island restarts) in order."""
         with self._db() as db:
-            if not has_table(db, "decisions"):
-                return []
-            rows = db.execute(
-                "SELECT at_done, kind, detail_json, created_at FROM decisions WHERE run_id = ?"
-                " ORDER BY decision_id",
-                (run_id,),
-            ).fetchall()
-        out = []
-        for r in rows:
-            d = dict(r)
-            try:
-                detail = json.loads(d.pop("detail_json") or "{}")
-            except ValueError:
-                detail = {}
-            out.append(SearchDecision(**d, detail=detail if isinstance(detail, dict) else {}))
-        return out
+            return notes.decisions(db, run_id) if has_table(db, "decisions") else []
 
     def call_counts(self, run_id: str) -> CallCounts:
         """What became of a run's LLM calls, and how many programs repairs made."""

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from evolve.archive import ids
+from evolve.archive import ids, notes
 from evolve.archive.boards import BoardStore
 from evolve.archive.faults import ArchiveError, RunBusy, check_runs_dir, describe_fault
 from evolve.archive.lease import RunLease, is_locked, lock_file, owner_holds_lock, try_lock
@@ -38,6 +38,7 @@ from evolve.archive.rows import (
     row_to_call,
 )
 from evolve.archive.schema import SCHEMA_VERSION, refuse_newer, upgrade, user_version
+from evolve.archive.summaries import MetaNote, SearchDecision
 from evolve.archive.trees import load, store
 
 
@@ -333,7 +334,7 @@ class Archive(BoardStore):
         with self.tx() as db:
             db.execute("UPDATE llm_calls SET outcome=? WHERE call_id=?", (outcome, call_id))
 
-    def rejected_calls(self, run_id: str, iteration: int) -> int:
+    def rejected_call_count(self, run_id: str, iteration: int) -> int:
         r = self.db.execute(
             "SELECT COUNT(*) FROM llm_calls WHERE run_id=? AND iteration=? AND outcome IS NOT NULL",
             (run_id, iteration),
@@ -399,13 +400,8 @@ class Archive(BoardStore):
                 (run_id, at_calls, call_id, text, time.time()),
             )
 
-    def meta_notes(self, run_id: str) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT at_calls, call_id, text, created_at FROM meta_notes WHERE run_id=?"
-            " ORDER BY note_id",
-            (run_id,),
-        ).fetchall()
-        return [dict(r) for r in rows]
+    def meta_notes(self, run_id: str) -> list[MetaNote]:
+        return notes.meta_notes(self.db, run_id)
 
     def add_decision(self, run_id: str, at_done: int, kind: str, detail: dict) -> None:
         with self.tx() as db:
@@ -415,13 +411,8 @@ class Archive(BoardStore):
                 (run_id, at_done, kind, json.dumps(detail), time.time()),
             )
 
-    def decisions(self, run_id: str) -> list[dict]:
-        rows = self.db.execute(
-            "SELECT at_done, kind, detail_json, created_at FROM decisions WHERE run_id=?"
-            " ORDER BY decision_id",
-            (run_id,),
-        ).fetchall()
-        return [{**dict(r), "detail": json.loads(r["detail_json"])} for r in rows]
+    def decisions(self, run_id: str) -> list[SearchDecision]:
+        return notes.decisions(self.db, run_id)
 
     def usage(self, run_id: str) -> dict:
         r = self.db.execute(

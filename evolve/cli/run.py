@@ -18,7 +18,7 @@ from evolve.cli.progress import RunProgress
 from evolve.cli.safe_text import safe_text
 from evolve.cli.ui import ui_command
 from evolve.config import RunConfig
-from evolve.controller import RunSummary
+from evolve.controller import RunOutcome
 from evolve.launch import resolve
 from evolve.problem import Problem
 from evolve.run_state import RunHooks
@@ -76,7 +76,7 @@ def cmd_resume(args) -> int:
         return _ended(runs_dir(args), summary)
 
 
-def _ended(where: Path, s: RunSummary) -> int:
+def _ended(where: Path, s: RunOutcome) -> int:
     """How the run ended, in a few lines; the exit code (130 interrupted, 2 failed)."""
     if s.reason == "interrupted":  # the user wants out: no pictures, just the way back
         print(
@@ -92,7 +92,7 @@ def _ended(where: Path, s: RunSummary) -> int:
     return 0
 
 
-def _report(where: Path, s: RunSummary) -> None:
+def _report(where: Path, s: RunOutcome) -> None:
     from evolve.export.pictures import write_run_pictures
 
     seed = "-" if s.seed_score is None else f"{s.seed_score:.6g}"
