@@ -5,8 +5,8 @@
 For every run of `--proposer agent` in each archive: sessions and turns; the turns' actions
 (list, read, evaluate, submit, and malformed ones: no ACTION line, an unknown action); the
 edits the model wrote and how many applied; the train evaluations it ran and their statuses;
-how sessions ended (a submit, --agent-turns used up, or another limit: the model's window,
---max-calls, --agent-tokens); and what the handed-in programs became. It reads the stored
+how sessions ended (a submit, --agent-turns or --agent-evals used up, the model's window,
+--max-calls: see _cut); and what the handed-in programs became. It reads the stored
 turns exactly as the program page shows them (evolve/agent/transcript.py), so it says where a
 small model breaks: the tool format, the edits, the context or the turns.
 """
@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from evolve.agent import transcript  # noqa: E402
 from evolve.agent.protocol import ACTIONS, parse_turn  # noqa: E402
 from evolve.archive import ArchiveReader  # noqa: E402
+from evolve.llm.context_budget import TokenBudget  # noqa: E402
 
 _LIMIT = 1 << 40  # stored replies are already bounded
 EDIT_RESULTS = {
@@ -41,11 +42,43 @@ def _edit_result(text: str | None) -> str | None:
     return None
 
 
+def _asked(t: transcript.Transcript, action: str) -> int:
+    return sum(u.name == action for turn in t.turns for u in turn.tools)
+
+
+def _cut(last: transcript.AgentTurn, window: int | None, spent: bool) -> str:
+    """Why a session ended that neither submitted nor used up its turns or evaluations: a
+    session checks its window and --agent-tokens before asking, and is refused a turn once
+    --max-calls is spent, so nothing of that end is stored. Its last prompt and reply (a
+    lower bound of the next prompt) past 90% of the window say window; else a spent run
+    says --max-calls."""
+    if window is not None and last.prompt_tokens + last.completion_tokens > 0.9 * window:
+        return "window"
+    return "--max-calls" if spent else "window or --agent-tokens"
+
+
+def _spent(reader: ArchiveReader, run_id: str, config: dict) -> bool:
+    """Whether the run answered all the calls --max-calls allowed."""
+    limit = config.get("max_calls")
+    turns = reader.run_agent_turns(run_id)
+    return isinstance(limit, int) and sum(len(c) for c in turns.values()) >= limit
+
+
+def _window(config: dict) -> int | None:
+    """The prompt tokens a turn may use: the model's window less its reply and a margin."""
+    cw, reply = config.get("context_window"), config.get("max_tokens")
+    if not isinstance(cw, int) or not isinstance(reply, int):
+        return None
+    return TokenBudget.for_model(cw, reply).prompt_tokens
+
+
 def run_row(reader: ArchiveReader, run_id: str) -> dict | None:
     """One run's agent sessions summed; None for a run without any."""
     run = reader.run(run_id)
     config = run.config if run is not None else {}
     turns_limit = config.get("agent_turns")
+    evals_limit = config.get("agent_evals")
+    spent, window = _spent(reader, run_id, config), _window(config)
     actions: Counter[str] = Counter()
     edits: Counter[str] = Counter()
     evals: Counter[str] = Counter()
@@ -74,8 +107,10 @@ def run_row(reader: ArchiveReader, run_id: str) -> dict | None:
             ends["submit"] += 1
         elif turns_limit is not None and len(t.turns) >= turns_limit:
             ends["turns used up"] += 1
+        elif isinstance(evals_limit, int) and _asked(t, "evaluate") > evals_limit:
+            ends["evaluations used up"] += 1
         else:
-            ends["another limit"] += 1
+            ends[_cut(t.turns[-1], window, spent)] += 1
     if not sessions:
         return None
     return {
