@@ -53,7 +53,7 @@ def run(ctx: Ctx, max_calls: bool = True, agent: bool = False) -> RunResult:
     got = from_archive(db, run_id)
     out.calls, out.items, out.evaluations = got["calls"], got["items"], got["evaluations"]
     out.best_code, out.best_train = got["best_code"], got["best_train"]
-    out.agent_evals = got["agent_evals"]
+    out.agent_evals = got["agent_evals"] if agent else None  # "-" in a single-call row
     if rc != 0:
         out.error = f"evolve run exited {rc}: {tail(log, 600)}"
     return out
