@@ -89,3 +89,15 @@ def test_evaluator_command_line(tmp_path):
         timeout=60,
     )
     assert json.loads(r.stdout)["error"] == "wrong doubles"
+
+
+def test_a_worker_imports_its_libraries_when_pytest_runs_as_main():
+    """`python -m pytest` makes site-packages hold a private folder (pytest's, __main__'s):
+    the worker gets its entries one by one and its listing, which the import system needs
+    to find numpy there (without it: "No module named 'numpy'")."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/test_problem_conformance.py", "-k", "dag_modular and bad_processor"],
+        capture_output=True, text=True, cwd=ROOT, env=env(), timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-3000:]

@@ -73,8 +73,9 @@ def rules(program: str, private: list[str], homes: list[str]) -> list[tuple[str,
     interpreter's libraries (never a folder of `private`, nor one holding it), the tools,
     the program's file; write the scratch (`homes`: the harness's cwd, HOME, TMPDIR when it
     started, each unless it holds or lies in a private folder) and /dev/null."""
-    dirs, files = worker_grants.grants({"private": private})
+    dirs, files, listed = worker_grants.grants({"private": private})
     out = [(d, landlock.EXEC_DIR) for d in dirs]
+    out += [(d, landlock.FS_READ_DIR) for d in listed]
     out += [(f, landlock.READ_FILE | landlock.FS_EXECUTE) for f in files]
     roots = [*SYSTEM_DIRS, *os.environ.get(TOOL_DIRS_ENV, "").split(os.pathsep)]
     for root in roots:

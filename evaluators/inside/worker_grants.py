@@ -53,12 +53,16 @@ def private_paths(extra: Iterable[str] = ()) -> list[str]:
 _SPLIT_DEPTH = 4  # how deep a library folder holding a private one is split into its entries
 
 
-def grants(setup: dict) -> tuple[list[str], list[str]]:
-    """Read-only folders and files for the worker: the interpreter and its libraries, never a
-    private folder, its parents or what lies in it (the cwd's subfolders excepted: a venv may
-    live in a checkout). A library folder that holds a private one (site-packages holding an
-    installed `evaluators`, /usr holding a problem) is granted entry by entry around it;
-    any other sys.path entry that holds one (a checkout an editable install put there) is not."""
+def grants(setup: dict) -> tuple[list[str], list[str], list[str]]:
+    """Read-only folders and files for the worker, and folders it may only list: the
+    interpreter and its libraries, never a private folder, its parents or what lies in it
+    (the cwd's subfolders excepted: a venv may live in a checkout). A library folder that
+    holds a private one (site-packages holding an installed `evaluators`, or pytest's own
+    folder when `python -m pytest` made it __main__'s; /usr holding a problem) is granted
+    entry by entry around it, and its listing where it is on sys.path: the import system
+    lists a path entry to find a module in it, and finds nothing where it cannot (a listing
+    right shows the names beneath it, never a file's content). Any other
+    sys.path entry that holds one (a checkout an editable install put there) is not."""
     cwd = os.path.realpath(os.getcwd())
     private = [os.path.realpath(p) for p in setup.get("private", [])]
     trees = [p for p in private if p != cwd]
@@ -82,6 +86,8 @@ def grants(setup: dict) -> tuple[list[str], list[str]]:
     roots = [*libraries, *(os.path.realpath(p) for p in sys.path if p and os.path.isabs(p))]
     dirs: list[str] = []
     files = ["/etc/ld.so.cache", "/dev/null", "/dev/urandom"]
+    on_path = {os.path.realpath(p) for p in sys.path if p and os.path.isabs(p)}
+    listed: list[str] = []
 
     def add(path: str, depth: int, splittable: bool) -> None:
         if any(under(path, p) for p in trees) or path == "/":
@@ -91,6 +97,8 @@ def grants(setup: dict) -> tuple[list[str], list[str]]:
             return
         if not splittable or depth >= _SPLIT_DEPTH:
             return  # holds a private folder: never granted whole
+        if depth == 0 and path in on_path:
+            listed.append(path)  # its entries' names, for the import system
         try:
             entries = list(os.scandir(path))
         except OSError:
@@ -105,18 +113,19 @@ def grants(setup: dict) -> tuple[list[str], list[str]]:
 
     for root in dict.fromkeys(r for r in roots if os.path.isdir(r)):
         add(root, 0, root in libraries)
-    return list(dict.fromkeys(dirs)), [f for f in dict.fromkeys(files) if os.path.exists(f)]
+    found = [f for f in dict.fromkeys(files) if os.path.exists(f)]
+    return list(dict.fromkeys(dirs)), found, list(dict.fromkeys(listed))
 
 
 def confine(setup: dict) -> dict:
     if not setup.get("confine", True):
         return {"confined": False, "error": "landlock not requested"}
-    dirs, files = grants(setup)
+    dirs, files, listed = grants(setup)
     tree = setup.get("tree")
     if tree:  # the program's own files, each by name (never its folder: the cwd)
         files += [os.path.join(tree["root"], path) for path in tree["files"]]
     try:
-        c = landlock.restrict(dirs, files)
+        c = landlock.restrict(dirs, files, [(p, landlock.FS_READ_DIR) for p in listed])
     except OSError as e:
         return {"confined": False, "error": f"landlock failed ({e})"}
     return {"confined": c.confined, "abi": c.abi, "error": c.error, "handled": c.handled}
