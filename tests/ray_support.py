@@ -152,6 +152,11 @@ def _kill_session(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def ray_sandbox(cluster: LoopbackCluster) -> tuple[str, ...]:
+    """The cluster as the sandbox, for any command that evaluates."""
+    return ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local")
+
+
 def ray_env() -> dict[str, str]:
     """What an `evolve` subprocess needs to drive the loopback cluster."""
     return {"RAY_USAGE_STATS_ENABLED": "0", **AUTH_OFF}

@@ -5,7 +5,6 @@ several files travels there whole, and held-out results stay outside what the ag
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 from evaluators import tree
 from evolve.archive import Archive
 from tests.cli_helpers import evolve, run_args
-from tests.ray_support import AUTH_OFF, LoopbackCluster, ray_env
+from tests.ray_support import LoopbackCluster, ray_env, ray_sandbox
 from tests.scripted_llm import ScriptedLLM
 from tests.test_agent import TREE, block, rows, toy
 from tests.test_agent_command import agent
@@ -23,25 +22,19 @@ from tests.test_agent_command import agent
 
 @pytest.fixture(scope="module")
 def cluster():
-    before = {k: os.environ.get(k) for k in AUTH_OFF}
-    os.environ.update(AUTH_OFF)
+    """The nodes start with token auth off (ray_support); every driver here is an `evolve`
+    subprocess given ray_env(), so this process's environment is left as it is."""
     c = LoopbackCluster(cpus_per_node=1).start(workers=1)
     try:
         yield c
     finally:
         c.stop()
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def on_ray(cluster: LoopbackCluster, url: str, problem: Path, runs: Path, *extra: str):
     args = run_args(url, runs, problem=problem, iterations=1)
-    ray = ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local")
     flags = ("--tune-evals", "0", "--repair-attempts", "0", "--run-id", "ag", *extra)
-    r = evolve(*args, *ray, *flags, timeout=400, extra_env=ray_env())
+    r = evolve(*args, *ray_sandbox(cluster), *flags, timeout=400, extra_env=ray_env())
     assert r.returncode == 0, r.stderr[-3000:]
     return r
 

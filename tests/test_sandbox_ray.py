@@ -35,7 +35,7 @@ from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
 from tests.data_seeds import leaderboard_draw, leaderboard_scored
 from tests.docker_support import docker_image  # noqa: F401 (a fixture)
 from tests.problem_hostile import block_body
-from tests.ray_support import AUTH_OFF, LoopbackCluster, ray_env
+from tests.ray_support import AUTH_OFF, LoopbackCluster, ray_env, ray_sandbox
 from tests.scripted_llm import Reply, ScriptedLLM
 
 BINPACK = ROOT / "problems" / "binpack"
@@ -194,11 +194,6 @@ def statuses(runs: Path, run_id: str) -> dict[int, tuple]:
     finally:
         db.close()
     return {r[0]: r for r in rows}
-
-
-def ray_sandbox(cluster: LoopbackCluster) -> tuple[str, ...]:
-    """The cluster as the sandbox, for any command that evaluates."""
-    return ("--sandbox", "ray", "--ray-address", cluster.address, "--ray-node-sandbox", "local")
 
 
 def ray_args(cluster: LoopbackCluster, *extra: str) -> tuple[str, ...]:
