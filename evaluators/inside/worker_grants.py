@@ -83,10 +83,10 @@ def grants(setup: dict) -> tuple[list[str], list[str], list[str]]:
         for p in sys.path
         if os.path.basename(p) in ("site-packages", "dist-packages")
     }
-    roots = [*libraries, *(os.path.realpath(p) for p in sys.path if p and os.path.isabs(p))]
+    path_entries = [os.path.realpath(p) for p in sys.path if p and os.path.isabs(p)]
+    roots = [*libraries, *path_entries]
     dirs: list[str] = []
     files = ["/etc/ld.so.cache", "/dev/null", "/dev/urandom"]
-    on_path = {os.path.realpath(p) for p in sys.path if p and os.path.isabs(p)}
     listed: list[str] = []
 
     def add(path: str, depth: int, splittable: bool) -> None:
@@ -97,7 +97,7 @@ def grants(setup: dict) -> tuple[list[str], list[str], list[str]]:
             return
         if not splittable or depth >= _SPLIT_DEPTH:
             return  # holds a private folder: never granted whole
-        if depth == 0 and path in on_path:
+        if depth == 0 and path in path_entries:
             listed.append(path)  # its entries' names, for the import system
         try:
             entries = list(os.scandir(path))
