@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from evaluators.sandbox import EvalResult
 from evolve.agent.command_iteration import command_iteration
-from evolve.agent.iteration import agent_iteration
+from evolve.agent.iteration import agent_iteration, reserve_turns
+from evolve.agent.reservations import Reservations
 from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus, Status
 from evolve.asking import Ask, Asker
 from evolve.candidates import new_row, program_id, reply_to_row
@@ -103,6 +104,7 @@ class Controller:
             cfg.tune_evals if problem.language.is_python else 0, fixed=problem.fixed_files
         )
         self.notes = ""  # the latest meta-notes, shown in every prompt
+        self.reserved = Reservations()  # calls kept for agent sessions in flight
         self.replaying = False  # rebuild: decisions are replayed from the archive, not taken
         self.meta_lock = asyncio.Lock()
         self.eval_sem = asyncio.Semaphore(cfg.parallel)
@@ -264,8 +266,11 @@ class Controller:
         return None
 
     def _may_start(self) -> bool:
-        """Another iteration may ask the model: nothing stops the run."""
-        return self._stop_reason() is None
+        """Another iteration may ask the model: nothing stops the run, and calls are left
+        that no agent session in flight keeps (evolve/agent/reservations.py)."""
+        left = self._calls_left()
+        free = left is None or left - self.reserved.kept() > 0
+        return self._stop_reason() is None and free
 
     def _final_status(self) -> tuple[RunStatus, str | None]:
         reason = self._stop_reason()
@@ -309,6 +314,8 @@ class Controller:
                         it = retry.pop(0) if retry else free.pop(0)
                     else:
                         it, to_ask = self._new_slot(), to_ask - 1
+                    if self.cfg.proposer == "agent":
+                        reserve_turns(self, it)  # before the next pass asks _may_start
                     t = asyncio.create_task(self._iteration(it))
                     iteration_of[t] = it
                     tasks.add(t)

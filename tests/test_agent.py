@@ -175,10 +175,48 @@ def test_malformed_actions_are_told_in_one_line_and_count_as_turns(tmp_path):
     assert told == [
         "no ACTION line: end your reply with one line such as `ACTION: evaluate`",
         "unknown action 'dance': use one of list, read, evaluate, submit",
-        "read needs a path (`ACTION: read NAME`)",
+        "read needs a path (`ACTION: read notes`)",
         "no file '../../etc/passwd': read one of seed.py, description, notes, feedback",
         "nothing to submit: the working copy is its parent unchanged; edit it first",
     ]
+
+
+def test_an_edit_without_an_action_line_is_evaluated_and_the_model_told_so(tmp_path):
+    script = [block("return x + 5"), block("return x + 7") + "ACTION: submit"]
+    with ScriptedLLM.from_list(script, then="ACTION: submit") as srv:
+        summary = run(toy(tmp_path), srv, tmp_path, agent_turns=3)
+        requests = srv.requests
+    assert summary.best_score == 0.0 and len(requests) == 2
+    told = said(requests[1])[-1]
+    assert told.startswith("edit applied to the working copy\nevaluation on the training data:")
+    assert "score: -2 (higher is better)" in told
+    assert "your reply had no ACTION line: its edit was evaluated" in told
+
+
+def test_sessions_keep_the_calls_they_may_take_so_none_is_cut_by_a_later_one(tmp_path):
+    # 5 calls, 3 turns a session, up to 3 sessions in flight: the first keeps 3 calls, the
+    # second the 2 left and is told so; a third would start only when calls are free again.
+    # The model looks around until its last turn, then edits and submits.
+    def promised(request: dict) -> int:
+        rules = str(request["messages"][1]["content"])  # the first turn's prompt
+        return int(rules.split("You have up to ")[1].split()[0])
+
+    def responder(request: dict) -> str:
+        turns = promised(request)  # each session hands in its own program: x + 7, x + 6
+        if sum(m["role"] == "assistant" for m in request["messages"]) + 1 >= turns:
+            return block(f"return x + {4 + turns}") + "ACTION: submit"
+        return "ACTION: list"
+
+    with ScriptedLLM(responder) as srv:
+        run(toy(tmp_path), srv, tmp_path, iterations=4, max_calls=5, parallel=2, agent_turns=3)
+        requests = srv.requests
+    firsts = [r for r in requests if len(r["messages"]) == 2]
+    assert len(requests) == 5 and [promised(r) for r in firsts] == [3, 2]
+    turns = rows(tmp_path, "SELECT iteration, reply FROM llm_calls WHERE purpose = 'agent'")
+    last = {it: reply for it, reply in turns}
+    assert len(last) == 2 and all(r.endswith("ACTION: submit") for r in last.values())
+    scores = rows(tmp_path, "SELECT score FROM programs WHERE iteration > 0 ORDER BY score")
+    assert scores == [(-1.0,), (0.0,)]
 
 
 def test_a_program_of_several_files_is_listed_read_and_edited_by_path(tmp_path):

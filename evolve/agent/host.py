@@ -7,6 +7,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+from evolve.agent.reservations import Reservations
 from evolve.archive import Archive, ProgramRow
 from evolve.asking import Asker
 from evolve.config import RunConfig
@@ -31,6 +32,7 @@ class Host(Protocol):
     eval_sem: asyncio.Semaphore
     parsing: ThreadPoolExecutor
     notes: str
+    reserved: Reservations
 
     def _calls_left(self) -> int | None: ...
     def _stop_reason(self, calls: bool = True) -> str | None: ...

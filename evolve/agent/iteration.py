@@ -10,6 +10,7 @@ from evaluators.sandbox import EvalResult
 from evolve.agent import auto_protocol
 from evolve.agent.host import Host
 from evolve.agent.protocol import agent_messages
+from evolve.agent.reservations import promised_turns
 from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
 from evolve.agent.tools import Workspace, outcome_text
 from evolve.archive import LlmCall, ProgramRow, Status
@@ -43,14 +44,35 @@ async def evaluate_on_train(ctl: Host, code: str) -> EvalResult:
             ctl.stats.eval_in_flight -= 1
 
 
+def reserve_turns(ctl: Host, it: int) -> None:
+    """Keep the calls slot `it`'s session may take (reservations.py), before it starts: the
+    controller's loop asks whether another session may start only after this."""
+    stored = ctl.archive.agent_calls(ctl.run_id, it)
+    turns = ctl.cfg.agent_turns
+    if stored:
+        turns = promised_turns(stored[0].prompt) or turns
+    elif (left := ctl._calls_left()) is not None:
+        turns = max(min(turns, left - ctl.reserved.kept()), 1)
+    ctl.reserved.open(it, turns, len(stored))
+
+
 async def agent_iteration(ctl: Host, it: int) -> None:
     """Fill slot `it` with what an agent's session submits (evolve/agent/): its turns
     stored as they are answered, its evaluations on the train cascade only, its
     candidate checked, evaluated and re-scored like a single call's."""
+    if it not in ctl.reserved.turns:
+        reserve_turns(ctl, it)
+    try:
+        await _agent_iteration(ctl, it, ctl.reserved.turns[it])
+    finally:
+        ctl.reserved.close(it)
+
+
+async def _agent_iteration(ctl: Host, it: int, turns: int) -> None:
     stored = ctl.archive.agent_calls(ctl.run_id, it)
     messages: list[dict] = []
     opening: list[dict] = []  # a new session's prompt, before the rules
-    turns, evals = ctl.cfg.agent_turns, ctl.cfg.agent_evals
+    evals = ctl.cfg.agent_evals
     if stored:  # resumed: the same parent, prompt, model and temperature
         first = stored[0]
         parent = ctl._program(first.parent_id or "")
@@ -82,6 +104,7 @@ async def agent_iteration(ctl: Host, it: int) -> None:
             left = ctl._calls_left()
             if left is not None and left <= 0:
                 raise TurnsStopped()
+            ctl.reserved.asked(it)
             seed = ctl.cfg.seed * 100003 + it * 16 + turn % 15
             a = Ask(it, island, parent.program_id, second, fmt, "agent", msgs, choice, seed, tools)
             call = await ctl.asker.ask(a)
@@ -106,7 +129,7 @@ async def agent_iteration(ctl: Host, it: int) -> None:
         return AgentSession(
             Workspace(ctl.problem, parent_code(parent), fmt, ctl.notes, feedback),
             AgentLimits(
-                ctl.cfg.agent_turns,
+                turns,
                 ctl.cfg.agent_evals,
                 reply_limit(ctl.problem.max_code_bytes),
                 window.prompt_tokens if window else None,

@@ -4,6 +4,8 @@ models) or native tool calls (endpoints that take OpenAI's `tools`).
 Text protocol: a reply may hold an edit in the problem's usual edit format, applied to the
 working copy first, and ends with one line `ACTION: NAME [ARGUMENT]` (in a fence of its
 own or not): `list`, `read PATH`, `evaluate`, `submit`. The last such line is the action.
+A reply with an edit and no action line is read as `evaluate` (`implied`): small models often
+answer the first turn with code alone, and a turn that tests the edit is what they meant.
 
 Parsing is bounded by the text alone (evolve/edits/bounds.py): a reply over the problem's
 reply limit is not read, lines are matched one at a time, a tool call's arguments are
@@ -36,6 +38,7 @@ class Action:
     arg: str = ""
     call_id: str | None = None
     problem: str | None = None  # malformed: what the model is told instead of a result
+    implied: bool = False  # no action line: an edit alone is read as `evaluate`
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,11 @@ def parse_text(reply: str) -> Turn:
     lines = reply.splitlines()
     at = next((i for i in range(len(lines) - 1, -1, -1) if _ACTION_HEAD.match(lines[i])), None)
     if at is None:
+        edit = _edit_in(reply)
+        if edit is not None:
+            return Turn(reply, edit, (Action("evaluate", implied=True),))
         why = "no ACTION line: end your reply with one line such as `ACTION: evaluate`"
-        return Turn(reply, _edit_in(reply), (Action("", problem=why),))
+        return Turn(reply, None, (Action("", problem=why),))
     name, arg = _action_of(lines[at])
     start, end = at, at + 1
     if at > 0 and _FENCE.match(lines[at - 1]) and end < len(lines) and _FENCE.match(lines[end]):
@@ -97,7 +103,7 @@ def _checked(name: str, arg: str, call_id: str | None) -> Action:
         why = f"unknown action {shown}: use one of {', '.join(known)}"
         return Action(name, call_id=call_id, problem=why)
     if name in ("read", "edit") and not arg.strip():
-        what = "a path (`ACTION: read NAME`)" if name == "read" else "the edit's text"
+        what = "a path (`ACTION: read notes`)" if name == "read" else "the edit's text"
         return Action(name, call_id=call_id, problem=f"{name} needs {what}")
     return Action(name, arg, call_id)
 
@@ -128,11 +134,12 @@ TEXT_RULES = """\
 You have up to {turns} replies to improve the program above before it is scored: it is your \
 working copy. A reply may hold an edit in the format asked for above, which is applied to the \
 working copy, and it ends with exactly one action line:
-ACTION: list       (the files you can read)
-ACTION: read NAME  (a file of the working copy, or: description, notes, feedback)
-ACTION: evaluate   (score the working copy on the training data; {evals} evaluations in all)
-ACTION: submit     (hand in the working copy; this is your last reply)
-Each reply gets the result of its action. If you are unsure, edit and then `ACTION: submit`."""
+ACTION: evaluate      (score the working copy on the training data; {evals} evaluations in all)
+ACTION: submit        (hand in the working copy; this is your last reply)
+ACTION: list          (the files you can read)
+ACTION: read notes    (or another file: description, feedback, a file that list names)
+Each reply gets the result of its action. A good plan: edit and `ACTION: evaluate`, fix what \
+the evaluation reports, then `ACTION: submit`."""
 
 NATIVE_RULES = """\
 
@@ -146,7 +153,8 @@ the training data ({evals} evaluations in all), and `submit` it when it is done.
 AUTO_RULES = (
     NATIVE_RULES
     + """ If you cannot call tools, end each reply instead with one action line: \
-`ACTION: list`, `ACTION: read NAME`, `ACTION: evaluate` or `ACTION: submit`."""
+`ACTION: evaluate`, `ACTION: submit`, `ACTION: list` or `ACTION: read notes` (or another \
+file's name)."""
 )
 _RULES = {"native": NATIVE_RULES, "auto": AUTO_RULES, "text": TEXT_RULES}
 

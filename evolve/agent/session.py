@@ -41,6 +41,10 @@ def conversation_tokens(messages: list[dict]) -> int:
     return messages_tokens(messages) + estimate_tokens(calls)
 
 
+# told after the evaluation of a reply that held an edit and no action line
+IMPLIED = "\n(your reply had no ACTION line: its edit was evaluated; end each reply with one)"
+
+
 class TurnsStopped(Exception):
     """No further turn may be asked (the run's --max-calls); raised by the AskTurn."""
 
@@ -188,9 +192,8 @@ class AgentSession:
             if replay:
                 return ""
             out = await self.evaluate(self.ws.code)
-            return "evaluation on the training data:\n" + outcome_text(
-                out.status, out.score, out.metrics, out.artifacts
-            )
+            told = outcome_text(out.status, out.score, out.metrics, out.artifacts)
+            return f"evaluation on the training data:\n{told}" + (IMPLIED if a.implied else "")
         assert a.name == "submit"
         if not self.ws.changed:
             return "nothing to submit: the working copy is its parent unchanged; edit it first"
