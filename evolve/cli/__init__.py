@@ -1,9 +1,9 @@
-"""`evolve` command line: run, resume, eval, check, new, sandbox, archive, ui, bench.
+"""`evolve` command line: run, resume, eval, check, new, sandbox, archive, ui, bench, demo.
 
 Bad input ends with exit code 2 and one line naming the flag, file or field;
 nothing is written to the archive before the input has been validated.
 The flags live in parser.py, `run`/`resume` in run.py, `check` in check.py, `archive` in
-archive.py (its export and report in exports.py), `ui` in ui.py, `bench` in bench.py; `eval` and `sandbox` are here.
+archive.py (its export and report in exports.py), `ui` in ui.py, `bench` in bench.py, `demo` in demo.py; `eval` and `sandbox` are here.
 """
 
 from __future__ import annotations
@@ -30,15 +30,21 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, f"{folder}: no such problem folder")
     _sweep()
     try:
-        if args.command in ("run", "resume") and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        if (
+            args.command in ("run", "resume", "demo")
+            and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        ):
             # inherited (`evolve run ... &` in a script): a Ctrl-C while the command loads
             # stops it; then evolve/cli/stopping.py takes SIGINT and SIGTERM for the run
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        if args.command in ("run", "resume"):
+        if args.command in ("run", "resume", "demo"):
+            from evolve.cli.demo import cmd_demo
             from evolve.cli.outlasting import outlasting
             from evolve.cli.run import cmd_resume, cmd_run
 
             with outlasting():  # a reader that goes away (`| head`) never ends the run
+                if args.command == "demo":
+                    return cmd_demo(args)
                 return cmd_run(args) if args.command == "run" else cmd_resume(args)
         if args.command == "eval":
             return cmd_eval(args)

@@ -288,6 +288,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(default 1: one seed file)",
     )
 
+    demo = sub.add_parser(
+        "demo",
+        help="a scripted run of problems/binpack in about a minute: canned replies instead of "
+        "a model, real sandboxed evaluations (nothing to compile)",
+    )
+    demo.add_argument("--iterations", type=_integer(1), default=10, metavar="N", help="default 10")
+    demo.add_argument("--run-id", metavar="ID", help="default: demo-DATE-TIME")
+    demo.add_argument("--runs-dir", metavar="DIR")
+    demo.add_argument("--sandbox", choices=["local", "docker"], default="local")
+    demo.add_argument("--no-progress", action="store_true")
+
     add_archive_parser(sub)
     add_ui_parser(sub, SANDBOXES[:-1], _integer)  # baselines score here: no ray
     from evolve.cli.bench import add_parser as add_bench_parser
