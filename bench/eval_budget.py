@@ -35,7 +35,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evolve.problem import load_problem  # noqa: E402
+from evolve.problem.load import load_problem  # noqa: E402
 
 CHILD = """
 import importlib.util, json, sys, time

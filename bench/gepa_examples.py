@@ -133,7 +133,7 @@ def row(
     check = f"ok {m.group(1)}"
     own = peer(main, examples, timeout, py)
     sys.path.insert(0, str(REPO))
-    from evolve.problem import load_problem
+    from evolve.problem.load import load_problem
     from evolve.settings.overrides import Overrides
 
     problem = load_problem(main, Overrides(sandbox=sandbox))  # cached by the check above

@@ -45,7 +45,7 @@ from harness import result_path  # noqa: E402
 
 from evolve.llm import local_model as lm  # noqa: E402
 from evolve.llm.profiles import LOCAL_SMALL  # noqa: E402
-from evolve.problem import load_problem  # noqa: E402
+from evolve.problem.load import load_problem  # noqa: E402
 
 PROBLEM = ROOT / "problems" / "binpack"
 OE_PROBLEM = ROOT / "bench" / "openevolve_binpack"

@@ -25,7 +25,7 @@ from evolve.cli.progress import RunProgress
 from evolve.config import RunConfig
 from evolve.edits import normalized_hash
 from evolve.population import Features
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 
 
 class ConstantSandbox:

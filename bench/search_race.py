@@ -46,12 +46,12 @@ from harness import result_path  # noqa: E402
 
 from bench.race import evolve_side, levi, openevolve, report, shinka  # noqa: E402
 from bench.race.common import Ctx, RunResult  # noqa: E402
-from evolve import data_seed  # noqa: E402
-from evolve.baselines import scored  # noqa: E402
 from evolve.benchmark.normalise import references  # noqa: E402
 from evolve.llm import local_model as lm  # noqa: E402
 from evolve.llm.profiles import is_local, profile_for  # noqa: E402
-from evolve.problem import load_problem  # noqa: E402
+from evolve.problem import data_seed  # noqa: E402
+from evolve.problem.baselines import scored  # noqa: E402
+from evolve.problem.load import load_problem  # noqa: E402
 
 PEERS = {"openevolve": openevolve, "shinka": shinka, "levi": levi}
 FRAMEWORKS = ("evolve", "evolve-agent", *PEERS)

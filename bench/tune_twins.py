@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from harness import result_path  # noqa: E402
 from prompt_probe import score  # noqa: E402
 
-from evolve.problem import load_problem  # noqa: E402
+from evolve.problem.load import load_problem  # noqa: E402
 from evolve.search.tune import INERT_STOP, variants  # noqa: E402
 
 

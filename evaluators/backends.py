@@ -36,7 +36,7 @@ class _Resources(Protocol):
 
 
 class _Problem(Protocol):
-    """What `ray_options` reads of a problem (evolve.problem_model.Problem)."""
+    """What `ray_options` reads of a problem (evolve.problem.model.Problem)."""
 
     @property
     def resources(self) -> _Resources: ...

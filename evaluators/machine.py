@@ -6,7 +6,7 @@ Why apart from backends.py: a Ray node builds its own sandbox here (evaluators/r
 and backends.py builds the Ray sandbox itself, so one module for both would import in a
 circle. With docker, a problem folder's requirements.txt is layered on the image (built
 on first use: evaluators/docker/image_layers.py); the local sandbox runs on this
-interpreter, where `evolve check` reports what is missing (evolve/requirements.py).
+interpreter, where `evolve check` reports what is missing (evolve/problem/requirements.py).
 """
 
 from __future__ import annotations

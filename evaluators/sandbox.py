@@ -102,7 +102,7 @@ class EvalRequest:
     evaluator_args: dict = field(default_factory=dict)
     tools: tuple[str, ...] = ()  # programs the evaluator runs (cargo, g++): offered read-only
     # the crates the problem's Cargo.toml files declare, fetched on the trusted side
-    # (evolve/crates.py): offered read-only, named in $EVOLVE_CRATES_DIR
+    # (evolve/problem/crates.py): offered read-only, named in $EVOLVE_CRATES_DIR
     crates: str | None = None
     # a folder of the problem (relative) shown read-only at /benchmark: a SkyDiscover
     # folder's evaluator/, where its scripts expect it (evaluators/inside/skydiscover_run.py)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from evaluators.sandbox import Sandbox
 from evolve.evaluation import CandidateEvaluator, problem_sandbox
-from evolve.problem import Overrides, Problem, ProblemError, load_problem, require_blocks
-from evolve.problem_check import WHOLE_FILE, CheckReport, check_seed, describe
+from evolve.problem.check import WHOLE_FILE, CheckReport, check_seed, describe
+from evolve.problem.load import Overrides, Problem, ProblemError, load_problem, require_blocks
 from evolve.run_state import RunHooks, RunObserver
 from evolve.settings.errors import UsageError
 from evolve.settings.flags import (
@@ -63,12 +63,13 @@ def run(
     """Start a run of the problem folder and return when it ends (finished, stopped by a
     limit or Ctrl-C, or failed: `summary.status` and `summary.reason` say which). The run
     lives in the archive under `runs_dir`, so `evolve resume` or evolve.resume continues it."""
-    from evolve import data_seed, run_env
+    from evolve import run_env
     from evolve.archive import Archive
-    from evolve.crates import crates_dir
-    from evolve.data import data_dir_for, ensure
     from evolve.endpoints import llm_config, model_line, probe_endpoints
     from evolve.launch import prepare_local, resolve
+    from evolve.problem import data_seed
+    from evolve.problem.crates import crates_dir
+    from evolve.problem.data import data_dir_for, ensure
     from evolve.runner import execute, owning
     from evolve.settings.report import ignored_lines
 
@@ -198,7 +199,7 @@ def evaluate(
     several files is a folder (or a tree's text), completed from the seed's tree. `warn`
     hears the config file read and its unknown keys (default: stderr)."""
     from evolve.edits.blocks import complete_from_seed
-    from evolve.program_input import program_code
+    from evolve.problem.program_input import program_code
 
     s = settings_for("evolve.evaluate", EVALUATE, settings)
     problem = _load(problem_dir, s, blocks=False)
@@ -273,7 +274,7 @@ def check(
 
 def _config_lines(problem: Problem) -> list[str]:
     """Which config file an OpenEvolve folder was read with, then its unknown keys."""
-    from evolve.problem_config import config_line
+    from evolve.problem.config import config_line
 
     line = config_line(problem)
     return ([f"evolve: {line}"] if line else []) + list(problem.notices)

@@ -47,7 +47,7 @@ class OptimizeResult:
 
 def script_of(evaluator: Any) -> Path:
     """The script file that defines the evaluator and calls optimize_anything (UsageError)."""
-    from evolve.problem_gepa import mentions_call
+    from evolve.problem.gepa import mentions_call
 
     try:
         path = inspect.getsourcefile(evaluator)
@@ -79,7 +79,7 @@ def optimize_anything(
     (GEPAConfig(engine=EngineConfig(...))) or max_evals, unless `iterations` is given."""
     from evolve import api
     from evolve.archive import ArchiveReader
-    from evolve.problem import Overrides, ProblemError, load_problem
+    from evolve.problem.load import Overrides, ProblemError, load_problem
     from evolve.settings.flags import runs_dir
 
     if evaluator is None:
@@ -89,7 +89,7 @@ def optimize_anything(
         problem = load_problem(script, Overrides(sandbox=settings.get("sandbox")))
     except ProblemError as e:
         raise UsageError(str(e)) from None
-    from evolve.gepa_capture import facts_of
+    from evolve.problem.gepa_capture import facts_of
 
     facts = facts_of(problem.root, script.name, str(script), settings.get("sandbox"))
     if facts.seed != seed_candidate:

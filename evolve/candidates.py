@@ -15,9 +15,9 @@ from evolve.archive import LlmCall, ProgramRow
 from evolve.edits import EditOutcome, apply_reply, normalized_hash, unified_diff
 from evolve.edits.bounds import reply_limit, text_bytes
 from evolve.edits.files import Layout, apply_tree_reply, layout, tree_diff
-from evolve.problem import Problem
+from evolve.problem.load import Problem
+from evolve.problem.size_cap import oversized, refused, size_reason
 from evolve.search.versions import block_functions, unversioned
-from evolve.size_cap import oversized, refused, size_reason
 
 ASKED = {"crossover": "block", "funsearch": "block", "repair": "block"}  # what to parse
 KIND = {"crossover": "crossover", "repair": "repair"}  # programs.kind; others: mutation

@@ -28,8 +28,8 @@ from evolve.leaderboard import BestScorer, Leaderboard
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
 from evolve.population import Features, Population, SelectionPolicy
-from evolve.problem import Problem
-from evolve.problem_check import tools_lacking
+from evolve.problem.check import tools_lacking
+from evolve.problem.load import Problem
 from evolve.prompts import PromptBuilder
 from evolve.proposal import NoParent, Proposer
 from evolve.run_errors import CallsSpent, RunAborted

@@ -19,8 +19,8 @@ from evolve.config import RunConfig
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.llm.probe import Endpoint, EndpointRefused, probe
 from evolve.llm.profiles import is_local
-from evolve.problem import Problem
-from evolve.problem_model import ModelDefault
+from evolve.problem.load import Problem
+from evolve.problem.model import ModelDefault
 from evolve.settings import SettingsError, check_url
 from evolve.settings.environ import resolve_key
 from evolve.settings.errors import UsageError

@@ -6,7 +6,7 @@ failure, gets no score, so it can never outrank a program that really ran.
 OpenEvolve-format problems get OpenEvolve's own cascade, run by the harness in
 one sandbox process (evaluators/inside/openevolve_run.py): stage metrics merge, and a
 program under a threshold keeps the score it has so far. A candidate over the
-problem's size cap is `invalid` before any sandbox sees it (evolve/size_cap.py).
+problem's size cap is `invalid` before any sandbox sees it (evolve/problem/size_cap.py).
 Every path gives the sandbox's own EvalResult, whose fields the archive stores as they are,
 after the run's secrets are redacted from its texts (evolve/redaction.py): this is the one
 place an evaluation's text enters the run.
@@ -23,12 +23,12 @@ from typing import Protocol
 
 from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
-from evolve.crates import crates_dir
-from evolve.data import data_dir_for, ensure
 from evolve.gepa_state import OptState
-from evolve.problem import Problem
+from evolve.problem.crates import crates_dir
+from evolve.problem.data import data_dir_for, ensure
+from evolve.problem.load import Problem
+from evolve.problem.size_cap import oversized
 from evolve.redaction import Redactor, folder_keys
-from evolve.size_cap import oversized
 
 
 def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
@@ -41,7 +41,7 @@ def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
 class CandidateEvaluator:
     """Builds each request for one problem's candidates and runs them in the sandbox.
 
-    `data_seed`: the run's private seed for generated workloads (evolve/data_seed.py), which
+    `data_seed`: the run's private seed for generated workloads (evolve/problem/data_seed.py), which
     every request carries to the trusted evaluator; None evaluates on the public data.
     `keys`: the endpoint keys the run holds, redacted with the evaluator's environment, the
     data seed and the folder's and environment's keys from every result."""

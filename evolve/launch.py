@@ -20,12 +20,12 @@ from evolve.llm import ModelSpec
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
-from evolve.problem import Overrides, Problem, ProblemError, require_blocks
-from evolve.problem_skydiscover import held_out_note
+from evolve.problem.load import Overrides, Problem, ProblemError, require_blocks
+from evolve.problem.size_cap import too_large
+from evolve.problem.skydiscover import held_out_note
 from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
 from evolve.settings.errors import UsageError
 from evolve.settings.flags import FIELD_OF, NOT_STORED, Settings
-from evolve.size_cap import too_large
 
 SPOKEN = ("openai",)  # llm.provider values `run` calls: the openai SDK's API
 

@@ -1,6 +1,6 @@
 """The leaderboard: every score ranked against another was measured on the same data.
 
-A run draws its own private workloads (evolve/data_seed.py), so the same code scores
+A run draws its own private workloads (evolve/problem/data_seed.py), so the same code scores
 differently in two runs, and ranking runs' own numbers together keeps whichever run drew the
 easiest workload. So the archive holds one more private seed per problem, drawn by the first
 run of the problem and kept for good (evolve/archive/boards.py), and a run scores its seed, and
@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from evolve import data_seed
 from evolve.archive import Archive, BoardScore, ProgramRow, Status
 from evolve.evaluation import CandidateEvaluator
+from evolve.problem import data_seed
 
 
 class Leaderboard:

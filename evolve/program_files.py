@@ -71,8 +71,8 @@ def file_diffs(old: str | None, new: str | None, entry: str) -> list[FileDiff]:
 def entry_name(problem_dir: str) -> str:
     """The entry file a run's problem names (what a one-file program is called), or
     FALLBACK_ENTRY when its folder can no longer be read as a problem."""
-    from evolve.problem import load_problem
-    from evolve.problem_model import ProblemError
+    from evolve.problem.load import load_problem
+    from evolve.problem.model import ProblemError
 
     try:
         return load_problem(problem_dir).entry

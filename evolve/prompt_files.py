@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from evaluators.inside.languages import by_suffix
 from evaluators.tree import TreeError, decode, encode, is_tree
 from evolve.edits.blocks import split_lines
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 
 SIGNATURES = "signatures only: the context window cannot hold every file in full"
 _PY_SIG = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s|^(?:import\s|from\s\S+\s+import\s)")

@@ -17,7 +17,7 @@ from evolve.archive import Archive, ProgramRow
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import PromptTooLong
 from evolve.population import Population
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 from evolve.prompt_files import about
 from evolve.prompts import PromptBuilder, PromptContext, ShownProgram, Version, evolving_code
 from evolve.search.versions import block_functions, versioned

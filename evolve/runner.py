@@ -26,7 +26,7 @@ from evolve.launch import start_local
 from evolve.llm import LLMClient
 from evolve.llm.local_model import LocalServer
 from evolve.llm.pricing import PriceTable
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 from evolve.prompts import PromptBuilder
 from evolve.run_state import RunHooks, RunObserver
 from evolve.settings.errors import UsageError

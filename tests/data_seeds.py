@@ -1,6 +1,6 @@
 """Scoring a program on the workloads of a run with a given private data seed, in-process.
 
-Runs draw their generated workloads under a private seed (evolve/data_seed.py), so a test
+Runs draw their generated workloads under a private seed (evolve/problem/data_seed.py), so a test
 that compares a run's numbers with a reference fixes the run's seed (`--data-seed`) and
 scores the reference on the same workloads here.
 """

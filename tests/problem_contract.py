@@ -75,8 +75,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from evolve.problem import load_problem
-from evolve.program_input import program_digest
+from evolve.problem.load import load_problem
+from evolve.problem.program_input import program_digest
 from tests.problem_hostile import (
     FAKE_PRINT,
     block_body,

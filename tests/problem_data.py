@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.data import DataError, DataFile, data_dir_for, ensure, fetch, sha256_of
+from evolve.problem.data import DataError, DataFile, data_dir_for, ensure, fetch, sha256_of
 
 
 @contextlib.contextmanager
@@ -56,7 +56,7 @@ def check_shipped_data(problem: Path, count: int, folder: str) -> None:
 
 
 def check_download_round_trip(problem: Path, f: DataFile, tmp_path: Path) -> None:
-    """evolve.data's real download path against a local HTTP server holding a copy of `f`."""
+    """evolve.problem.data's real download path against a local HTTP server holding a copy of `f`."""
     served = tmp_path / "served"
     (served / f.path).parent.mkdir(parents=True)
     shutil.copy(problem / "data" / f.path, served / f.path)

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from evaluators.tree import decode
 from evolve.edits.blocks import complete_from_seed
-from evolve.problem import load_problem
-from evolve.program_input import program_code
+from evolve.problem.load import load_problem
+from evolve.problem.program_input import program_code
 from tests.cli_helpers import archive_json, evolve, run_args
 from tests.scripted_llm import ScriptedLLM
 

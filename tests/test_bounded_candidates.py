@@ -25,7 +25,7 @@ from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, ModelSpec
 from evolve.llm.pricing import PriceTable
 from evolve.population import Population, SelectionPolicy
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from evolve.prompts import PromptBuilder
 from tests.cli_helpers import archive_json, evolve, run_args
 from tests.scripted_llm import Reply, ScriptedLLM

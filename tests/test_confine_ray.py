@@ -24,7 +24,7 @@ def test_ray_node_keeps_it_out(places):  # noqa: F811
     import ray  # noqa: F401  imported first, as a user's script may: the head stays on loopback
 
     from evaluators.backends import ray_options
-    from evolve.problem import load_problem
+    from evolve.problem.load import load_problem
     from tests.ray_support import AUTH_OFF, LoopbackCluster
 
     before = {k: os.environ.get(k) for k in AUTH_OFF}

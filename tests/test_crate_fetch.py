@@ -1,4 +1,4 @@
-"""Crates a Rust problem declares are fetched on the trusted side (evolve/crates.py), so its
+"""Crates a Rust problem declares are fetched on the trusted side (evolve/problem/crates.py), so its
 folder scores on a machine whose cargo cache is empty, and the sandbox still builds offline.
 
 No network: crates.io is replaced, in the CARGO_HOME the test gives evolve, by a directory
@@ -21,7 +21,7 @@ import pytest
 from evaluators.inside.caches import CRATES_ENV, prepare_cargo
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
-from evolve.crates import CrateError, crates_dir, manifests
+from evolve.problem.crates import CrateError, crates_dir, manifests
 from tests.cli_helpers import archive_json, evolve, run_args
 from tests.docker_support import docker_image  # noqa: F401  (a fixture)
 from tests.scripted_llm import ScriptedLLM

@@ -2,7 +2,7 @@
 
 Issue 23 item 3: binpack's train items came from a seed written in its evaluator, so a
 candidate regenerated them, packed them offline and answered priority() from a lookup.
-Every generated workload is now drawn under a seed the run draws (evolve/data_seed.py),
+Every generated workload is now drawn under a seed the run draws (evolve/problem/data_seed.py),
 kept in the archive, and handed to trusted code only (kit.seed).
 """
 
@@ -18,7 +18,7 @@ import pytest
 from evaluators import kit
 from evaluators.backends import make_sandbox
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from tests.cli_helpers import BINPACK, archive_json, evolve, run_args
 from tests.scripted_llm import ScriptedLLM, binpack_replies
 

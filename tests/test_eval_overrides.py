@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.problem import Overrides, ProblemError, load_problem
+from evolve.problem.load import Overrides, ProblemError, load_problem
 from tests.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve
 from tests.scripted_llm import ScriptedLLM
 from tests.test_openevolve_settings import SEED, folder

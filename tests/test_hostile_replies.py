@@ -33,7 +33,7 @@ from evolve.edits.replies import clean_reply
 from evolve.edits.tidy import tidy
 from evolve.llm.context_budget import estimate_tokens
 from evolve.population import Features
-from evolve.problem import Problem, load_problem
+from evolve.problem.load import Problem, load_problem
 from evolve.prompts import PromptBuilder, PromptContext
 from evolve.proposal import shown
 from evolve.search.meta import idea_of, parse_notes

@@ -21,7 +21,7 @@ from evolve.cli import main
 from evolve.cli.safe_text import safe_text
 from evolve.inert import inert_cell, strip_controls
 from evolve.population import Attempt
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from evolve.prompts import PromptBuilder, PromptContext
 from evolve.proposal import shown
 from tests.cli_helpers import BINPACK

@@ -572,7 +572,7 @@ splits = ["test"]
 
 def test_held_out_data_is_invisible_in_train(sandbox, tmp_path) -> None:
     from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import load_problem
+    from evolve.problem.load import load_problem
 
     problem = tmp_path / "split_data"
     shutil.copytree(DIRECT, problem)

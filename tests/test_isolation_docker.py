@@ -553,7 +553,7 @@ def test_no_process_of_the_candidate_runs_as_the_agent(sandbox: DockerSandbox) -
 def test_held_out_data_is_invisible_in_train(docker_image, tmp_path) -> None:  # noqa: F811
     """[[data]] `splits`: a train evaluation finds the test files empty, at /data and /problem."""
     from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import load_problem
+    from evolve.problem.load import load_problem
     from tests.test_isolation import SPLIT_TOML
 
     problem = tmp_path / "split_data"

@@ -15,7 +15,7 @@ import pytest
 
 from evaluators.backends import make_sandbox
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import ProblemError, load_problem
+from evolve.problem.load import ProblemError, load_problem
 from tests.cli_helpers import ROOT, env
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 

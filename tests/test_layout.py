@@ -287,7 +287,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "evaluators/ray/__init__.py": "",
         "evaluators/ray/node.py": "def make():\n    from evolve.controller import Controller\n",
         "evaluators/ray/sandbox.py": (
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evolve.problem import Problem\n"
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evolve.problem.load import Problem\n"
             "from evaluators.ray import node\n"
         ),
     }
@@ -310,7 +310,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert template_violations(names) == ["prompts -> evolve.cli", "prompts -> rich"]
     assert upward_imports(names) == [
         "evaluators.ray.node -> evolve.controller",
-        "evaluators.ray.sandbox -> evolve.problem",
+        "evaluators.ray.sandbox -> evolve.problem.load",
     ]
 
 

@@ -29,7 +29,7 @@ from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, LLMConfig, ModelSpec
 from evolve.llm.client import MAX_RETRY_AFTER_S, parse_retry_after, retry_after_of
 from evolve.llm.pricing import PriceTable, UnpricedModel, require_prices
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from evolve.prompts import PromptBuilder
 from tests.cli_helpers import evolve
 from tests.fake_clock import FakeClock

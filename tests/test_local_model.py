@@ -33,7 +33,7 @@ from evolve.llm.profiles import (
     profile_for,
     profile_for_models,
 )
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from tests.cli_helpers import BINPACK, ROOT, env
 
 # ---- weights: parts -> one verified file ------------------------------------------------

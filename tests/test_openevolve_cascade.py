@@ -12,7 +12,7 @@ import pytest
 
 from evaluators.local.sandbox import LocalSandbox
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from tests.cli_helpers import evolve
 
 SEED = """\

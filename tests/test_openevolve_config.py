@@ -14,9 +14,9 @@ import pytest
 from evolve import api
 from evolve.cli.parser import build_parser
 from evolve.cli.run import config_from_args
-from evolve.problem import Overrides, ProblemError, load_problem
-from evolve.problem_check import describe
-from evolve.problem_config import config_line
+from evolve.problem.check import describe
+from evolve.problem.config import config_line
+from evolve.problem.load import Overrides, ProblemError, load_problem
 from evolve.settings.errors import UsageError
 from evolve.settings.openevolve import OpenEvolveConfig
 from evolve.settings.unknown import unknown_keys

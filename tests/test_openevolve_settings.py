@@ -19,7 +19,7 @@ from evolve.cli.run import config_from_args
 from evolve.endpoints import llm_config
 from evolve.llm import LLMClient, LLMConfig, ModelSpec
 from evolve.llm.pricing import PriceTable
-from evolve.problem import Overrides, load_problem
+from evolve.problem.load import Overrides, load_problem
 from evolve.settings.errors import _inner_model
 from evolve.settings.openevolve import OESection, OpenEvolveConfig
 from evolve.settings.report import key_report

@@ -23,7 +23,7 @@ from evaluators.inside.languages import by_name, by_suffix
 from evaluators.inside.markers import find_blocks
 from evaluators.toolchain import resolve
 from evolve.edits import apply_reply, normalized_hash
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from tests.cli_helpers import ROOT, evolve, run_args
 from tests.docker_support import docker_image  # noqa: F401  (a fixture)
 from tests.scripted_llm import Reply, ScriptedLLM

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.problem import ProblemError, load_problem
+from evolve.problem.load import ProblemError, load_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,7 +114,7 @@ def test_nothing_reads_the_shared_data_folder(problem):
 
 def test_every_shipped_problem_loads_and_marks_its_blocks():
     """The schemas accept every problem folder in the repository as it is."""
-    from evolve.problem import require_blocks
+    from evolve.problem.load import require_blocks
 
     folders = [p.parent for p in ROOT.glob("problems/*/problem.toml")]
     folders += [p.parent for p in ROOT.glob("tests/fixtures/**/problem.toml")]

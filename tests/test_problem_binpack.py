@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
+from evolve.problem.load import load_problem
 from tests.binpack_edits import BINPACK_VARIANTS
 from tests.problem_contract import contract
 from tests.problem_hostile import END, START, load_module, run_in_process, with_block

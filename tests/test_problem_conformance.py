@@ -33,11 +33,11 @@ from pathlib import Path
 import pytest
 
 from evaluators.tree import decode
-from evolve.baselines import baseline_files
-from evolve.data import DataFile, data_dir_for, ensure
 from evolve.edits.blocks import complete_from_seed, evolvable_text, find_blocks, fixed_parts
-from evolve.problem import load_problem, require_blocks
-from evolve.program_input import program_code
+from evolve.problem.baselines import baseline_files
+from evolve.problem.data import DataFile, data_dir_for, ensure
+from evolve.problem.load import load_problem, require_blocks
+from evolve.problem.program_input import program_code
 from tests.cli_helpers import block, evolve
 from tests.data_seeds import scored_at
 from tests.problem_contract import (

@@ -24,8 +24,8 @@ from evaluators import kit
 from evaluators.tree import decode
 from evolve.archive import ArchiveReader
 from evolve.edits.blocks import complete_from_seed
-from evolve.problem import load_problem
-from evolve.program_input import program_code
+from evolve.problem.load import load_problem
+from evolve.problem.program_input import program_code
 from tests.cli_helpers import archive_json, block, evolve, popen, run_args
 from tests.dag_modular_edits import BEST_OF_RULES
 from tests.problem_contract import contract, evaluator, readme_output

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from evaluators import kit
-from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
+from evolve.problem.load import load_problem
 from tests.carried_answers import carrying
 from tests.dag_scheduling_edits import DAG_VARIANTS
 from tests.data_seeds import scored_at

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from evaluators import kit
-from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
+from evolve.problem.load import load_problem
 from tests.gpu_placement_edits import GPU_PLACEMENT_VARIANTS
 from tests.problem_contract import contract
 from tests.problem_hostile import block_body, load_module, run_in_process, with_block

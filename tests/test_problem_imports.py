@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from evolve.problem import load_problem
-from evolve.problem_imports import (
+from evolve.problem.imports import (
     MissingModule,
     candidates,
     docker_lines,
@@ -22,6 +21,7 @@ from evolve.problem_imports import (
     missing_here,
     missing_in_image,
 )
+from evolve.problem.load import load_problem
 from tests.cli_helpers import evolve
 from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
 

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from evaluators import kit
-from evolve.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
+from evolve.problem.load import load_problem
 from tests.llm_serving_edits import LLM_SERVING_VARIANTS
 from tests.problem_contract import contract, readme_output
 from tests.problem_hostile import load_module, with_block

@@ -17,7 +17,7 @@ import pytest
 from evaluators import kit
 from evaluators.tree import decode
 from evolve.edits.blocks import complete_from_seed
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from tests.problem_hostile import load_module
 
 ROOT = Path(__file__).resolve().parent.parent

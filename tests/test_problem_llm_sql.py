@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 
 from evaluators import kit
-from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import fixed_parts
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.data import DataError, DataFile, data_dir_for, ensure, sha256_of
+from evolve.problem.load import load_problem
 from tests.carried_answers import carrying
 from tests.cli_helpers import evolve
 from tests.data_seeds import scored_at

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluators import kit
-from evolve.data import DataError, data_dir_for, sha256_of
+from evolve.problem.data import DataError, data_dir_for, sha256_of
 from tests.carried_answers import carrying
 from tests.data_seeds import scored_at
 from tests.problem_hostile import complete_baseline, load_module, with_block

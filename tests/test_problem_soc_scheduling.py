@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from evaluators import kit
-from evolve.data import data_dir_for, sha256_of
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.data import data_dir_for, sha256_of
+from evolve.problem.load import load_problem
 from tests.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent

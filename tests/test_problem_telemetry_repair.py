@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evaluators import kit
-from evolve.data import DataFile, data_dir_for, ensure, sha256_of
+from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from tests.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluators import tree
-from evolve.problem import ProblemError, load_problem, require_blocks
+from evolve.problem.load import ProblemError, load_problem, require_blocks
 from evolve.settings.overrides import Overrides
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from evaluators import kit
-from evolve.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.edits.blocks import complete_from_seed, fixed_parts
+from evolve.problem.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from tests.cli_helpers import evolve
 from tests.problem_hostile import complete_baseline, load_module
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from evaluators.tree import decode
-from evolve.baselines import baseline_files, cache_file
 from evolve.edits.blocks import complete_from_seed
-from evolve.problem import load_problem
-from evolve.program_input import ProgramInputError, program_code, program_digest
+from evolve.problem.baselines import baseline_files, cache_file
+from evolve.problem.load import load_problem
+from evolve.problem.program_input import ProgramInputError, program_code, program_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "fixtures" / "tree_policy"

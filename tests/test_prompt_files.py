@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import TokenBudget
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tree_policy"

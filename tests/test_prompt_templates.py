@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import prompts
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from evolve.prompts import TEMPLATES_DIR, PromptBuilder, PromptContext, ShownProgram
 from tests.cli_helpers import BINPACK, ROOT
 

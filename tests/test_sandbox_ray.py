@@ -30,7 +30,7 @@ from evaluators.local.sandbox import LocalSandbox
 from evaluators.ray.bundle import BundleError, pack, relocate, unpack
 from evaluators.sandbox import EvalRequest, Status
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
 from tests.data_seeds import leaderboard_draw, leaderboard_scored
 from tests.docker_support import docker_image  # noqa: F401 (a fixture)
@@ -213,7 +213,9 @@ def test_bundle_carries_the_folder_its_outside_data_and_includes(tmp_path):
     (data / "held_out.csv").write_text("1,2\n")
     (data / "held_out.csv").chmod(0o600)
     shared.write_text("y = 2\n")
-    crates = tmp_path / "cache" / "cargo" / "0123"  # fetched on the controller (evolve/crates.py)
+    crates = (
+        tmp_path / "cache" / "cargo" / "0123"
+    )  # fetched on the controller (evolve/problem/crates.py)
     (crates / "rand").mkdir(parents=True)
     (crates / "rand" / "Cargo.toml").write_text("[package]\n")
     b = pack(str(problem), str(data), (str(shared),), str(crates))

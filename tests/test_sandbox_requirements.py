@@ -16,7 +16,7 @@ import pytest
 from evaluators.backends import make_sandbox
 from evaluators.docker.image import ImageError
 from evaluators.docker.image_layers import find_problem_image, problem_image
-from evolve.requirements import missing_requirements
+from evolve.problem.requirements import missing_requirements
 from tests.cli_helpers import evolve
 from tests.docker_support import docker_image, engine  # noqa: F401  (docker_image: a fixture)
 

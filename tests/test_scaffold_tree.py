@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.tree import decode
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from tests.cli_helpers import env, evolve
 
 

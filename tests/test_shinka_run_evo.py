@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from evolve.problem import load_problem
-from evolve.problem_model import ProblemError
+from evolve.problem.load import load_problem
+from evolve.problem.model import ProblemError
 from tests.cli_helpers import ROOT, evolve
 from tests.scripted_llm import ScriptedLLM
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from evolve.problem import load_problem
-from evolve.problem_model import ProblemError
+from evolve.problem.load import load_problem
+from evolve.problem.model import ProblemError
 from tests.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve, last_json
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 

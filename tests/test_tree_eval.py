@@ -1,7 +1,7 @@
 """`evolve eval PROBLEM DIR`: a program of several files given as the folder holding them
 (or as its tree's text), scored in the sandbox through the command line; an extra file, a
 link, a path out of the tree, a reserved name or non-UTF-8 text is one line and exit 2, never
-a traceback. A one-file problem still takes its file. (evolve/program_input.py's rules:
+a traceback. A one-file problem still takes its file. (evolve/problem/program_input.py's rules:
 tests/test_program_input.py.)"""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from evaluators import tree
 from evolve.edits import normalized_hash
 from evolve.edits.blocks import evolvable_text
 from evolve.population import Features
-from evolve.problem import load_problem
+from evolve.problem.load import load_problem
 from evolve.search.tune import variants
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tree_policy"

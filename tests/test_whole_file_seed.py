@@ -13,7 +13,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from evolve.edits import apply_reply
-from evolve.problem import ProblemError, load_problem, require_blocks
+from evolve.problem.load import ProblemError, load_problem, require_blocks
 from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
 from evolve.web.app import make_app
 from tests.cli_helpers import ROOT, evolve, run_args
@@ -144,7 +144,7 @@ def test_a_scripted_run_evolves_the_whole_file(tmp_path):
 def test_enforce_evolve_blocks_is_read_and_changes_nothing_for_an_unmarked_seed(tmp_path):
     """0.4.1's enforce_evolve_blocks() returns the new code as is when the parent has no
     blocks: `true` still evolves this seed whole, and the report says what the key does."""
-    from evolve.problem_check import describe
+    from evolve.problem.check import describe
 
     folder = copy(tmp_path / "unmarked_seed")
     config = folder / "config.yaml"

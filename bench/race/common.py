@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.race.measure import from_eval_log
 from bench.race.proxy import BudgetProxy
-from evolve.problem_model import Problem
+from evolve.problem.model import Problem
 
 ROOT = Path(__file__).resolve().parents[2]
 RACE_DIR = Path(__file__).resolve().parent

@@ -4,7 +4,7 @@ SkyDiscover builds that Dockerfile; evolve layers the same packages on its sandb
 instead, beside the folder's requirements.txt (evaluators/docker/image_layers.py). Only
 plain requirements are honoured (a name, a pin, extras, markers) with the options that
 change nothing about what gets installed; anything else (an index, a path, `-e`, a URL)
-is refused by the loader (evolve/skydiscover_dockerfile.py), in one line naming it.
+is refused by the loader (evolve/problem/skydiscover_dockerfile.py), in one line naming it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ source replacement `cargo vendor` prints in `<problem>/.cargo/config.toml`. Carg
 that file only below the problem's folder, and writes its locks into CARGO_HOME, so the
 sandbox's own, writable CARGO_HOME ($HOME/.cargo, in the scratch) gets a copy whose
 relative `directory` paths point into the problem's folder, as cargo would resolve them.
-A problem that vendors nothing gets its crates fetched on the trusted side (evolve/crates.py)
+A problem that vendors nothing gets its crates fetched on the trusted side (evolve/problem/crates.py)
 into a folder the sandbox offers read-only and names in $EVOLVE_CRATES_DIR: the same source
 replacement then points there.
 
@@ -19,7 +19,7 @@ import os
 import re
 
 _DIRECTORY = re.compile(r'^(\s*directory\s*=\s*)(["\'])([^"\']+)\2', re.M)
-CRATES_ENV = "EVOLVE_CRATES_DIR"  # the crates fetched for the problem (evolve/crates.py)
+CRATES_ENV = "EVOLVE_CRATES_DIR"  # the crates fetched for the problem (evolve/problem/crates.py)
 
 
 def cargo_config(problem_dir: str) -> str | None:

@@ -14,7 +14,7 @@ An evaluator that raises fails the candidate.
 Run as `python gepa_score.py --program_path P --results_dir D` (shinka_run.evaluate starts
 it, as it starts a ShinkaEvolve evaluate.py), it writes correct.json and metrics.json. A
 program whose text is CAPTURE is not scored: the static facts of the call (seed, objective,
-background, budget, set sizes) are written instead, for the loader (evolve/problem_gepa.py).
+background, budget, set sizes) are written instead, for the loader (evolve/problem/gepa.py).
 Stdlib only.
 """
 

@@ -4,7 +4,7 @@ the notes, the parent's result on train, and the rules its workspace is checked 
 from __future__ import annotations
 
 from evolve.agent.command_workspace import SCRATCH_DIR, TASK_FILE
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 
 
 def task_text(problem: Problem, files: list[str], notes: str, feedback: str, evals: int) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from evaluators import tree
 from evolve.edits.blocks import fixed_unchanged
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 
 TASK_FILE = "TASK.md"
 # Where a command may leave files of its own: dot folders and files at the top (an agent's

@@ -12,7 +12,7 @@ from evolve.archive import Archive, ProgramRow
 from evolve.asking import Asker
 from evolve.config import RunConfig
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 from evolve.proposal import Proposer
 from evolve.run_state import RunObserver, RunStats
 from evolve.search.state import SearchState

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from evaluators import tree
 from evaluators.sandbox import PRIVATE_PREFIX
 from evolve.candidates import edit_of
-from evolve.problem import Problem
-from evolve.size_cap import oversized
+from evolve.problem.load import Problem
+from evolve.problem.size_cap import oversized
 
 READ_CHARS = 12_000  # of a file read
 ARTIFACT_CHARS = 1_500  # of each artifact of an evaluation

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evolve.archive import Status
-from evolve.baselines import baseline_files, scored
+from evolve.problem.baselines import baseline_files, scored
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ def references(
 ) -> References:
     """The seed's and the best baseline's held-out scores on the workloads of `data_seed`
     (the runs' private seed; None: the public data), scored in the sandbox once and cached
-    with the web view's baseline scores (evolve/baselines.py)."""
-    from evolve.problem import load_problem
+    with the web view's baseline scores (evolve/problem/baselines.py)."""
+    from evolve.problem.load import load_problem
 
     root = Path(problem_dir)
     problem = load_problem(root)  # ProblemError (a ValueError): one line for the caller

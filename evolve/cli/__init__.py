@@ -122,8 +122,8 @@ def _fail(args, message: str) -> int:
 
 
 def cmd_data_fetch(args) -> int:
-    from evolve.data import data_dir_for, fetch
-    from evolve.problem import load_problem
+    from evolve.problem.data import data_dir_for, fetch
+    from evolve.problem.load import load_problem
 
     problem = load_problem(args.problem_dir)
     if not problem.data:
@@ -145,7 +145,7 @@ def cmd_sandbox(args) -> int:
     from evaluators.docker.image_build import build
     from evaluators.docker.image_layers import layer_inputs, layer_tag, problem_image
     from evaluators.machine import engine
-    from evolve.problem import load_problem
+    from evolve.problem.load import load_problem
 
     def log(line: str) -> None:
         print(safe_text(line), file=sys.stderr, flush=True)

@@ -113,12 +113,12 @@ def check_run_args(given: list[str], flags: dict[str, bool]) -> tuple[str, ...]:
 
 def spec_from_args(args) -> BenchSpec:
     """The benchmark the flags ask for, or UsageError naming the flag or folder."""
-    from evolve import data_seed
     from evolve.benchmark.runner import BenchProblem, BenchSpec
     from evolve.benchmark.suites import SuiteError, expand
     from evolve.endpoints import check_endpoint
     from evolve.llm.profiles import is_local
-    from evolve.problem import ProblemError, load_problem
+    from evolve.problem import data_seed
+    from evolve.problem.load import ProblemError, load_problem
 
     try:
         folders = expand(args.problem_dirs)

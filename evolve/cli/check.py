@@ -1,5 +1,5 @@
 """`evolve check`: validate a problem folder, say what evolve made of it, score its seed
-(evolve.api.check; the report's lines are evolve/problem_check.py's)."""
+(evolve.api.check; the report's lines are evolve/problem/check.py's)."""
 
 from __future__ import annotations
 

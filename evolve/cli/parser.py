@@ -48,8 +48,8 @@ def _parsers(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 def _data_seed(text: str) -> int:
-    """An argparse type: a run's private data seed (evolve/data_seed.py)."""
-    from evolve.data_seed import check
+    """An argparse type: a run's private data seed (evolve/problem/data_seed.py)."""
+    from evolve.problem.data_seed import check
 
     try:
         return check(int(text))

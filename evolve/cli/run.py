@@ -20,7 +20,7 @@ from evolve.cli.ui import ui_command
 from evolve.config import RunConfig
 from evolve.controller import RunOutcome
 from evolve.launch import resolve
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 from evolve.run_state import RunHooks
 from evolve.settings.flags import RUN, Settings
 

@@ -13,7 +13,7 @@ run decide differently about the same stored reply. So:
   (ast.unparse) sees it. Refused is the same answer whatever the caller's stack: a tree
   that shallow always builds, one deeper either fails to build or is refused;
 - SEARCH/REPLACE edits are at most MAX_EDIT_BLOCKS per reply, and a program growing past
-  the problem's size cap while edits are applied stops there (evolve/size_cap.py).
+  the problem's size cap while edits are applied stops there (evolve/problem/size_cap.py).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from evolve import data_seed
 from evolve.agent.command_spec import check_proposer
+from evolve.problem import data_seed
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section, UsageError, validate
 

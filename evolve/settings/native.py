@@ -1,7 +1,7 @@
 """The schema of a native problem's problem.toml.
 
 Types and ranges only; what needs the folder (the entry file exists, a split named by a
-stage is listed in `splits`) is checked by evolve.problem after this.
+stage is listed in `splits`) is checked by evolve.problem.load after this.
 """
 
 from __future__ import annotations

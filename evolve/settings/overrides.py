@@ -41,7 +41,7 @@ class Overrides:
     def absolute(self) -> Overrides:
         """The same, with the seed's path made absolute: what a run stores, so that
         `resume` from another directory reads the same file. --config stays as given: it
-        names a file of the folder first (evolve.problem.config_file)."""
+        names a file of the folder first (evolve.problem.load.config_file)."""
         if self.initial_program is None:
             return self
         path = os.path.abspath(os.path.expanduser(self.initial_program))

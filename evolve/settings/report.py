@@ -28,7 +28,7 @@ class KeyReport:
 
 def config_report(problem_dir: str | Path, config_file: str | Path | None = None) -> KeyReport:
     """The report for the keys the folder's config file sets (`config_file`, else its
-    config.yaml), unknown keys aside (evolve.problem_config warns about those); empty for a
+    config.yaml), unknown keys aside (evolve.problem.config warns about those); empty for a
     native folder or one without a config. A bad file raises SettingsError (load_problem
     first)."""
     root = Path(problem_dir)

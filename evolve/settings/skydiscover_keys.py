@@ -3,7 +3,7 @@
 SkyDiscover (its skydiscover/config.py, March 2026) reads an OpenEvolve-like config.yaml
 with keys of its own. The schema (evolve/settings/openevolve.py) accepts them in every
 config.yaml, so a SkyDiscover folder and an OpenEvolve folder carrying them run
-unchanged; evolve/problem_skydiscover_keys.py applies the honoured ones.
+unchanged; evolve/problem/skydiscover_keys.py applies the honoured ones.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ uses, as reference rows for its leaderboard: under the archive's leaderboard see
 problem (evolve/leaderboard.py), the data its programs are ranked on, or on the public data
 where the archive has none yet.
 
-The scoring and its cache live in evolve/baselines.py (`evolve bench` normalises with the
+The scoring and its cache live in evolve/problem/baselines.py (`evolve bench` normalises with the
 same numbers); here they are fetched in one background thread, so a leaderboard shows
 "pending" rows at once and polls until they are scored.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from evolve.baselines import (
+from evolve.problem.baselines import (
     BaselineScore,
     baseline_files,
     cache_file,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pod_variants  # the generator next to this file
 
-from evolve.data import write_atomic
+from evolve.problem.data import write_atomic
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM = (

@@ -22,7 +22,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from evolve.data import fetch_main, read_source, write_atomic
+from evolve.problem.data import fetch_main, read_source, write_atomic
 
 HERE = Path(__file__).resolve().parent
 DATA = {d["path"]: d["sha256"] for d in tomllib.loads((HERE / "problem.toml").read_text())["data"]}

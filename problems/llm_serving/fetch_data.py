@@ -17,7 +17,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from evolve.data import DataFile, fetch_main, fetch_verified, mirror_source
+from evolve.problem.data import DataFile, fetch_main, fetch_verified, mirror_source
 
 HERE = Path(__file__).resolve().parent
 FILES = tomllib.loads((HERE / "problem.toml").read_text())["data"]  # path, url, sha256, splits

@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import asdict
 from pathlib import Path
 
-from evolve.data import DataFile, fetch_main, fetch_verified
+from evolve.problem.data import DataFile, fetch_main, fetch_verified
 
 HERE = Path(__file__).resolve().parent
 FILES = tomllib.loads((HERE / "problem.toml").read_text())["data"]  # path, url, sha256, splits

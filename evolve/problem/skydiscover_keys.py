@@ -1,6 +1,6 @@
 """SkyDiscover's config.yaml keys, applied to the Problem of a folder that carries them.
 
-A SkyDiscover folder (evolve/problem_skydiscover.py), and an OpenEvolve folder whose
+A SkyDiscover folder (evolve/problem/skydiscover.py), and an OpenEvolve folder whose
 config.yaml sets any of SkyDiscover's keys, get SkyDiscover's meaning for them:
 diff_based_generation (the edit format), max_solution_length (the size cap: 60,000 bytes
 by default in a SkyDiscover folder), cascade thresholds [0.3, 0.6] where the file sets
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from evolve.problem_model import LLMDefaults, ModelDefault, Problem, Stage
+from evolve.problem.model import LLMDefaults, ModelDefault, Problem, Stage
 from evolve.settings import OpenEvolveConfig
 
 MAX_SOLUTION_LENGTH = 60000  # SkyDiscover's Config.max_solution_length

@@ -15,7 +15,7 @@ from pathlib import Path
 from evaluators.inside.languages import by_suffix
 from evaluators.tree import TreeError, check_path, encode
 from evolve.edits.blocks import find_blocks
-from evolve.problem_model import ProblemError
+from evolve.problem.model import ProblemError
 from evolve.settings.native import ProgramTable
 
 SKIPPED_DIRS = frozenset({"__pycache__"})  # what a seed folder may hold that is no code

@@ -16,26 +16,26 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from evaluators.inside.languages import Language, by_name, by_suffix
-from evolve.data import DataFile
 from evolve.edits.blocks import END, START, find_blocks
-from evolve.problem_config import llm_defaults, read_config
-from evolve.problem_gepa import find_script, load_gepa, mentions_call
-from evolve.problem_levi import is_levi, load_levi
-from evolve.problem_model import (
+from evolve.problem.config import llm_defaults, read_config
+from evolve.problem.data import DataFile
+from evolve.problem.gepa import find_script, load_gepa, mentions_call
+from evolve.problem.levi import is_levi, load_levi
+from evolve.problem.model import (
     Problem,
     ProblemError,
     Resources,
     Stage,
 )
-from evolve.problem_shinka import is_shinka, load_shinka
-from evolve.problem_skydiscover import (
+from evolve.problem.shinka import is_shinka, load_shinka
+from evolve.problem.skydiscover import (
     is_harbor,
     is_skydiscover,
     load_skydiscover,
     refuse_harbor,
     with_keys,
 )
-from evolve.problem_tree import read_tree
+from evolve.problem.tree import read_tree
 from evolve.settings import ProblemToml, SettingsError, validate
 from evolve.settings.environ import resolve_env
 from evolve.settings.errors import Style

@@ -17,7 +17,7 @@ from pathlib import Path
 from evaluators.tree import TreeError, check_path, decode, is_tree
 from evolve.edits.blocks import complete_from_seed
 from evolve.edits.files import complete_tree, layout
-from evolve.problem_model import Problem
+from evolve.problem.model import Problem
 
 SKIPPED_DIRS = frozenset({"__pycache__"})
 SKIPPED_SUFFIXES = (".pyc", ".pyo")

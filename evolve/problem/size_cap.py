@@ -12,7 +12,7 @@ candidate, `evolve eval`, a baseline, the API: evolve/evaluation.py).
 from __future__ import annotations
 
 from evaluators.sandbox import EvalResult, Status
-from evolve.problem import Problem
+from evolve.problem.load import Problem
 
 
 def too_large(problem: Problem, code: str) -> str | None:

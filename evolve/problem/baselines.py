@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from evolve.cache import cache_dir as evolve_cache
-from evolve.program_input import program_digest
+from evolve.problem.program_input import program_digest
 
 _SKIP_DIRS = {"__pycache__", ".git", "baselines"}
 
@@ -102,8 +102,8 @@ def score_program(
     from evaluators.backends import make_sandbox
     from evolve.archive import Status
     from evolve.evaluation import CandidateEvaluator
-    from evolve.problem import load_problem
-    from evolve.program_input import program_code
+    from evolve.problem.load import load_problem
+    from evolve.problem.program_input import program_code
 
     try:
         problem = load_problem(root)

@@ -20,8 +20,8 @@ from evaluators.toolchain import missing_line
 from evaluators.tree import decode
 from evolve.edits.blocks import find_blocks
 from evolve.evaluation import CandidateEvaluator
-from evolve.problem import Problem
-from evolve.problem_imports import missing_lines
+from evolve.problem.imports import missing_lines
+from evolve.problem.load import Problem
 
 WHOLE_FILE = "the whole file evolves (as OpenEvolve and LEVI)"
 
@@ -120,7 +120,7 @@ def describe(problem: Problem) -> list[str]:
     if problem.tools:
         lines.append(f"  tools for the evaluator: {', '.join(problem.tools)}")
     if problem.fmt in ("openevolve", "skydiscover"):
-        from evolve.problem_config import unread_configs
+        from evolve.problem.config import unread_configs
         from evolve.settings.report import config_report
 
         report = config_report(problem.root, problem.config_file)
@@ -138,19 +138,19 @@ def describe(problem: Problem) -> list[str]:
         for key, why in report.ignored:
             lines.append(f"  {name}: ignored {key}: {why}")
     if problem.fmt == "shinka":
-        from evolve.problem_shinka import describe_lines
+        from evolve.problem.shinka import describe_lines
 
         lines += describe_lines(problem)
     if problem.fmt == "levi":
-        from evolve.problem_levi import describe_lines as levi_lines
+        from evolve.problem.levi import describe_lines as levi_lines
 
         lines += levi_lines(problem)
     if problem.fmt == "gepa":
-        from evolve.problem_gepa import describe_lines as gepa_lines
+        from evolve.problem.gepa import describe_lines as gepa_lines
 
         lines += gepa_lines(problem)
     if problem.fmt == "skydiscover":
-        from evolve.problem_skydiscover import describe_lines as sky_lines
+        from evolve.problem.skydiscover import describe_lines as sky_lines
 
         lines += sky_lines(problem)
     files = relative_files(problem.root)
@@ -214,7 +214,7 @@ def _tools_where(problem: Problem) -> str:
 
 def _missing(problem: Problem) -> list[str]:
     """requirements.txt lines this interpreter lacks (the local sandbox runs on it)."""
-    from evolve.requirements import missing_requirements
+    from evolve.problem.requirements import missing_requirements
 
     folder = problem.root / problem.benchmark if problem.benchmark else problem.root
     missing = missing_requirements(folder)
@@ -227,7 +227,7 @@ def _missing(problem: Problem) -> list[str]:
         )
     if problem.benchmark:  # a SkyDiscover folder: its Dockerfile's `RUN pip install PKG`
         from evaluators.docker.dockerfile_pip import dockerfile_packages
-        from evolve.requirements import missing_lines
+        from evolve.problem.requirements import missing_lines
 
         if absent := missing_lines(dockerfile_packages(folder)):
             lines.append(

@@ -5,9 +5,9 @@ config.yaml and evaluator/ with evaluate.sh, a Dockerfile and usually evaluator.
 wrapper.py and requirements.txt. SkyDiscover runs `evaluate.sh PROGRAM train` in the loop
 and `test` for its final scoring, with evaluator/ at /benchmark; so does evolve, in its
 own sandbox (evaluators/inside/skydiscover_run.py), the test mode being the held-out
-re-scoring. The Dockerfile is read, never built (evolve/skydiscover_dockerfile.py).
+re-scoring. The Dockerfile is read, never built (evolve/problem/skydiscover_dockerfile.py).
 A folder that also has an evaluator.py beside the seed runs that one, as SkyDiscover's
-quick start does (evolve/problem.py dispatches it as OpenEvolve format).
+quick start does (evolve/problem/load.py dispatches it as OpenEvolve format).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from pathlib import Path
 
 from evaluators.docker.dockerfile_pip import dockerfile_packages
 from evolve.edits.blocks import find_blocks
-from evolve.problem_config import llm_defaults, read_config
-from evolve.problem_model import Problem, ProblemError, Stage
-from evolve.problem_skydiscover_keys import apply
+from evolve.problem.config import llm_defaults, read_config
+from evolve.problem.model import Problem, ProblemError, Stage
+from evolve.problem.skydiscover_dockerfile import read_dockerfile
+from evolve.problem.skydiscover_keys import apply
 from evolve.settings import OpenEvolveConfig
 from evolve.settings.environ import resolve_env
 from evolve.settings.errors import SettingsError
 from evolve.settings.overrides import Overrides
-from evolve.skydiscover_dockerfile import read_dockerfile
 
 EVALUATOR_DIR = "evaluator"
 SCRIPT = "evaluate.sh"

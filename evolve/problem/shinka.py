@@ -20,7 +20,7 @@ import yaml
 
 from evaluators.inside.languages import Language, by_name, by_suffix
 from evolve.edits.blocks import find_blocks
-from evolve.problem_model import ONE_SPLIT, Problem, ProblemError
+from evolve.problem.model import ONE_SPLIT, Problem, ProblemError
 from evolve.settings.overrides import Overrides
 from evolve.settings.run_evo import RunEvo, read_run_evo
 from evolve.settings.shinka import ShinkaSettings, read_settings

@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 
 import evaluators.inside
 from evaluators.sandbox import Sandbox
-from evolve.problem_model import Problem
+from evolve.problem.model import Problem
 
 INSIDE = Path(evaluators.inside.__file__).resolve().parent  # the stand-in packages lie here
 # import name -> the distribution that provides it, where the two differ

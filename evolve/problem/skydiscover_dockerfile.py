@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.docker.dockerfile_pip import PipError, instructions, parts, requirements_of
-from evolve.problem_model import ProblemError
+from evolve.problem.model import ProblemError
 
 WORKDIR = "/benchmark"
 NO_EFFECT = {"LABEL", "EXPOSE", "STOPSIGNAL", "MAINTAINER"}

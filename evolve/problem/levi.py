@@ -17,7 +17,7 @@ from typing import Any
 from evaluators.inside import levi_folder
 from evaluators.inside.levi_folder import LeviFolder, LeviFolderError
 from evolve.edits.blocks import find_blocks
-from evolve.problem_model import ONE_SPLIT, Problem, ProblemError
+from evolve.problem.model import ONE_SPLIT, Problem, ProblemError
 from evolve.settings.overrides import Overrides
 
 EVAL_TIMEOUT_S = 60.0  # LEVI 0.1.1's PipelineConfig.eval_timeout

@@ -22,7 +22,7 @@ from evaluators.inside import gepa_score
 from evaluators.machine import SandboxUnavailable
 from evaluators.sandbox import EvalRequest, Limits
 from evolve.cache import cache_dir
-from evolve.problem_model import ProblemError
+from evolve.problem.model import ProblemError
 
 CAPTURE_TIMEOUT_S = 120.0
 MAX_HASHED_FILES = 2000  # a folder larger than this is keyed by its first files (sorted)

@@ -1,6 +1,6 @@
 """The typed description of a problem, whatever format its folder is in.
 
-evolve.problem builds it from a native problem.toml or an OpenEvolve config.yaml, so
+evolve.problem.load builds it from a native problem.toml or an OpenEvolve config.yaml, so
 the loop, the archive and the sandboxes never branch on where a problem came from.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.inside.languages import PYTHON, Language
-from evolve.data import DataFile
+from evolve.problem.data import DataFile
 
 
 class ProblemError(ValueError):

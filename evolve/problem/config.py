@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from evolve.problem_model import LLMDefaults, ModelDefault, Problem, ProblemError
+from evolve.problem.model import LLMDefaults, ModelDefault, Problem, ProblemError
 from evolve.settings import OpenEvolveConfig, SettingsError, validate
 from evolve.settings.overrides import Overrides
 from evolve.settings.unknown import unknown_keys, without

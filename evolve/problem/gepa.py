@@ -4,7 +4,7 @@ The script is the problem: its call's seed is the program (a str evolves whole a
 a dict is a program of several files, one per key, through the tree machinery), objective
 and background are the domain notes, the valset's mean (the dataset's without one) is the
 score, and max_metric_calls the budget. The call is learnt in the sandbox
-(evolve/gepa_capture.py); candidates are scored there by evaluators/inside/gepa_score.py.
+(evolve/problem/gepa_capture.py); candidates are scored there by evaluators/inside/gepa_score.py.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from evaluators.inside import gepa_score
 from evaluators.tree import TreeError, check_path, encode
-from evolve.gepa_capture import Facts, facts_of
-from evolve.problem_model import ONE_SPLIT, Problem, ProblemError
+from evolve.problem.gepa_capture import Facts, facts_of
+from evolve.problem.model import ONE_SPLIT, Problem, ProblemError
 from evolve.settings.overrides import Overrides
 
 CALL = b"optimize_anything"
