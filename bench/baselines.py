@@ -23,7 +23,7 @@ from harness import result_path  # noqa: E402
 
 from evaluators.backends import make_sandbox  # noqa: E402
 from evolve.edits.blocks import complete_from_seed  # noqa: E402
-from evolve.evaluation import CandidateEvaluator  # noqa: E402
+from evolve.pipeline.evaluation import CandidateEvaluator  # noqa: E402
 from evolve.problem.load import load_problem  # noqa: E402
 
 TIMING = ("speed_bonus", "slow_penalty")

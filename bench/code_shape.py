@@ -44,7 +44,7 @@ BACK_UP = (
     "(the exceptions tests/test_layout.py names aside: numpy in inside/records.py, and the "
     "stand-in packages, `openevolve` and the like, importing themselves). A module importing "
     "a module of its own package or of a package above it in the same top-level package "
-    "(evolve.cli.run -> evolve.controller) is not one."
+    "(evolve.cli.run -> evolve.pipeline.controller) is not one."
 )
 
 

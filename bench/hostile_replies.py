@@ -1,7 +1,7 @@
 """What the hostile-reply corpus costs the controller, reply by reply, against a normal reply.
 
 Each reply of tests/hostile_replies.py goes through the work the controller does with a
-reply (evolve/candidates.py: the parse limit, the edit, tidying, the clone hash, the size
+reply (evolve/pipeline/candidates.py: the parse limit, the edit, tidying, the clone hash, the size
 cap) and, where it makes a candidate, with that candidate's code (features, the tuner's
 variants, the prompt it would be a parent in). Time is wall clock on this machine, so it
 is reported relative to a normal reply measured in the same run (the median of --repeat
@@ -55,11 +55,11 @@ HOSTILE = _load("hostile_replies", HERE / "tests" / "hostile_replies.py")
 TOY = _load("toy_problem", HERE / "tests" / "toy_problem.py")
 
 from evolve.archive import LlmCall, Status  # noqa: E402
-from evolve.candidates import new_row, reply_to_row  # noqa: E402
+from evolve.pipeline.candidates import new_row, reply_to_row  # noqa: E402
+from evolve.pipeline.proposal import shown  # noqa: E402
 from evolve.population import Features  # noqa: E402
 from evolve.problem.load import Problem, load_problem  # noqa: E402
 from evolve.prompts import PromptBuilder, PromptContext  # noqa: E402
-from evolve.proposal import shown  # noqa: E402
 from evolve.search.tune import variants  # noqa: E402
 
 Hostile = HOSTILE.Hostile

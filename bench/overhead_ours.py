@@ -22,8 +22,8 @@ from overhead_common import score_of, value_of
 from evaluators.sandbox import EvalRequest, EvalResult, Status
 from evolve.archive import Archive, ProgramRow
 from evolve.cli.progress import RunProgress
-from evolve.config import RunConfig
 from evolve.edits import normalized_hash
+from evolve.pipeline.config import RunConfig
 from evolve.population import Features
 from evolve.problem.load import load_problem
 

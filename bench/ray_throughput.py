@@ -44,7 +44,7 @@ from harness import result_path  # noqa: E402
 
 from evaluators.backends import make_sandbox, ray_options  # noqa: E402
 from evaluators.local.sandbox import LocalSandbox  # noqa: E402
-from evolve.evaluation import CandidateEvaluator  # noqa: E402
+from evolve.pipeline.evaluation import CandidateEvaluator  # noqa: E402
 from evolve.problem.load import load_problem  # noqa: E402
 from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 from tests.ray_support import AUTH_OFF, LoopbackCluster  # noqa: E402

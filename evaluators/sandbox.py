@@ -135,7 +135,7 @@ class EvalRequest:
 @dataclass
 class EvalResult:
     """What the trusted side learned about one evaluation: one stage in a sandbox, or a
-    whole cascade (evolve/evaluation.py). The archive stores these fields under the same
+    whole cascade (evolve/pipeline/evaluation.py). The archive stores these fields under the same
     names (a ProgramRow's status, score, scores, metrics, artifacts, eval_s).
 
     `score` is None unless status is OK: failed candidates never compete.

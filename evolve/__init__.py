@@ -1,9 +1,9 @@
 """evolve: the ADRS controller.
 
 Its Python API is here: evolve.run, evolve.resume, evolve.evaluate and evolve.check
-(evolve/api.py), with Settings, RunOutcome and UsageError; evolve.optimize_anything, GEPA's
-entry point (evolve/api_gepa.py); and the archive's reads,
-evolve.runs, evolve.best and evolve.program (evolve/reading.py). They are imported on first
+(evolve/pipeline/api.py), with Settings, RunOutcome and UsageError; evolve.optimize_anything,
+GEPA's entry point (evolve/pipeline/api_gepa.py); and the archive's reads, evolve.runs,
+evolve.best and evolve.program (evolve/reading.py). They are imported on first
 use, so `import evolve` (and every command line start) stays fast.
 """
 
@@ -34,7 +34,7 @@ _READS = frozenset({"best", "program", "runs"})
 _API = frozenset(__all__) - {"__version__", "optimize_anything"} - _READS
 
 if TYPE_CHECKING:
-    from evolve.api import (
+    from evolve.pipeline.api import (
         CheckReport,
         Evaluation,
         RunHooks,
@@ -45,22 +45,22 @@ if TYPE_CHECKING:
         resume,
         run,
     )
-    from evolve.api_gepa import optimize_anything
-    from evolve.controller import RunOutcome
+    from evolve.pipeline.api_gepa import optimize_anything
+    from evolve.pipeline.controller import RunOutcome
     from evolve.reading import best, program, runs
 
 
 def __getattr__(name: str) -> Any:
     if name == "RunOutcome":  # the controller's, imported with it
-        from evolve.controller import RunOutcome
+        from evolve.pipeline.controller import RunOutcome
 
         return RunOutcome
     if name == "optimize_anything":
-        from evolve.api_gepa import optimize_anything
+        from evolve.pipeline.api_gepa import optimize_anything
 
         return optimize_anything
     if name in _API:
-        from evolve import api
+        from evolve.pipeline import api
 
         return getattr(api, name)
     if name in _READS:

@@ -1,6 +1,6 @@
 """A program as plain data, as `evolve archive show/best --json` print it and the Python API
 returns it (evolve/reading.py): its row, its files, and for a cross-run answer its scores on
-the archive's leaderboard data (evolve/leaderboard.py). No display code: the command line's
+the archive's leaderboard data (evolve/pipeline/leaderboard.py). No display code: the command line's
 views (evolve/cli/) and the API share it."""
 
 from __future__ import annotations

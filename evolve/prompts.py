@@ -75,7 +75,7 @@ class PromptBuilder:
     feedback is shortened and dropped, then a crossover's second parent, then
     the code outside the parent's EVOLVE-BLOCKs, then the domain notes. The
     EVOLVE-BLOCK itself is never cut; if even that does not fit, PromptTooLong (a run
-    then skips that parent for good: evolve/proposal.py). An inspiration never causes
+    then skips that parent for good: evolve/pipeline/proposal.py). An inspiration never causes
     it: they are the first to go.
     """
 

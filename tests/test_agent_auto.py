@@ -5,7 +5,7 @@ so once, and a resumed run keeps the decision."""
 from __future__ import annotations
 
 import evolve
-from evolve.run_state import NullObserver
+from evolve.pipeline.state import NullObserver
 from tests.scripted_llm import Reply, ScriptedLLM, tool_call
 from tests.test_agent import block, rows, run, toy
 

@@ -1,4 +1,4 @@
-"""The Python API (evolve/api.py): the README's sweep over models, run against the scripted
+"""The Python API (evolve/pipeline/api.py): the README's sweep over models, run against the scripted
 OpenAI-compatible server through the real controller and local sandbox (on the toy problem,
 whose candidates take milliseconds); settings named as the flags, with their defaults in one
 place; evaluate and check as the commands print them."""
@@ -18,7 +18,7 @@ import pytest
 
 import evolve
 from evolve.cli.parser import build_parser
-from evolve.config import RunConfig
+from evolve.pipeline.config import RunConfig
 from evolve.settings.flags import FIELD_OF, Settings
 from tests.cli_helpers import BINPACK, ROOT
 from tests.cli_helpers import env as cli_env
@@ -179,7 +179,7 @@ def test_check_refuses_a_headline_metric_the_evaluator_never_returns(tmp_path):
 
 
 def test_import_evolve_loads_neither_the_api_nor_pydantic():
-    code = "import sys, evolve; print(sorted(m for m in ('evolve.api', 'pydantic') if m in sys.modules))"
+    code = "import sys, evolve; print(sorted(m for m in ('evolve.pipeline.api', 'pydantic') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stderr
     assert callable(evolve.run) and "run" in dir(evolve)

@@ -19,11 +19,11 @@ from pathlib import Path
 from evaluators.backends import make_sandbox
 from evolve.archive import Archive, ProgramRow
 from evolve.archive.schema import SCHEMA_VERSION
-from evolve.config import RunConfig
-from evolve.controller import Controller
-from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, ModelSpec
 from evolve.llm.pricing import PriceTable
+from evolve.pipeline.config import RunConfig
+from evolve.pipeline.controller import Controller
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.population import Population, SelectionPolicy
 from evolve.problem.load import load_problem
 from evolve.prompts import PromptBuilder

@@ -17,7 +17,7 @@ import pytest
 
 from evaluators import kit
 from evaluators.backends import make_sandbox
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
 from tests.cli_helpers import BINPACK, archive_json, evolve, run_args
 from tests.scripted_llm import ScriptedLLM, binpack_replies

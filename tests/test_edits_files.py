@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evaluators import tree
-from evolve.candidates import edit_of, tree_layout
 from evolve.edits.files import apply_tree_reply, named_path, split_by_file
+from evolve.pipeline.candidates import edit_of, tree_layout
 from evolve.problem.load import load_problem
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tree_policy"

@@ -163,7 +163,10 @@ def test_resume_evaluates_with_the_runs_settings(tmp_path):
         with sqlite3.connect(runs / "archive.db") as db:
             cfg = json.loads(db.execute("SELECT config_json FROM runs").fetchone()[0])
         assert (cfg["eval_env"], cfg["eval_timeout_s"], cfg["eval_memory_mb"]) == (
-            ["XT_X", "XT_Y"],  # the value of XT_X is kept beside the archive (run_env.py)
+            [
+                "XT_X",
+                "XT_Y",
+            ],  # the value of XT_X is kept beside the archive (evolve/pipeline/env.py)
             9,
             700,
         )

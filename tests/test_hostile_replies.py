@@ -26,16 +26,16 @@ import pytest
 
 from evaluators.inside.languages import by_suffix
 from evolve.archive import LlmCall, ProgramRow, Status
-from evolve.candidates import new_row, reply_to_row
 from evolve.edits import find_blocks, normalized_hash, unified_diff
 from evolve.edits.bounds import MAX_AST_DEPTH, parse_python, reply_limit, text_bytes
 from evolve.edits.replies import clean_reply
 from evolve.edits.tidy import tidy
 from evolve.llm.context_budget import estimate_tokens
+from evolve.pipeline.candidates import new_row, reply_to_row
+from evolve.pipeline.proposal import shown
 from evolve.population import Features
 from evolve.problem.load import Problem, load_problem
 from evolve.prompts import PromptBuilder, PromptContext
-from evolve.proposal import shown
 from evolve.search.meta import idea_of, parse_notes
 from evolve.search.tune import Tuner, literals, variants
 from evolve.search.versions import block_functions, unversioned

@@ -2,7 +2,7 @@
 escape sequences, and no CSV cell a spreadsheet would run as a formula.
 
 The prompt is built the way a run builds it (a program stored in a real archive, read
-back, shown through evolve/proposal.py, rendered by PromptBuilder); the tables are
+back, shown through evolve/pipeline/proposal.py, rendered by PromptBuilder); the tables are
 written by `evolve archive export` and read back with pandas.
 """
 
@@ -20,10 +20,10 @@ from evolve.archive import Archive, ArchiveReader, LlmCall, ProgramRow
 from evolve.cli import main
 from evolve.cli.safe_text import safe_text
 from evolve.inert import inert_cell, strip_controls
+from evolve.pipeline.proposal import shown
 from evolve.population import Attempt
 from evolve.problem.load import load_problem
 from evolve.prompts import PromptBuilder, PromptContext
-from evolve.proposal import shown
 from tests.cli_helpers import BINPACK
 
 # What may never reach a model or a table header: C0 but \t and \n, DEL, C1, and the

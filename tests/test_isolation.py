@@ -571,7 +571,7 @@ splits = ["test"]
 
 
 def test_held_out_data_is_invisible_in_train(sandbox, tmp_path) -> None:
-    from evolve.evaluation import CandidateEvaluator
+    from evolve.pipeline.evaluation import CandidateEvaluator
     from evolve.problem.load import load_problem
 
     problem = tmp_path / "split_data"

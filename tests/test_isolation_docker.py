@@ -552,7 +552,7 @@ def test_no_process_of_the_candidate_runs_as_the_agent(sandbox: DockerSandbox) -
 
 def test_held_out_data_is_invisible_in_train(docker_image, tmp_path) -> None:  # noqa: F811
     """[[data]] `splits`: a train evaluation finds the test files empty, at /data and /problem."""
-    from evolve.evaluation import CandidateEvaluator
+    from evolve.pipeline.evaluation import CandidateEvaluator
     from evolve.problem.load import load_problem
     from tests.test_isolation import SPLIT_TOML
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from evaluators.backends import make_sandbox
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import ProblemError, load_problem
 from tests.cli_helpers import ROOT, env
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)

@@ -199,7 +199,7 @@ def test_no_import_cycle_in_evolve_evaluators_and_prompts():
     # the walk found the three packages and the wings
     assert {
         "prompts",
-        "evolve.controller",
+        "evolve.pipeline.controller",
         "evolve.cli.run",
         "evaluators.sandbox",
         "evaluators.inside.harness",
@@ -264,14 +264,14 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     """The same checks on small packages that break every rule."""
     files = {
         "evolve/__init__.py": "",
-        "evolve/controller.py": "from evolve.cli.progress import RunProgress\n",
+        "evolve/pipeline/controller.py": "from evolve.cli.progress import RunProgress\n",
         "evolve/llm/__init__.py": "",
         "evolve/llm/client.py": "def f():\n    import rich.console\n",
         "evolve/population.py": "from evolve.web import charts\n",
         "evolve/web/__init__.py": "",
         "evolve/web/charts.py": "import evolve.population\nimport matplotlib\n",
         "evolve/cli/__init__.py": "def main():\n    from evolve.cli import run\n",
-        "evolve/cli/run.py": "from . import main\nimport evolve.controller\n",
+        "evolve/cli/run.py": "from . import main\nimport evolve.pipeline.controller\n",
         "evolve/cli/progress.py": "import rich\n",
         "prompts/__init__.py": "from pathlib import Path\nfrom evolve.cli import main\nimport rich\n",
         "evaluators/__init__.py": "",
@@ -285,7 +285,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "evaluators/local/__init__.py": "",
         "evaluators/local/sandbox.py": "from evaluators.ray import node\nimport psutil\n",
         "evaluators/ray/__init__.py": "",
-        "evaluators/ray/node.py": "def make():\n    from evolve.controller import Controller\n",
+        "evaluators/ray/node.py": "def make():\n    from evolve.pipeline.controller import Controller\n",
         "evaluators/ray/sandbox.py": (
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evolve.problem.load import Problem\n"
             "from evaluators.ray import node\n"
@@ -295,11 +295,11 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     edges, names = import_graph(tmp_path)
-    assert edges["evolve.cli.run"] == {"evolve.cli", "evolve.controller"}
+    assert edges["evolve.cli.run"] == {"evolve.cli", "evolve.pipeline.controller"}
     assert find_cycle(edges) == ["evolve.cli", "evolve.cli.run", "evolve.cli"]
     assert loop_violations(edges, names) == [
-        "evolve.controller -> evolve.cli.progress",
         "evolve.llm.client -> rich.console",
+        "evolve.pipeline.controller -> evolve.cli.progress",
         "evolve.population -> evolve.web.charts",
     ]
     assert inside_violations(names) == [
@@ -309,7 +309,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     ]
     assert template_violations(names) == ["prompts -> evolve.cli", "prompts -> rich"]
     assert upward_imports(names) == [
-        "evaluators.ray.node -> evolve.controller",
+        "evaluators.ray.node -> evolve.pipeline.controller",
         "evaluators.ray.sandbox -> evolve.problem.load",
     ]
 

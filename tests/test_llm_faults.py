@@ -23,12 +23,12 @@ from rich.console import Console
 from evaluators.backends import make_sandbox
 from evolve.archive import Archive
 from evolve.cli.progress import RunProgress, status_line
-from evolve.config import RunConfig
-from evolve.controller import Controller, RunOutcome
-from evolve.evaluation import CandidateEvaluator
 from evolve.llm import LLMClient, LLMConfig, ModelSpec
 from evolve.llm.client import MAX_RETRY_AFTER_S, parse_retry_after, retry_after_of
 from evolve.llm.pricing import PriceTable, UnpricedModel, require_prices
+from evolve.pipeline.config import RunConfig
+from evolve.pipeline.controller import Controller, RunOutcome
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
 from evolve.prompts import PromptBuilder
 from tests.cli_helpers import evolve

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.local.sandbox import LocalSandbox
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
 from tests.cli_helpers import evolve
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from evolve import api
 from evolve.cli.parser import build_parser
 from evolve.cli.run import config_from_args
+from evolve.pipeline import api
 from evolve.problem.check import describe
 from evolve.problem.config import config_line
 from evolve.problem.load import Overrides, ProblemError, load_problem

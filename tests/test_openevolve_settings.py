@@ -16,9 +16,9 @@ import pytest
 from evolve.cli.common import UsageError
 from evolve.cli.parser import build_parser
 from evolve.cli.run import config_from_args
-from evolve.endpoints import llm_config
 from evolve.llm import LLMClient, LLMConfig, ModelSpec
 from evolve.llm.pricing import PriceTable
+from evolve.pipeline.endpoints import llm_config
 from evolve.problem.load import Overrides, load_problem
 from evolve.settings.errors import _inner_model
 from evolve.settings.openevolve import OESection, OpenEvolveConfig

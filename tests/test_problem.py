@@ -32,7 +32,7 @@ def test_openevolve_folder_loads_config():
 def test_openevolve_code_length_has_one_name_on_each_side():
     """The MAP-Elites grid calls code length `code_length`; OpenEvolve's fitness rule, in the
     sandbox, gets the feature dimensions as config.yaml names them (`complexity`)."""
-    from evolve.evaluation import CandidateEvaluator
+    from evolve.pipeline.evaluation import CandidateEvaluator
 
     p = load_problem(ROOT / "tests" / "fixtures" / "openevolve_binpack")
     assert p.feature_dims == ("code_length", "diversity")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
 from tests.binpack_edits import BINPACK_VARIANTS

@@ -17,7 +17,7 @@ import pytest
 
 from evaluators import kit
 from evolve.edits.blocks import complete_from_seed, fixed_parts
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
 from tests.carried_answers import carrying

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from evaluators import kit
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
 from tests.gpu_placement_edits import GPU_PLACEMENT_VARIANTS

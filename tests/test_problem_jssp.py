@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evaluators import kit
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
 from tests.jssp_edits import JSSP_VARIANTS

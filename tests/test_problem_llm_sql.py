@@ -20,7 +20,7 @@ import pytest
 
 from evaluators import kit
 from evolve.edits.blocks import fixed_parts
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
 from tests.carried_answers import carrying

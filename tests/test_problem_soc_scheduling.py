@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evaluators import kit
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import data_dir_for, sha256_of
 from evolve.problem.load import load_problem
 from tests.problem_hostile import complete_baseline, load_module

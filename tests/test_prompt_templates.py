@@ -63,8 +63,8 @@ def test_the_short_prompt_names_a_failed_siblings_status_not_its_error():
 def test_the_domain_notes_and_the_rules_start_lines_of_their_own():
     """trim_blocks ate the newline after the metric's sentence: every system prompt read
     "...(lower is better).Domain notes:" and, without notes, "...is better.Rules:"."""
-    from evolve.config import RunConfig
     from evolve.llm import ModelSpec
+    from evolve.pipeline.config import RunConfig
 
     problem = load_problem(BINPACK)
     for notes in (problem.domain_notes, ""):

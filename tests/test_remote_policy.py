@@ -27,7 +27,7 @@ from evaluators import kit
 from evaluators.inside import codec, landlock, worker_client
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
 from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
 from tests.problem_hostile import END, START, load_module

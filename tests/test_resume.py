@@ -33,7 +33,7 @@ def evaluate(program_path, split):
     time.sleep(0.15)
     value = float(f(3))
     f.close()
-    data = kit.seed(1)  # which data: the run's own, or the leaderboard's (evolve/leaderboard.py)
+    data = kit.seed(1)  # which data: the run's own, or the leaderboard's (evolve/pipeline/leaderboard.py)
     open(os.path.join(marks, f"end-{h}-{data}-{uuid.uuid4().hex}"), "w").close()
     return {"outputs": {"value": value}}
 

@@ -160,7 +160,7 @@ def test_an_error_after_the_run_row_exists_never_leaves_it_running(
     tmp_path, monkeypatch, raised, status
 ):
     """Every way out of the controller (a bug, Ctrl-C, the archive failing) ends the run."""
-    import evolve.runner as runner
+    import evolve.pipeline.runner as runner
     from evolve.archive import Archive
     from evolve.cli import main
 

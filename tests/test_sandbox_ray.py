@@ -29,7 +29,7 @@ from evaluators.backends import make_sandbox, ray_options
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.ray.bundle import BundleError, pack, relocate, unpack
 from evaluators.sandbox import EvalRequest, Status
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
 from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
 from tests.data_seeds import leaderboard_draw, leaderboard_scored
@@ -76,7 +76,7 @@ def evaluate(program_path, split):
         value = float(m.f(3))
     if marks:  # one file per finished evaluation (the sandbox's isolation is off for this)
         h = hashlib.sha256(code.encode()).hexdigest()[:16]
-        data = kit.seed(1)  # the run's data, or the leaderboard's (evolve/leaderboard.py)
+        data = kit.seed(1)  # the run's data, or the leaderboard's (evolve/pipeline/leaderboard.py)
         open(os.path.join(marks, f"end-{h}-{data}-{uuid.uuid4().hex}"), "w").close()
     return {"outputs": {"value": value}}
 

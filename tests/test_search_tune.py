@@ -195,7 +195,7 @@ def test_a_root_whose_first_tuned_children_all_score_as_their_base_is_given_no_m
 def test_left_is_what_the_queue_can_still_give_within_each_roots_budget():
     """What the progress display shows as `tuning 1/N` while the model's candidates are done."""
     from evolve.cli.progress import counts
-    from evolve.run_state import RunStats
+    from evolve.pipeline.state import RunStats
 
     base = "def f(x):\n    return x * 3 + 10\n"  # two numbers: four variants
     t = Tuner(budget=3)

@@ -4,7 +4,7 @@ An OpenEvolve or ShinkaEvolve evaluator runs the candidate in its own process, b
 `--env` values it was given. A candidate that prints os.environ, or raises with a token,
 must leave no trace of it in the archive (the SQLite files' bytes), `archive show`, the
 exports, the report, the web view, `evolve eval`'s output or the next prompt the model gets:
-evolve/redaction.py redacts it where an evaluation's result enters the run.
+evolve/pipeline/redaction.py redacts it where an evaluation's result enters the run.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from evaluators.sandbox import EvalResult, Status
-from evolve.redaction import MARK, MIN_CHARS, Redactor
+from evolve.pipeline.redaction import MARK, MIN_CHARS, Redactor
 from tests.cli_helpers import ROOT, archive_json, block, evolve, run_args
 from tests.scripted_llm import ScriptedLLM
 from tests.web_support import UiServer
@@ -279,7 +279,7 @@ def test_evolve_eval_prints_no_secret(program, tmp_path):
 
 
 def test_env_values_are_kept_beside_the_archive_for_resume_only(tmp_path):
-    from evolve import run_env
+    from evolve.pipeline import env as run_env
 
     entries = ("SECRET_TOKEN=" + TOKEN, "FROM_SHELL", "EMPTY=")
     assert run_env.names(entries) == ("SECRET_TOKEN", "FROM_SHELL", "EMPTY")

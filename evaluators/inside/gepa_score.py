@@ -39,7 +39,9 @@ STAND_IN = os.path.join(os.path.dirname(SCRIPT), "gepa_compat")
 SCRIPT_ENV = "GEPA_SCRIPT"  # the script's path in the folder (the loader sets it)
 CAPTURE = "# evolve: capture the optimize_anything call\n"  # the program that asks for facts
 FACTS = "gepa_capture"  # metrics.json's key holding them
-STATE_ENV = "GEPA_OPT_STATE"  # the best evaluations so far per example (evolve/gepa_state.py)
+STATE_ENV = (
+    "GEPA_OPT_STATE"  # the best evaluations so far per example (evolve/pipeline/gepa_state.py)
+)
 SIDE_INFO_CHARS = 16000
 
 

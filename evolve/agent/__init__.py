@@ -5,7 +5,7 @@ protocol.py: the plain-text ACTION protocol, native tool calls, the messages of 
 tools.py: the working copy and what each tool does; session.py: one iteration's turns,
 replayed from the archive on resume; auto_protocol.py: `--agent-protocol auto`, decided once
 per run. What a session submits becomes the iteration's
-candidate like a single call's reply (evolve/candidates.py: agent_row). iteration.py: that
+candidate like a single call's reply (evolve/pipeline/candidates.py: agent_row). iteration.py: that
 iteration, as the controller runs it.
 
 `--proposer command:CMD`: a coding agent's command run confined (confine.py, command_run.py)

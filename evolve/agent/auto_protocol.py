@@ -20,7 +20,7 @@ from evolve.agent.protocol import has_action
 from evolve.archive import Archive, ArchiveReader, LlmCall
 from evolve.llm import LLMError
 from evolve.llm.answer import TOOL_CALLS_MARK, read_tool_reply
-from evolve.run_state import RunObserver
+from evolve.pipeline.state import RunObserver
 
 KIND = "agent_protocol"  # its decisions row
 _REJECTED = re.compile(r"HTTP 4(00|22)\b")

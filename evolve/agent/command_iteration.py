@@ -25,9 +25,9 @@ from evolve.agent.host import Host
 from evolve.agent.iteration import evaluate_on_train, parent_code
 from evolve.agent.tools import cut, outcome_text
 from evolve.archive import LlmCall, ProgramRow, Status
-from evolve.candidates import agent_row
-from evolve.proposal import NoParent
-from evolve.run_errors import CallsSpent, RunAborted
+from evolve.pipeline.candidates import agent_row
+from evolve.pipeline.errors import CallsSpent, RunAborted
+from evolve.pipeline.proposal import NoParent
 
 
 async def command_iteration(ctl: Host, it: int) -> None:

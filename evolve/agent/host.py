@@ -1,4 +1,4 @@
-"""What an agent's iteration uses of the run's controller (evolve/controller.py), as a
+"""What an agent's iteration uses of the run's controller (evolve/pipeline/controller.py), as a
 Protocol: the iterations live in their own modules without importing the controller."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Protocol
 
 from evolve.agent.reservations import Reservations
 from evolve.archive import Archive, ProgramRow
-from evolve.asking import Asker
-from evolve.config import RunConfig
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.asking import Asker
+from evolve.pipeline.config import RunConfig
+from evolve.pipeline.evaluation import CandidateEvaluator
+from evolve.pipeline.proposal import Proposer
+from evolve.pipeline.state import RunObserver, RunStats
 from evolve.problem.load import Problem
-from evolve.proposal import Proposer
-from evolve.run_state import RunObserver, RunStats
 from evolve.search.state import SearchState
 
 

@@ -14,14 +14,14 @@ from evolve.agent.reservations import promised_turns
 from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
 from evolve.agent.tools import Workspace, outcome_text
 from evolve.archive import LlmCall, ProgramRow, Status
-from evolve.asking import Ask
-from evolve.candidates import agent_row
 from evolve.edits import normalized_hash
 from evolve.edits.bounds import reply_limit
 from evolve.llm import LLMError
 from evolve.llm.context_budget import TokenBudget
-from evolve.proposal import NoParent
-from evolve.run_errors import CallsSpent, RunAborted
+from evolve.pipeline.asking import Ask
+from evolve.pipeline.candidates import agent_row
+from evolve.pipeline.errors import CallsSpent, RunAborted
+from evolve.pipeline.proposal import NoParent
 from evolve.search.bandit import Choice
 
 

@@ -3,7 +3,7 @@ formats, as a single call's reply is applied), and the text an evaluation is tol
 
 Every text a tool returns is bounded (READ_CHARS, RESULT_CHARS): a file, an evaluation's
 artifacts and the model's own words come back cut, never whole when long. An evaluation's
-texts are redacted before they get here (evolve/evaluation.py), and private metrics and
+texts are redacted before they get here (evolve/pipeline/evaluation.py), and private metrics and
 artifacts (`private.`) are never shown, as in a prompt."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from evaluators import tree
 from evaluators.sandbox import PRIVATE_PREFIX
-from evolve.candidates import edit_of
+from evolve.pipeline.candidates import edit_of
 from evolve.problem.load import Problem
 from evolve.problem.size_cap import oversized
 

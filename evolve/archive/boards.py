@@ -6,7 +6,7 @@ differently in two runs: a run's own scores rank its programs, never programs of
 What ranks programs across runs (and against the problem's baselines) is one more seed per
 problem, drawn once per archive (table `leaderboards`), under which every run's seed and
 best are scored again (table `leaderboard_scores`, written by the loop through BoardStore;
-evolve/leaderboard.py). The ArchiveReader's side is board_queries.py.
+evolve/pipeline/leaderboard.py). The ArchiveReader's side is board_queries.py.
 """
 
 from __future__ import annotations

@@ -191,9 +191,9 @@ def cmd_eval(args) -> int:
     --split names another split (held-out data) or --stage one stage alone."""
     from dataclasses import asdict
 
-    from evolve import api
     from evolve.archive import Status
     from evolve.cli.common import given
+    from evolve.pipeline import api
     from evolve.settings.flags import EVALUATE
 
     out = asdict(

@@ -115,8 +115,8 @@ def spec_from_args(args) -> BenchSpec:
     """The benchmark the flags ask for, or UsageError naming the flag or folder."""
     from evolve.benchmark.runner import BenchProblem, BenchSpec
     from evolve.benchmark.suites import SuiteError, expand
-    from evolve.endpoints import check_endpoint
     from evolve.llm.profiles import is_local
+    from evolve.pipeline.endpoints import check_endpoint
     from evolve.problem import data_seed
     from evolve.problem.load import ProblemError, load_problem
 

@@ -2,7 +2,7 @@
 
 Within a run (`--run`) programs are ranked by the run's own scores. Across runs (`--problem`,
 or each problem) they are ranked by their score on the archive's leaderboard data
-(evolve/leaderboard.py): every run draws its own private workloads, so its own numbers rank
+(evolve/pipeline/leaderboard.py): every run draws its own private workloads, so its own numbers rank
 nothing but its own programs. A problem with no leaderboard score yet (its runs predate it)
 shows its best by its own run's score, marked unranked, with a warning on stderr.
 """

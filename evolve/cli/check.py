@@ -1,5 +1,5 @@
 """`evolve check`: validate a problem folder, say what evolve made of it, score its seed
-(evolve.api.check; the report's lines are evolve/problem/check.py's)."""
+(evolve.pipeline.api.check; the report's lines are evolve/problem/check.py's)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from evolve.settings.flags import CHECK
 
 
 def cmd_check(args) -> int:
-    from evolve import api
+    from evolve.pipeline import api
 
     report = api.check(
         args.problem_dir, say=lambda line: print(safe_text(line)), **given(args, CHECK)

@@ -1,4 +1,4 @@
-"""What every command shares: the usage error (evolve.api raises it too) and where the runs live."""
+"""What every command shares: the usage error (evolve.pipeline.api raises it too) and where the runs live."""
 
 from __future__ import annotations
 
@@ -17,5 +17,5 @@ def runs_dir(args) -> Path:
 
 def given(args, names: tuple[str, ...]) -> dict:
     """The flags among `names` given on the command line (argparse leaves the others None):
-    the keyword arguments for evolve.api, where a setting given wins over the folder's."""
+    the keyword arguments for evolve.pipeline.api, where a setting given wins over the folder's."""
     return {n: v for n in names if (v := getattr(args, n, None)) is not None}

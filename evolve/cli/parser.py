@@ -319,7 +319,7 @@ RUN_EXAMPLES = """examples:
 
 def _run_flags(run: argparse.ArgumentParser) -> None:
     """`evolve run`'s flags, the Settings fields of the same names, in groups. Each is None
-    unless given: evolve.api merges a given flag over the problem's settings, the model's
+    unless given: evolve.pipeline.api merges a given flag over the problem's settings, the model's
     profile and the defaults (Settings', shown in the help texts), so a flag given with its
     default still wins."""
     run.description = "Evolve the problem's program: a model proposes, the sandbox scores."

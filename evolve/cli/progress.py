@@ -24,7 +24,7 @@ from rich.progress import (
 from rich.text import Text
 
 from evolve.cli.safe_text import safe_rich, safe_text
-from evolve.run_state import RunStats
+from evolve.pipeline.state import RunStats
 
 
 def status_line(s: RunStats) -> str:
@@ -64,7 +64,7 @@ def llm_faults(s: RunStats) -> str:
 
 
 class RunProgress:
-    """Shows a run's RunStats on stderr (implements evolve.run_state.RunObserver)."""
+    """Shows a run's RunStats on stderr (implements evolve.pipeline.state.RunObserver)."""
 
     def __init__(self, enabled: bool | None = None, console: Console | None = None):
         self.console = console or Console(stderr=True)

@@ -1,4 +1,4 @@
-"""`evolve run` and `evolve resume`: the flags handed to evolve.api, the run shown as it goes,
+"""`evolve run` and `evolve resume`: the flags handed to evolve.pipeline.api, the run shown as it goes,
 and how it ended told in a few lines (pictures, the way back in, the exit code)."""
 
 from __future__ import annotations
@@ -10,23 +10,23 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from evolve import api
 from evolve.archive import ArchiveReader, RunStatus
 from evolve.cli import stopping
 from evolve.cli.common import given, runs_dir
 from evolve.cli.progress import RunProgress
 from evolve.cli.safe_text import safe_text
 from evolve.cli.ui import ui_command
-from evolve.config import RunConfig
-from evolve.controller import RunOutcome
-from evolve.launch import resolve
+from evolve.pipeline import api
+from evolve.pipeline.config import RunConfig
+from evolve.pipeline.controller import RunOutcome
+from evolve.pipeline.launch import resolve
+from evolve.pipeline.state import RunHooks
 from evolve.problem.load import Problem
-from evolve.run_state import RunHooks
 from evolve.settings.flags import RUN, Settings
 
 
 def config_from_args(args, problem: Problem) -> RunConfig:
-    """The RunConfig `evolve run ARGS` would start with on `problem` (evolve.launch.resolve)."""
+    """The RunConfig `evolve run ARGS` would start with on `problem` (evolve.pipeline.launch.resolve)."""
     return resolve(problem, Settings(**given(args, RUN)))
 
 

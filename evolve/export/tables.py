@@ -8,7 +8,7 @@ Column names carry no control characters (a metric's name is the candidate's tex
 format, and a CSV cell a spreadsheet would run as a formula is quoted (evolve/inert.py).
 `score` and `test_score` are on the program's own run's data (each run draws its own);
 `leaderboard_score` and `leaderboard_test_score` are scored on this archive's leaderboard data
-(seed private; evolve/leaderboard.py), the same for every run: rank programs of different runs
+(seed private; evolve/pipeline/leaderboard.py), the same for every run: rank programs of different runs
 by those (empty for a program never scored there).
 """
 

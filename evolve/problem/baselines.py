@@ -101,7 +101,7 @@ def score_program(
     a failure is a row with its status and first line, never an exception."""
     from evaluators.backends import make_sandbox
     from evolve.archive import Status
-    from evolve.evaluation import CandidateEvaluator
+    from evolve.pipeline.evaluation import CandidateEvaluator
     from evolve.problem.load import load_problem
     from evolve.problem.program_input import program_code
 

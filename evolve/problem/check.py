@@ -19,7 +19,7 @@ from evaluators.sandbox import EvalResult, Sandbox, Status
 from evaluators.toolchain import missing_line
 from evaluators.tree import decode
 from evolve.edits.blocks import find_blocks
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.imports import missing_lines
 from evolve.problem.load import Problem
 

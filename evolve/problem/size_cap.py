@@ -4,9 +4,9 @@ A huge candidate costs a sandbox run and an archive row, and as a parent a promp
 model's window holds; the problem's cap (`[evaluation] max_code_kb`, or OpenEvolve's
 `max_code_length`) keeps every candidate bounded. Three places ask, each for its own
 boundary, all through `too_large`: a run's launch (the seed, refused before anything is
-written), a reply made into a row (recorded `invalid` with no code kept: evolve/candidates.py)
+written), a reply made into a row (recorded `invalid` with no code kept: evolve/pipeline/candidates.py)
 and the evaluator (no sandbox ever runs an oversized program, whoever sends it: a resumed
-candidate, `evolve eval`, a baseline, the API: evolve/evaluation.py).
+candidate, `evolve eval`, a baseline, the API: evolve/pipeline/evaluation.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Validated settings: problem.toml, OpenEvolve's config.yaml, `--prices` tables, and what
 a user gives a command (flags.py: `evolve run`'s flags, evolve.run's keyword arguments).
 
-The schemas are an input layer: evolve.problem.load, evolve.llm.pricing and evolve.launch turn
+The schemas are an input layer: evolve.problem.load, evolve.llm.pricing and evolve.pipeline.launch turn
 what they return into the project's own dataclasses (a RunConfig, a Problem), so no pydantic
 type reaches the loop. A bad file or setting fails with one line naming the file (or the
 function), the key and what was expected.

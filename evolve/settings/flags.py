@@ -1,9 +1,9 @@
 """The settings a user gives `evolve run`, `eval` and `check`: one model, two front ends.
 
 A field is a flag of the same name (`max_calls` is `--max-calls`) and a keyword argument of
-evolve.run / evaluate / check (evolve/api.py). Its default, its range and its help text
+evolve.run / evaluate / check (evolve/pipeline/api.py). Its default, its range and its help text
 live here only: evolve/cli/parser.py builds the flags from these fields, and RunConfig
-(evolve/config.py) takes its defaults from them. A setting given, even with its default
+(evolve/pipeline/config.py) takes its defaults from them. A setting given, even with its default
 value, wins over the problem folder's settings and the model's profile (`model_fields_set`).
 """
 

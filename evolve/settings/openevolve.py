@@ -58,7 +58,7 @@ class ModelEntry(OESection):
     weight: PositiveFloat = 1.0
     api_base: Url | None = None
     api_key: str | None = None  # null: $OPENAI_API_KEY; "${VAR}": that variable
-    provider: str | None = None  # `run` speaks openai only (evolve.launch.check_provider)
+    provider: str | None = None  # `run` speaks openai only (evolve.pipeline.launch.check_provider)
 
 
 class LLMSection(OESection):

@@ -1,6 +1,6 @@
 """A problem's baselines (the `baselines/*.py` of its folder) scored on the splits a run
 uses, as reference rows for its leaderboard: under the archive's leaderboard seed for the
-problem (evolve/leaderboard.py), the data its programs are ranked on, or on the public data
+problem (evolve/pipeline/leaderboard.py), the data its programs are ranked on, or on the public data
 where the archive has none yet.
 
 The scoring and its cache live in evolve/problem/baselines.py (`evolve bench` normalises with the

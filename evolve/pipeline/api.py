@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluators.sandbox import Sandbox
-from evolve.evaluation import CandidateEvaluator, problem_sandbox
+from evolve.pipeline.evaluation import CandidateEvaluator, problem_sandbox
+from evolve.pipeline.state import RunHooks, RunObserver
 from evolve.problem.check import WHOLE_FILE, CheckReport, check_seed, describe
 from evolve.problem.load import Overrides, Problem, ProblemError, load_problem, require_blocks
-from evolve.run_state import RunHooks, RunObserver
 from evolve.settings.errors import UsageError
 from evolve.settings.flags import (
     CHECK,
@@ -38,7 +38,7 @@ from evolve.settings.flags import (
 )
 
 if TYPE_CHECKING:  # run and resume import the controller (and the LLM client) when called:
-    from evolve.controller import RunOutcome  # `evolve eval` and `check` never need them
+    from evolve.pipeline.controller import RunOutcome  # `evolve eval` and `check` never need them
 
 __all__ = [
     "CheckReport",
@@ -63,14 +63,14 @@ def run(
     """Start a run of the problem folder and return when it ends (finished, stopped by a
     limit or Ctrl-C, or failed: `summary.status` and `summary.reason` say which). The run
     lives in the archive under `runs_dir`, so `evolve resume` or evolve.resume continues it."""
-    from evolve import run_env
     from evolve.archive import Archive
-    from evolve.endpoints import llm_config, model_line, probe_endpoints
-    from evolve.launch import prepare_local, resolve
+    from evolve.pipeline import env as run_env
+    from evolve.pipeline.endpoints import llm_config, model_line, probe_endpoints
+    from evolve.pipeline.launch import prepare_local, resolve
+    from evolve.pipeline.runner import execute, owning
     from evolve.problem import data_seed
     from evolve.problem.crates import crates_dir
     from evolve.problem.data import data_dir_for, ensure
-    from evolve.runner import execute, owning
     from evolve.settings.report import ignored_lines
 
     s = settings_for("evolve.run", RUN, settings)
@@ -125,11 +125,11 @@ def resume(
     where the archive left it, with the settings it started with; `iterations` sets a new
     total, `ray_address` a new cluster. `sandbox`: a Sandbox object to evaluate in instead of
     the run's own (a benchmark's that excludes evaluation; the caller closes it)."""
-    from evolve import run_env
     from evolve.archive import Archive
-    from evolve.config import RunConfig
-    from evolve.endpoints import llm_config, probe_endpoints
-    from evolve.runner import execute, owning
+    from evolve.pipeline import env as run_env
+    from evolve.pipeline.config import RunConfig
+    from evolve.pipeline.endpoints import llm_config, probe_endpoints
+    from evolve.pipeline.runner import execute, owning
 
     s = settings_for("evolve.resume", RESUME, settings)
     if isinstance(sandbox, str):

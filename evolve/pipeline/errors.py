@@ -1,4 +1,4 @@
-"""The two ways an iteration tells the loop to stop asking (evolve/controller.py), here so
+"""The two ways an iteration tells the loop to stop asking (evolve/pipeline/controller.py), here so
 that the iterations in their own modules (evolve/agent/) raise them without a cycle."""
 
 

@@ -4,7 +4,7 @@ The merged record is stored with the run, so `resume` needs nothing but the
 run id to continue exactly as the run started. API keys are never part of it: a run
 reads them from the problem's config.yaml and the environment each time it starts.
 A field that is a setting (a flag) takes its default from evolve.settings.flags.Settings,
-so each default is written once; evolve.launch merges the layers.
+so each default is written once; evolve.pipeline.launch merges the layers.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field, replace
 
 from evolve.agent.command_spec import command_argv
 from evolve.llm import LLMConfig, ModelSpec
+from evolve.pipeline.env import names
 from evolve.prompts import EDIT_FORMATS, PROMPT_STYLES
-from evolve.run_env import names
 from evolve.settings.flags import default as _d
 from evolve.settings.overrides import Overrides
 
@@ -75,7 +75,7 @@ class RunConfig:
     agent_env: tuple[str, ...] = _d("agent_env")  # --proposer command: variables passed (names)
     # The evaluation's per-run settings (--env, --initial-program, --timeout, --memory-mb),
     # applied over the problem folder's at every start: see evolve.settings.overrides
-    eval_env: tuple[str, ...] = ()  # as given: NAME or NAME=VALUE (stored: NAME; run_env.py)
+    eval_env: tuple[str, ...] = ()  # as given: NAME or NAME=VALUE (stored: NAME; env.py)
     initial_program: str | None = None  # absolute path
     eval_timeout_s: float | None = None
     eval_memory_mb: int | None = None
@@ -172,7 +172,7 @@ class RunConfig:
 
     def to_json(self) -> dict:
         """The stored form: a model as [name, weight] or [name, weight, api_base]; no key, and
-        no --env value, only its name (evolve/run_env.py keeps the values)."""
+        no --env value, only its name (evolve/pipeline/env.py keeps the values)."""
         d = asdict(self)
         d["eval_env"] = names(self.eval_env)
         d["models"] = [

@@ -14,12 +14,12 @@ from pathlib import Path
 from evolve.agent.command_spec import COMMAND_MODEL, command_argv
 from evolve.agent.confine import Unconfinable
 from evolve.agent.confine import check as confine_check
-from evolve.config import RunConfig
-from evolve.endpoints import check_endpoint, models_for
 from evolve.llm import ModelSpec
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
+from evolve.pipeline.config import RunConfig
+from evolve.pipeline.endpoints import check_endpoint, models_for
 from evolve.problem.load import Overrides, Problem, ProblemError, require_blocks
 from evolve.problem.size_cap import too_large
 from evolve.problem.skydiscover import held_out_note

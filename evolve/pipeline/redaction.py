@@ -3,7 +3,7 @@
 An OpenEvolve or ShinkaEvolve evaluator runs the candidate in its own process, beside the
 `--env` values it was given: a candidate can print `os.environ` or raise with a token, and
 what it writes becomes artifacts, which reach the next prompt, the archive, exports, the web
-view and `evolve eval`'s output. CandidateEvaluator (evolve/evaluation.py) passes every
+view and `evolve eval`'s output. CandidateEvaluator (evolve/pipeline/evaluation.py) passes every
 result through a Redactor before anyone sees it, so each of those inherits the redaction.
 
 What is secret: every value handed to the evaluator's environment (`--env`, the folder's

@@ -15,7 +15,7 @@ from evolve.archive import Archive, LlmCall
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.answer import stored_tool_reply
 from evolve.llm.client import FailedAttempt
-from evolve.run_state import RunObserver, RunStats
+from evolve.pipeline.state import RunObserver, RunStats
 from evolve.search.bandit import Choice
 
 LONG_LLM_WAIT_S = 5.0  # a retry waiting this long (outage, Retry-After) is also a note

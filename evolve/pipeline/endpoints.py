@@ -15,10 +15,10 @@ import os
 from dataclasses import replace
 
 from evolve.agent.command_spec import command_argv, describe
-from evolve.config import RunConfig
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.llm.probe import Endpoint, EndpointRefused, probe
 from evolve.llm.profiles import is_local
+from evolve.pipeline.config import RunConfig
 from evolve.problem.load import Problem
 from evolve.problem.model import ModelDefault
 from evolve.settings import SettingsError, check_url

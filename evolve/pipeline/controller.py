@@ -19,21 +19,21 @@ from evolve.agent.command_iteration import command_iteration
 from evolve.agent.iteration import agent_iteration, reserve_turns
 from evolve.agent.reservations import Reservations
 from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus, Status
-from evolve.asking import Ask, Asker
-from evolve.candidates import new_row, program_id, reply_to_row
-from evolve.config import RunConfig
 from evolve.edits import normalized_hash, unified_diff
-from evolve.evaluation import CandidateEvaluator
-from evolve.leaderboard import BestScorer, Leaderboard
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
+from evolve.pipeline.asking import Ask, Asker
+from evolve.pipeline.candidates import new_row, program_id, reply_to_row
+from evolve.pipeline.config import RunConfig
+from evolve.pipeline.errors import CallsSpent, RunAborted
+from evolve.pipeline.evaluation import CandidateEvaluator
+from evolve.pipeline.leaderboard import BestScorer, Leaderboard
+from evolve.pipeline.proposal import NoParent, Proposer
+from evolve.pipeline.state import NullObserver, RunObserver, RunStats
 from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem.check import tools_lacking
 from evolve.problem.load import Problem
 from evolve.prompts import PromptBuilder
-from evolve.proposal import NoParent, Proposer
-from evolve.run_errors import CallsSpent, RunAborted
-from evolve.run_state import NullObserver, RunObserver, RunStats
 from evolve.search.meta import MAX_LINES, parse_notes, summaries
 from evolve.search.state import SearchSettings, SearchState
 from evolve.search.tune import KIND as TUNED
@@ -504,7 +504,7 @@ class Controller:
     async def _candidate(self, call: LlmCall) -> ProgramRow:
         """The program a reply makes (not yet stored): pending, or why it is not evaluated.
         The reply is parsed in the parsing thread, off the event loop: its work is bounded
-        by the text (evolve/candidates.py), so no clock decides it and resume agrees."""
+        by the text (evolve/pipeline/candidates.py), so no clock decides it and resume agrees."""
         parent = self._program(call.parent_id or "")  # every proposing call names its parent
         loop = asyncio.get_running_loop()
         row = await loop.run_in_executor(
@@ -641,7 +641,7 @@ class Controller:
 
     async def _rescore_best(self) -> None:
         """The final best has its held-out score and its leaderboard score (the one score
-        cross-run views rank, evolve/leaderboard.py; never shown to the model)."""
+        cross-run views rank, evolve/pipeline/leaderboard.py; never shown to the model)."""
         await self.board.settle()
         best = self.archive.best(run_id=self.run_id)
         if best is None:

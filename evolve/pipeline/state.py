@@ -3,7 +3,7 @@
 The controller keeps a RunStats up to date and reports to a RunObserver. The
 command line's live display (evolve.cli.progress.RunProgress) is one; the
 default observer does nothing, so the loop never depends on a display. RunHooks is
-what a front end adds around a run started through evolve.api (its lines, its signals).
+what a front end adds around a run started through evolve.pipeline.api (its lines, its signals).
 """
 
 from __future__ import annotations

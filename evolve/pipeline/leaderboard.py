@@ -24,7 +24,7 @@ import asyncio
 from dataclasses import replace
 
 from evolve.archive import Archive, BoardScore, ProgramRow, Status
-from evolve.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem import data_seed
 
 

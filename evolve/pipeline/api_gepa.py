@@ -77,8 +77,8 @@ def optimize_anything(
     """Run evolve on the calling script's problem; `settings` are evolve.run's (model,
     api_base, sandbox, runs_dir, iterations, ...). The budget is config's max_metric_calls
     (GEPAConfig(engine=EngineConfig(...))) or max_evals, unless `iterations` is given."""
-    from evolve import api
     from evolve.archive import ArchiveReader
+    from evolve.pipeline import api
     from evolve.problem.load import Overrides, ProblemError, load_problem
     from evolve.settings.flags import runs_dir
 

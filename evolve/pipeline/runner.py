@@ -2,7 +2,7 @@
 and the controller. However it ends (return, error, Ctrl-C) the run's row is left finished,
 stopped or failed, never `running`, so `resume` continues it.
 
-A front end takes part through RunHooks (evolve/run_state.py: the command line prints its
+A front end takes part through RunHooks (evolve/pipeline/state.py: the command line prints its
 lines there and owns Ctrl-C and SIGTERM) and the controller's RunObserver (its live display);
 by default no one is told anything, and asyncio's own Ctrl-C handling stops the run cleanly.
 """
@@ -17,18 +17,18 @@ from dataclasses import replace
 
 from evaluators.sandbox import Sandbox
 from evolve.archive import Archive, RunStatus
-from evolve.candidates import program_id
-from evolve.config import RunConfig
-from evolve.controller import Controller, RunOutcome
-from evolve.endpoints import llm_config
-from evolve.evaluation import CandidateEvaluator, problem_sandbox
-from evolve.launch import start_local
 from evolve.llm import LLMClient
 from evolve.llm.local_model import LocalServer
 from evolve.llm.pricing import PriceTable
+from evolve.pipeline.candidates import program_id
+from evolve.pipeline.config import RunConfig
+from evolve.pipeline.controller import Controller, RunOutcome
+from evolve.pipeline.endpoints import llm_config
+from evolve.pipeline.evaluation import CandidateEvaluator, problem_sandbox
+from evolve.pipeline.launch import start_local
+from evolve.pipeline.state import RunHooks, RunObserver
 from evolve.problem.load import Problem
 from evolve.prompts import PromptBuilder
-from evolve.run_state import RunHooks, RunObserver
 from evolve.settings.errors import UsageError
 
 

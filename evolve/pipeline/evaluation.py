@@ -8,7 +8,7 @@ one sandbox process (evaluators/inside/openevolve_run.py): stage metrics merge, 
 program under a threshold keeps the score it has so far. A candidate over the
 problem's size cap is `invalid` before any sandbox sees it (evolve/problem/size_cap.py).
 Every path gives the sandbox's own EvalResult, whose fields the archive stores as they are,
-after the run's secrets are redacted from its texts (evolve/redaction.py): this is the one
+after the run's secrets are redacted from its texts (evolve/pipeline/redaction.py): this is the one
 place an evaluation's text enters the run.
 """
 
@@ -23,12 +23,12 @@ from typing import Protocol
 
 from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
-from evolve.gepa_state import OptState
+from evolve.pipeline.gepa_state import OptState
+from evolve.pipeline.redaction import Redactor, folder_keys
 from evolve.problem.crates import crates_dir
 from evolve.problem.data import data_dir_for, ensure
 from evolve.problem.load import Problem
 from evolve.problem.size_cap import oversized
-from evolve.redaction import Redactor, folder_keys
 
 
 def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
@@ -81,7 +81,7 @@ class CandidateEvaluator:
 
     def under(self, data_seed: int) -> CandidateEvaluator:
         """This evaluator, same sandbox and data, drawing its workloads under `data_seed`
-        (the leaderboard's: evolve/leaderboard.py), whose texts have that seed redacted too."""
+        (the leaderboard's: evolve/pipeline/leaderboard.py), whose texts have that seed redacted too."""
         other = copy.copy(self)
         other.data_seed = data_seed
         other.redactor = Redactor([*self.redactor.secrets, str(data_seed)])
