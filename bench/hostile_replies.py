@@ -57,9 +57,9 @@ TOY = _load("toy_problem", HERE / "tests" / "toy_problem.py")
 from evolve.archive import LlmCall, Status  # noqa: E402
 from evolve.pipeline.candidates import new_row, reply_to_row  # noqa: E402
 from evolve.pipeline.proposal import shown  # noqa: E402
-from evolve.population import Features  # noqa: E402
 from evolve.problem.load import Problem, load_problem  # noqa: E402
-from evolve.prompts import PromptBuilder, PromptContext  # noqa: E402
+from evolve.search.population import Features  # noqa: E402
+from evolve.search.prompts import PromptBuilder, PromptContext  # noqa: E402
 from evolve.search.tune import variants  # noqa: E402
 
 Hostile = HOSTILE.Hostile

@@ -24,8 +24,8 @@ from evolve.archive import Archive, ProgramRow
 from evolve.cli.progress import RunProgress
 from evolve.edits import normalized_hash
 from evolve.pipeline.config import RunConfig
-from evolve.population import Features
 from evolve.problem.load import load_problem
+from evolve.search.population import Features
 
 
 class ConstantSandbox:

@@ -39,9 +39,9 @@ from evolve.llm.context_budget import TokenBudget  # noqa: E402
 from evolve.llm.profiles import is_local, profile_for  # noqa: E402
 from evolve.pipeline.candidates import new_row  # noqa: E402
 from evolve.pipeline.proposal import funsearch_context, shown  # noqa: E402
-from evolve.population import REPEATED, SAME_AS_PARENT, Attempt  # noqa: E402
 from evolve.problem.load import load_problem  # noqa: E402
-from evolve.prompts import PromptBuilder, PromptContext, evolving_code  # noqa: E402
+from evolve.search.population import REPEATED, SAME_AS_PARENT, Attempt  # noqa: E402
+from evolve.search.prompts import PromptBuilder, PromptContext, evolving_code  # noqa: E402
 from evolve.search.versions import block_functions, unversioned  # noqa: E402
 
 

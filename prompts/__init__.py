@@ -1,5 +1,5 @@
 """The Jinja2 prompt templates (system, diff, block, full rewrite, crossover, repair,
-FunSearch, meta-notes, and their short variants) that evolve/prompts.py renders.
+FunSearch, meta-notes, and their short variants) that evolve/search/prompts.py renders.
 
 A package, not a bare folder, so an installed wheel carries the templates as package data
 and evolve finds them by import wherever it runs; a problem folder's own prompts/ overrides

@@ -4,7 +4,7 @@ import json
 from dataclasses import replace
 
 from evolve.archive import Archive, ArchiveReader, CallOutcome, LlmCall, ProgramRow, Status
-from evolve.population import Features, Population, SelectionPolicy
+from evolve.search.population import Features, Population, SelectionPolicy
 
 SEED = "import math\n# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
 

@@ -24,9 +24,9 @@ from evolve.llm.pricing import PriceTable
 from evolve.pipeline.config import RunConfig
 from evolve.pipeline.controller import Controller
 from evolve.pipeline.evaluation import CandidateEvaluator
-from evolve.population import Population, SelectionPolicy
 from evolve.problem.load import load_problem
-from evolve.prompts import PromptBuilder
+from evolve.search.population import Population, SelectionPolicy
+from evolve.search.prompts import PromptBuilder
 from tests.cli_helpers import archive_json, evolve, run_args
 from tests.scripted_llm import Reply, ScriptedLLM
 from tests.toy_problem import toy_problem

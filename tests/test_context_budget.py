@@ -8,9 +8,15 @@ import pytest
 
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import TokenBudget, estimate_tokens, messages_tokens
-from evolve.population import Attempt
 from evolve.problem.load import load_problem
-from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram, elide_fixed
+from evolve.search.population import Attempt
+from evolve.search.prompts import (
+    PromptBuilder,
+    PromptContext,
+    PromptTooLong,
+    ShownProgram,
+    elide_fixed,
+)
 from tests.cli_helpers import BINPACK
 
 PROBLEM = load_problem(BINPACK)

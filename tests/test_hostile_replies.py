@@ -33,10 +33,10 @@ from evolve.edits.tidy import tidy
 from evolve.llm.context_budget import estimate_tokens
 from evolve.pipeline.candidates import new_row, reply_to_row
 from evolve.pipeline.proposal import shown
-from evolve.population import Features
 from evolve.problem.load import Problem, load_problem
-from evolve.prompts import PromptBuilder, PromptContext
 from evolve.search.meta import idea_of, parse_notes
+from evolve.search.population import Features
+from evolve.search.prompts import PromptBuilder, PromptContext
 from evolve.search.tune import Tuner, literals, variants
 from evolve.search.versions import block_functions, unversioned
 from tests.cli_helpers import evolve, popen, run_args

@@ -21,9 +21,9 @@ from evolve.cli import main
 from evolve.cli.safe_text import safe_text
 from evolve.inert import inert_cell, strip_controls
 from evolve.pipeline.proposal import shown
-from evolve.population import Attempt
 from evolve.problem.load import load_problem
-from evolve.prompts import PromptBuilder, PromptContext
+from evolve.search.population import Attempt
+from evolve.search.prompts import PromptBuilder, PromptContext
 from tests.cli_helpers import BINPACK
 
 # What may never reach a model or a table header: C0 but \t and \n, DEL, C1, and the

@@ -223,7 +223,7 @@ def test_inside_imports_only_the_stdlib_and_its_siblings():
 
 def test_the_templates_package_imports_only_the_stdlib():
     edges, names = import_graph(ROOT)
-    assert "prompts" in edges["evolve.prompts"]  # the loop finds its templates by import
+    assert "prompts" in edges["evolve.search.prompts"]  # the loop finds its templates by import
     assert template_violations(names) == []
 
 
@@ -267,9 +267,9 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "evolve/pipeline/controller.py": "from evolve.cli.progress import RunProgress\n",
         "evolve/llm/__init__.py": "",
         "evolve/llm/client.py": "def f():\n    import rich.console\n",
-        "evolve/population.py": "from evolve.web import charts\n",
+        "evolve/search/population.py": "from evolve.web import charts\n",
         "evolve/web/__init__.py": "",
-        "evolve/web/charts.py": "import evolve.population\nimport matplotlib\n",
+        "evolve/web/charts.py": "import evolve.search.population\nimport matplotlib\n",
         "evolve/cli/__init__.py": "def main():\n    from evolve.cli import run\n",
         "evolve/cli/run.py": "from . import main\nimport evolve.pipeline.controller\n",
         "evolve/cli/progress.py": "import rich\n",
@@ -300,7 +300,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert loop_violations(edges, names) == [
         "evolve.llm.client -> rich.console",
         "evolve.pipeline.controller -> evolve.cli.progress",
-        "evolve.population -> evolve.web.charts",
+        "evolve.search.population -> evolve.web.charts",
     ]
     assert inside_violations(names) == [
         "evaluators.inside.kit -> numpy",

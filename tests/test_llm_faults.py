@@ -30,7 +30,7 @@ from evolve.pipeline.config import RunConfig
 from evolve.pipeline.controller import Controller, RunOutcome
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
-from evolve.prompts import PromptBuilder
+from evolve.search.prompts import PromptBuilder
 from tests.cli_helpers import evolve
 from tests.fake_clock import FakeClock
 from tests.scripted_llm import Reply, ScriptedLLM

@@ -9,7 +9,7 @@ from pathlib import Path
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import TokenBudget
 from evolve.problem.load import load_problem
-from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
+from evolve.search.prompts import PromptBuilder, PromptContext, ShownProgram
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tree_policy"
 PROBLEM = load_problem(FIXTURE)

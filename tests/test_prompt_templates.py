@@ -9,7 +9,7 @@ from pathlib import Path
 
 import prompts
 from evolve.problem.load import load_problem
-from evolve.prompts import TEMPLATES_DIR, PromptBuilder, PromptContext, ShownProgram
+from evolve.search.prompts import TEMPLATES_DIR, PromptBuilder, PromptContext, ShownProgram
 from tests.cli_helpers import BINPACK, ROOT
 
 PROBLEM = load_problem(BINPACK)
@@ -46,7 +46,7 @@ def test_a_problems_own_template_overrides_the_packaged_one(tmp_path):
 
 def test_the_short_prompt_names_a_failed_siblings_status_not_its_error():
     from evaluators.sandbox import Status
-    from evolve.population import Attempt
+    from evolve.search.population import Attempt
 
     attempts = [
         Attempt(1, Status.RUNTIME_ERROR, None, "NameError: name 'scipy_thing' is not defined"),

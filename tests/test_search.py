@@ -4,10 +4,10 @@ bandit, meta-notes, and the archive rows they leave."""
 import random
 
 from evolve.archive import Archive, LlmCall, ProgramRow
-from evolve.population import Population, SelectionPolicy
 from evolve.search.bandit import ModelBandit
 from evolve.search.behaviour import signature
 from evolve.search.meta import MAX_LINES, parse_notes, summaries
+from evolve.search.population import Population, SelectionPolicy
 from evolve.search.state import SearchSettings, SearchState
 from evolve.search.versions import block_functions, unversioned, versioned
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from evaluators import tree
 from evolve.edits import normalized_hash
 from evolve.edits.blocks import evolvable_text
-from evolve.population import Features
 from evolve.problem.load import load_problem
+from evolve.search.population import Features
 from evolve.search.tune import variants
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "tree_policy"

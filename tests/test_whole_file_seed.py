@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from evolve.edits import apply_reply
 from evolve.problem.load import ProblemError, load_problem, require_blocks
-from evolve.prompts import PromptBuilder, PromptContext, ShownProgram
+from evolve.search.prompts import PromptBuilder, PromptContext, ShownProgram
 from evolve.web.app import make_app
 from tests.cli_helpers import ROOT, evolve, run_args
 from tests.scripted_llm import ScriptedLLM

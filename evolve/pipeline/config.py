@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from evolve.agent.command_spec import command_argv
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.pipeline.env import names
-from evolve.prompts import EDIT_FORMATS, PROMPT_STYLES
+from evolve.search.prompts import EDIT_FORMATS, PROMPT_STYLES
 from evolve.settings.flags import default as _d
 from evolve.settings.overrides import Overrides
 

@@ -30,11 +30,11 @@ from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.pipeline.leaderboard import BestScorer, Leaderboard
 from evolve.pipeline.proposal import NoParent, Proposer
 from evolve.pipeline.state import NullObserver, RunObserver, RunStats
-from evolve.population import Features, Population, SelectionPolicy
 from evolve.problem.check import tools_lacking
 from evolve.problem.load import Problem
-from evolve.prompts import PromptBuilder
 from evolve.search.meta import MAX_LINES, parse_notes, summaries
+from evolve.search.population import Features, Population, SelectionPolicy
+from evolve.search.prompts import PromptBuilder
 from evolve.search.state import SearchSettings, SearchState
 from evolve.search.tune import KIND as TUNED
 from evolve.search.tune import Tuner

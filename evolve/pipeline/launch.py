@@ -23,7 +23,7 @@ from evolve.pipeline.endpoints import check_endpoint, models_for
 from evolve.problem.load import Overrides, Problem, ProblemError, require_blocks
 from evolve.problem.size_cap import too_large
 from evolve.problem.skydiscover import held_out_note
-from evolve.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
+from evolve.search.prompts import PromptBuilder, PromptContext, PromptTooLong, ShownProgram
 from evolve.settings.errors import UsageError
 from evolve.settings.flags import FIELD_OF, NOT_STORED, Settings
 

@@ -16,10 +16,10 @@ from evaluators.sandbox import PRIVATE_PREFIX
 from evolve.archive import Archive, ProgramRow
 from evolve.edits.blocks import evolvable_text
 from evolve.llm.context_budget import PromptTooLong
-from evolve.population import Population
 from evolve.problem.load import Problem
-from evolve.prompt_files import about
-from evolve.prompts import PromptBuilder, PromptContext, ShownProgram, Version, evolving_code
+from evolve.search.population import Population
+from evolve.search.prompt_files import about
+from evolve.search.prompts import PromptBuilder, PromptContext, ShownProgram, Version, evolving_code
 from evolve.search.versions import block_functions, versioned
 
 RETRY_NOTE = (

@@ -28,7 +28,7 @@ from evolve.pipeline.evaluation import CandidateEvaluator, problem_sandbox
 from evolve.pipeline.launch import start_local
 from evolve.pipeline.state import RunHooks, RunObserver
 from evolve.problem.load import Problem
-from evolve.prompts import PromptBuilder
+from evolve.search.prompts import PromptBuilder
 from evolve.settings.errors import UsageError
 
 

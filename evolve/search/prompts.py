@@ -19,9 +19,9 @@ import jinja2
 from evolve.edits.blocks import find_blocks, split_lines
 from evolve.inert import strip_controls
 from evolve.llm.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
-from evolve.population import Attempt
 from evolve.problem.load import Problem
-from evolve.prompt_files import cut_to_signatures, files_view, per_file
+from evolve.search.population import Attempt
+from evolve.search.prompt_files import cut_to_signatures, files_view, per_file
 from prompts import TEMPLATES_DIR  # package data: the generic templates
 
 EDIT_FORMATS = ("diff", "block", "full")
