@@ -20,7 +20,8 @@
    problem kit (`from evaluators import kit`) is the problems' side of it. So what the
    loop and a backend share lies in evaluators/ (the EVOLVE-BLOCK grammar the kit
    needs: evaluators/inside/markers.py), never in evolve/.
-5. prompts/ (the prompt templates, a package so the wheel carries them) imports only the
+5. prompts/ (the prompt templates, a package so the wheel carries them; installed as
+   evolve.prompt_templates, the name the loop imports and the graph gives it) imports only the
    standard library: it is data the loop reads, so it can bring nothing into the loop, a
    front end or a display least of all.
 
@@ -40,7 +41,8 @@ PACKAGES = ("evolve", "evaluators", "prompts")
 DISPLAY_LIBRARIES = ("rich", "matplotlib")
 FRONT_ENDS = ("evolve.cli", "evolve.web", "evolve.export")
 INSIDE = "evaluators.inside"
-TEMPLATES = "prompts"  # the prompt templates' package
+TEMPLATES = "evolve.prompt_templates"  # the prompt templates' package, as installed
+INSTALLED_AS = {"prompts": TEMPLATES}  # a folder installed under another name (pyproject.toml)
 STAND_IN = "evaluators.inside.openevolve_compat"  # the `openevolve` package, for evaluators
 SHINKA_STAND_IN = "evaluators.inside.shinka_compat"  # the `shinka` package, for evaluators
 GEPA_STAND_IN = "evaluators.inside.gepa_compat"  # the `gepa` package, for GEPA scripts
@@ -64,7 +66,7 @@ def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(parts)
+    return ".".join([INSTALLED_AS.get(parts[0], parts[0]), *parts[1:]])
 
 
 def import_graph(
@@ -143,8 +145,8 @@ def loop_violations(edges: dict[str, set[str]], names: dict[str, set[str]]) -> l
     """'module -> what' for each import of a front end or a display library by the loop."""
     out = []
     for mod in sorted(edges):
-        if not under(mod, "evolve") or front_end(mod):
-            continue
+        if not under(mod, "evolve") or front_end(mod) or under(mod, TEMPLATES):
+            continue  # the templates: template_violations, stricter
         for t in sorted(edges[mod]):
             if front_end(t):
                 out.append(f"{mod} -> {t}")
@@ -173,7 +175,8 @@ def inside_violations(names: dict[str, set[str]]) -> list[str]:
 
 
 def template_violations(names: dict[str, set[str]]) -> list[str]:
-    """'module -> what' for each import under prompts/ of anything but the standard library."""
+    """'module -> what' for each import under prompts/ (evolve.prompt_templates) of anything
+    but the standard library."""
     return [
         f"{mod} -> {t}"
         for mod in sorted(names)
@@ -198,7 +201,7 @@ def test_no_import_cycle_in_evolve_evaluators_and_prompts():
     edges, _ = import_graph(ROOT)
     # the walk found the three packages and the wings
     assert {
-        "prompts",
+        "evolve.prompt_templates",
         "evolve.pipeline.controller",
         "evolve.cli.run",
         "evaluators.sandbox",
@@ -223,7 +226,7 @@ def test_inside_imports_only_the_stdlib_and_its_siblings():
 
 def test_the_templates_package_imports_only_the_stdlib():
     edges, names = import_graph(ROOT)
-    assert "prompts" in edges["evolve.search.prompts"]  # the loop finds its templates by import
+    assert TEMPLATES in edges["evolve.search.prompts"]  # the loop finds its templates by import
     assert template_violations(names) == []
 
 
@@ -307,7 +310,10 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "evaluators.inside.worker -> evaluators.sandbox",
         "evaluators.inside.worker -> psutil",
     ]
-    assert template_violations(names) == ["prompts -> evolve.cli", "prompts -> rich"]
+    assert template_violations(names) == [
+        "evolve.prompt_templates -> evolve.cli",
+        "evolve.prompt_templates -> rich",
+    ]
     assert upward_imports(names) == [
         "evaluators.ray.node -> evolve.pipeline.controller",
         "evaluators.ray.sandbox -> evolve.problem.load",
@@ -368,3 +374,17 @@ def test_the_image_carries_every_module_the_harness_needs():
             if line.startswith("COPY") and "agent.py" in line
         )
         assert copy.split()[1:] == ["inside/", "docker/agent.py", "/opt/evolve/"], dockerfile
+
+
+def test_the_package_list_names_every_package():
+    """pyproject.toml names its packages (a find cannot install prompts/ under another name):
+    each folder under evolve/ and evaluators/ that a find would install is there, and the
+    templates are evolve.prompt_templates, never a top-level `prompts`."""
+    import tomllib
+
+    from setuptools import find_namespace_packages
+
+    setup = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = find_namespace_packages(str(ROOT), include=["evolve*", "evaluators*"])
+    assert sorted(setup["packages"]) == sorted([*found, TEMPLATES])
+    assert setup["package-dir"] == {TEMPLATES: "prompts"}

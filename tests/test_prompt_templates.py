@@ -1,5 +1,5 @@
-"""Where a prompt's text comes from: the packaged templates (the top-level prompts/ package,
-which the wheel carries) and a problem folder's own prompts/, which overrides any of them
+"""Where a prompt's text comes from: the packaged templates (the repository's prompts/
+folder, which the wheel carries as evolve.prompt_templates) and a problem folder's own prompts/, which overrides any of them
 by name, in every prompt style."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import prompts
+from evolve import prompt_templates
 from evolve.problem.load import load_problem
 from evolve.search.prompts import TEMPLATES_DIR, PromptBuilder, PromptContext, ShownProgram
 from tests.cli_helpers import BINPACK, ROOT
@@ -19,8 +19,8 @@ def _ctx(fmt: str = "diff") -> PromptContext:
     return PromptContext(parent=ShownProgram(PROBLEM.seed_code, -4.2), edit_format=fmt)
 
 
-def test_the_packaged_templates_are_the_top_level_prompts_package():
-    assert TEMPLATES_DIR == Path(prompts.__file__).resolve().parent == ROOT / "prompts"
+def test_the_packaged_templates_are_the_prompts_folder_installed_under_evolve():
+    assert TEMPLATES_DIR == Path(prompt_templates.__file__).resolve().parent == ROOT / "prompts"
     names = {p.name for p in TEMPLATES_DIR.glob("*.j2")}
     for fmt in ("system", "diff", "block", "full", "crossover", "funsearch", "repair", "meta"):
         assert f"{fmt}.j2" in names, fmt

@@ -82,9 +82,9 @@ def venv(wheel, tmp_path_factory) -> Path:
 def test_wheel_carries_what_runs_need(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in (
-        "prompts/__init__.py",
-        "prompts/system.j2",
-        "prompts/diff.j2",
+        "evolve/prompt_templates/__init__.py",
+        "evolve/prompt_templates/system.j2",
+        "evolve/prompt_templates/diff.j2",
         "evaluators/inside/harness.py",
         "evaluators/kit.py",
         "evaluators/inside/kit.py",
@@ -103,7 +103,8 @@ def test_wheel_carries_what_runs_need(wheel):
         "evolve/web/static/app.css",
     ):
         assert needed in names, needed
-    assert not any(n.startswith(("tests/", "problems/", "bench/")) for n in names)
+    # no top-level `prompts` package: the templates are evolve.prompt_templates
+    assert not any(n.startswith(("tests/", "problems/", "bench/", "prompts/")) for n in names)
 
 
 def _evolve(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -124,8 +125,9 @@ def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
         [
             str(venv / "bin" / "python"),
             "-c",
-            "import evolve, evaluators, prompts; "
-            "print(evolve.__file__); print(evaluators.__file__); print(prompts.__file__)",
+            "import evolve, evaluators; from evolve import prompt_templates as p; "
+            "print(evolve.__file__); print(evaluators.__file__); print(p.__file__); "
+            "print(sorted(x.name for x in p.TEMPLATES_DIR.glob('system*.j2')))",
         ],
         capture_output=True,
         text=True,
@@ -133,7 +135,9 @@ def test_installed_wheel_checks_and_runs_a_problem(venv, tmp_path):
         env=env(),
     )
     assert where.returncode == 0, where.stderr
-    assert all(line.startswith(str(venv)) for line in where.stdout.split()), where.stdout
+    *files, templates = where.stdout.splitlines()
+    assert all(line.startswith(str(venv)) for line in files), where.stdout
+    assert templates == "['system.j2', 'system_short.j2']", where.stdout
 
     r = _evolve(venv, tmp_path, "check", str(BINPACK), "--sandbox", "local")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,5 +1,5 @@
-"""Render prompts from Jinja2 templates (the top-level prompts/ package, overridable per
-problem in <problem>/prompts/).
+"""Render prompts from Jinja2 templates (the repository's prompts/ folder, installed as the
+package evolve.prompt_templates; overridable per problem in <problem>/prompts/).
 
 StrictUndefined makes a template that names a missing variable fail loudly
 at the first render instead of silently sending the model an empty hole.
@@ -20,9 +20,9 @@ from evolve.edits.blocks import find_blocks, split_lines
 from evolve.inert import strip_controls
 from evolve.llm.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
 from evolve.problem.load import Problem
+from evolve.prompt_templates import TEMPLATES_DIR  # package data: the generic templates
 from evolve.search.population import Attempt
 from evolve.search.prompt_files import cut_to_signatures, files_view, per_file
-from prompts import TEMPLATES_DIR  # package data: the generic templates
 
 EDIT_FORMATS = ("diff", "block", "full")
 PROMPT_STYLES = ("full", "short", "funsearch")
