@@ -20,7 +20,6 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from evolve.agent import transcript  # noqa: E402
 from evolve.agent.protocol import ACTIONS, parse_turn  # noqa: E402

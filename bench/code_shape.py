@@ -6,7 +6,7 @@ A tree from a commit: `mkdir /tmp/tree_before && git archive 0750607 | tar -x -C
 A restructuring claims fewer tangles, smaller files and less repetition; this puts numbers
 on the claim, the same way for each tree, so two trees compare side by side:
   1. the import graph of evolve/, evaluators/ and prompts/ (where present), one node a
-     module, read with `ast` by tests/test_layout.py's import_graph (module-level, lazy
+     module, read with `ast` by evolve/testing/layout.py's import_graph (module-level, lazy
      function-level and TYPE_CHECKING imports all count; relative imports resolved): its
      cycles (strongly connected components of more than one module) and its arrows back up;
   2. the largest .py files under evolve/, evaluators/, problems/ and bench/;
@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from tests.test_layout import PACKAGES, import_graph, inside_violations, upward_imports  # noqa: E402
+from evolve.testing.layout import PACKAGES, import_graph, inside_violations, upward_imports  # noqa: E402
 
 SIZED = ("evolve", "evaluators", "problems", "bench")  # where the largest files are looked for
 LONG = ("evolve", "evaluators")  # where long functions are looked for

@@ -33,7 +33,6 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from evolve.problem.load import load_problem  # noqa: E402
 

@@ -15,7 +15,7 @@ examples | tar -x -C DIR`, v0.1.4's examples); nothing of it is committed here. 
   the evaluator) per valset (else dataset) example, the mean printed. GEPA's optimisation
   itself is not run (it needs a reflection model's API key);
 - run3 (with --run3): `evolve run MAIN --iterations 3 --sandbox S` against
-  tests/scripted_llm.py (one reply: the seed with a comment appended), its best score.
+  evolve/testing/scripted_llm.py (one reply: the seed with a comment appended), its best score.
 
 Prints a plain table; evolve runs as this checkout, with this process's environment less
 PYTHON*, EVOLVE_* and OPENAI_* variables.
@@ -89,7 +89,7 @@ def run3(main: Path, seed_code: str, sandbox: str, timeout: float, tmp: Path) ->
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     llm = subprocess.Popen(
-        [sys.executable, "tests/scripted_llm.py", "--port", str(port), "--replies", str(replies)],
+        [sys.executable, "-m", "evolve.testing.scripted_llm", "--port", str(port), "--replies", str(replies)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     runs = tmp / "runs"

@@ -1,6 +1,6 @@
 """What the hostile-reply corpus costs the controller, reply by reply, against a normal reply.
 
-Each reply of tests/hostile_replies.py goes through the work the controller does with a
+Each reply of evolve/testing/hostile_replies.py goes through the work the controller does with a
 reply (evolve/pipeline/candidates.py: the parse limit, the edit, tidying, the clone hash, the size
 cap) and, where it makes a candidate, with that candidate's code (features, the tuner's
 variants, the prompt it would be a parent in). Time is wall clock on this machine, so it
@@ -51,8 +51,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 ARGS = _args(None if __name__ == "__main__" else [])
 sys.path.insert(0, str(ARGS.repo.resolve()))
-HOSTILE = _load("hostile_replies", HERE / "tests" / "hostile_replies.py")
-TOY = _load("toy_problem", HERE / "tests" / "toy_problem.py")
+HOSTILE = _load("hostile_replies", HERE / "evolve" / "testing" / "hostile_replies.py")
+TOY = _load("toy_problem", HERE / "evolve" / "testing" / "toy_problem.py")
 
 from evolve.archive import LlmCall, Status  # noqa: E402
 from evolve.pipeline.candidates import new_row, reply_to_row  # noqa: E402

@@ -50,7 +50,6 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from evaluators.local.process_tree import TOKEN_VAR  # noqa: E402
 from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402

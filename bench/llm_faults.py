@@ -36,7 +36,6 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 from evolve.testing.toy_problem import toy_problem  # noqa: E402

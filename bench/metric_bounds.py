@@ -23,14 +23,12 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from harness import result_path  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402

@@ -27,7 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 from harness import result_path  # noqa: E402

@@ -15,7 +15,7 @@
    another, in this process through LocalSandbox and through RaySandbox (2 slots); the
    overhead per task is the difference of the median wall times (request in, result out).
 
-The clusters are real `ray start` nodes on 127.0.0.1 (tests/ray_support.py), without
+The clusters are real `ray start` nodes on 127.0.0.1 (evolve/testing/ray_support.py), without
 token authentication (RAY_AUTH_MODE=disabled, for them and every driver here). Writes
 bench/results/ray_throughput.json.
 """
@@ -38,7 +38,6 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from harness import result_path  # noqa: E402
 
@@ -46,8 +45,8 @@ from evaluators.backends import make_sandbox, ray_options  # noqa: E402
 from evaluators.local.sandbox import LocalSandbox  # noqa: E402
 from evolve.pipeline.evaluation import CandidateEvaluator  # noqa: E402
 from evolve.problem.load import load_problem  # noqa: E402
+from evolve.testing.ray_support import AUTH_OFF, LoopbackCluster  # noqa: E402
 from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
-from tests.ray_support import AUTH_OFF, LoopbackCluster  # noqa: E402
 
 EVALUATOR = """
 import importlib.util, os, time

@@ -39,7 +39,6 @@ from rich.progress import Progress
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from evaluators import kit  # noqa: E402
 from evaluators.inside import worker_client  # noqa: E402

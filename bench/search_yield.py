@@ -16,11 +16,9 @@ import argparse
 import json
 import sqlite3
 import statistics
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from evolve.archive import ArchiveReader  # noqa: E402
 from evolve.benchmark.measure import measure  # noqa: E402

@@ -6,7 +6,7 @@ killed and resumed, then benchmarked (issue 38's measure).
 For each of problems/dag_modular, problems/llm_serving_modular and a problem just made by
 `evolve new scaffold --files 3` (and checked), and each backend, with a
 scripted OpenAI-compatible server whose every reply rewrites two modules of the tree (what
-tests/dag_modular_edits.py and tests/llm_serving_modular_edits.py hold; later replies vary a
+evolve/testing/dag_modular_edits.py and evolve/testing/llm_serving_modular_edits.py hold; later replies vary a
 constant so each program is new):
   1. `evolve run PROBLEM --sandbox B --data-seed 2023 --tune-evals 0`, SIGKILLed once its
      second program is stored, then `evolve resume` to the end;
@@ -41,15 +41,14 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from harness import result_path  # noqa: E402
 
 from evaluators import tree  # noqa: E402
 from evolve.archive import ArchiveReader  # noqa: E402
+from evolve.testing import dag_modular_edits as dag  # noqa: E402
+from evolve.testing import llm_serving_modular_edits as serving  # noqa: E402
 from evolve.testing.scripted_llm import Reply, ScriptedLLM  # noqa: E402
-from tests import dag_modular_edits as dag  # noqa: E402
-from tests import llm_serving_modular_edits as serving  # noqa: E402
 
 EVOLVE = str(Path(sys.executable).with_name("evolve"))
 DATA_SEED = "2023"

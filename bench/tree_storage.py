@@ -24,12 +24,10 @@ import platform
 import random
 import shutil
 import sqlite3
-import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from harness import result_path  # noqa: E402
 

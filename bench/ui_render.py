@@ -36,10 +36,9 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from evolve.archive import ArchiveReader  # noqa: E402
-from tests.web_support import UiServer  # noqa: E402
+from evolve.testing.web_support import UiServer  # noqa: E402
 
 # The first frame after the DOM is built: a rAF callback runs before that frame is
 # painted, and a task queued from it runs after (headless Chromium often reports no

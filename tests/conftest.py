@@ -42,7 +42,7 @@ def pytest_xdist_make_scheduler(config, log):
 # that need none, in a few minutes. `pytest --all` (the README's command, CI) runs every
 # tier; naming files or a `-m` expression runs what it names.
 _NEEDS = {
-    "docker_image": "docker",  # tests/docker_support.py: the sandbox image
+    "docker_image": "docker",  # tests/support/docker_support.py: the sandbox image
     "browser": "browser",  # tests/test_web_browser.py: Chromium through Playwright
     "wheel": "wheel",  # tests/test_wheel.py: a wheel built and installed in a venv
     "cpu_hog": "loaded",  # every core kept busy
@@ -177,7 +177,7 @@ class WebArchive:
 @pytest.fixture(scope="session")
 def web_archive(tmp_path_factory) -> WebArchive:
     """One archive for the web view's tests (read-only: tests that write make their own)."""
-    from tests.web_support import hostile_run, scripted_run
+    from evolve.testing.web_support import hostile_run, scripted_run
 
     runs = tmp_path_factory.mktemp("web") / "runs"
     run_id = scripted_run(runs)
@@ -192,8 +192,8 @@ class SearchArchive:
 
 @pytest.fixture(scope="session")
 def search_archive(tmp_path_factory) -> SearchArchive:
-    """An archive whose run records what the search did (tests/web_support.search_run)."""
-    from tests.web_support import search_run
+    """An archive whose run records what the search did (evolve/testing/web_support.py: search_run)."""
+    from evolve.testing.web_support import search_run
 
     runs = tmp_path_factory.mktemp("search") / "runs"
     return SearchArchive(runs, search_run(runs))

@@ -14,10 +14,10 @@ from pathlib import Path
 import evolve
 from evaluators import tree
 from evolve.archive import Archive
-from tests.cli_helpers import archive_json, popen, run_args
-from tests.cli_helpers import evolve as evolve_cli
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
-from tests.scripted_llm import Reply, ScriptedLLM, tool_call
+from evolve.testing.cli_helpers import archive_json, popen, run_args
+from evolve.testing.cli_helpers import evolve as evolve_cli
+from evolve.testing.scripted_llm import Reply, ScriptedLLM, tool_call
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ROOT / "tests" / "fixtures" / "tree_policy"

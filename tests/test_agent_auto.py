@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import evolve
 from evolve.pipeline.state import NullObserver
-from tests.scripted_llm import Reply, ScriptedLLM, tool_call
+from evolve.testing.scripted_llm import Reply, ScriptedLLM, tool_call
 from tests.test_agent import block, rows, run, toy
 
 REFUSED = "tools is not supported by this server: remove 'tools' from the request"

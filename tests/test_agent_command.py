@@ -1,4 +1,4 @@
-"""`--proposer command:CMD`: a scripted coding agent (tests/agent_command_script.py, passed
+"""`--proposer command:CMD`: a scripted coding agent (tests/support/agent_command_script.py, passed
 as `python -c SOURCE`, since nothing of this tree is visible to it) run confined in its
 workspace, with no LLM: the child it leaves, evolve-eval and its budget, the cost it
 reports, one-line refusals, and resume after kill -9."""
@@ -21,12 +21,12 @@ from evolve.agent import command_cost
 from evolve.agent.command_spec import check_proposer, task_argv
 from evolve.archive import Archive
 from evolve.settings.errors import UsageError
-from tests.cli_helpers import evolve as evolve_cli
-from tests.cli_helpers import popen
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
+from evolve.testing.cli_helpers import evolve as evolve_cli
+from evolve.testing.cli_helpers import popen
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 from tests.test_agent import TREE, rows, toy
 
-SCRIPT = (Path(__file__).parent / "agent_command_script.py").read_text()
+SCRIPT = (Path(__file__).parent / "support" / "agent_command_script.py").read_text()
 
 
 def agent(*args: str) -> str:

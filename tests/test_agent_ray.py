@@ -13,9 +13,9 @@ import pytest
 
 from evaluators import tree
 from evolve.archive import Archive
-from tests.cli_helpers import evolve, run_args
-from tests.ray_support import LoopbackCluster, ray_env, ray_sandbox
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import evolve, run_args
+from evolve.testing.ray_support import LoopbackCluster, ray_env, ray_sandbox
+from evolve.testing.scripted_llm import ScriptedLLM
 from tests.test_agent import TREE, block, rows, toy
 from tests.test_agent_command import agent
 

@@ -25,10 +25,10 @@ from evolve.benchmark.table import summarise
 from evolve.export.report import write_report
 from evolve.export.tables import write_tables
 from evolve.llm.context_budget import estimate_tokens
+from evolve.testing.cli_helpers import archive_json, popen, run_args
+from evolve.testing.cli_helpers import evolve as evolve_cli
+from evolve.testing.scripted_llm import Reply, ScriptedLLM, tool_call
 from evolve.web.app import make_app
-from tests.cli_helpers import archive_json, popen, run_args
-from tests.cli_helpers import evolve as evolve_cli
-from tests.scripted_llm import Reply, ScriptedLLM, tool_call
 from tests.test_agent import block, rows, run, toy
 
 SCRIPT = "<script>alert('pwned')</script>"

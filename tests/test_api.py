@@ -20,11 +20,11 @@ import evolve
 from evolve.cli.parser import build_parser
 from evolve.pipeline.config import RunConfig
 from evolve.settings.flags import FIELD_OF, Settings
-from tests.cli_helpers import BINPACK, ROOT
-from tests.cli_helpers import env as cli_env
-from tests.cli_helpers import evolve as evolve_cli
-from tests.scripted_llm import Reply, ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import BINPACK, ROOT
+from evolve.testing.cli_helpers import env as cli_env
+from evolve.testing.cli_helpers import evolve as evolve_cli
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
 
 MODELS = ["qwen2.5-coder:1.5b", "qwen2.5-coder:7b", "llama3.2:3b"]
 

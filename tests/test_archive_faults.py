@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from evolve.archive import SCHEMA_VERSION, Archive, ProgramRow
-from tests.cli_helpers import ROOT, archive_json, env, evolve
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import ROOT, archive_json, env, evolve
+from evolve.testing.toy_problem import toy_problem
 
 UNREACHABLE = "http://127.0.0.1:9/v1"
 

@@ -10,7 +10,7 @@ import pytest
 
 from evaluators import tree
 from evolve.archive import Archive, ProgramRow
-from tests.cli_helpers import BINPACK, archive_json, evolve
+from evolve.testing.cli_helpers import BINPACK, archive_json, evolve
 
 BIDI = "\u202e"
 SEED = {

@@ -20,10 +20,10 @@ from evolve.archive import Archive
 from evolve.benchmark.curve import Candidate, best_so_far, median_curve
 from evolve.benchmark.normalise import References, normalised
 from evolve.edits.blocks import complete_from_seed
+from evolve.testing.cli_helpers import BINPACK, evolve
+from evolve.testing.scripted_llm import ScriptedLLM, binpack_replies, binpack_reply
+from evolve.testing.web_support import IMG, SCRIPT
 from evolve.web.app import make_app
-from tests.cli_helpers import BINPACK, evolve
-from tests.scripted_llm import ScriptedLLM, binpack_replies, binpack_reply
-from tests.web_support import IMG, SCRIPT
 
 # The module's fixture runs two benches end to end (runs, seed and baselines scored in the
 # sandbox): minutes on two busy cores, past the suite's 300 s per test.

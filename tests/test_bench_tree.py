@@ -9,8 +9,8 @@ import pytest
 
 from evaluators import tree
 from evolve.archive import ArchiveReader
-from tests.cli_helpers import evolve
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import evolve
+from evolve.testing.scripted_llm import ScriptedLLM
 from tests.test_tree_run import PROBLEM, responder
 
 

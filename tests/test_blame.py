@@ -17,10 +17,10 @@ import pytest
 
 from evaluators.inside.markers import complete_from_seed
 from evaluators.inside.worker_start import preloads
-from tests.cli_helpers import ROOT, archive_json, evolve, run_args
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
-from tests.scripted_llm import ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import ROOT, archive_json, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 DEEP = "+".join(["1"] * 4000)  # past what CPython's compiler can nest
 OPENEVOLVE = ROOT / "tests" / "fixtures" / "openevolve" / "needs_env"

@@ -27,9 +27,9 @@ from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
 from evolve.search.population import Population, SelectionPolicy
 from evolve.search.prompts import PromptBuilder
-from tests.cli_helpers import archive_json, evolve, run_args
-from tests.scripted_llm import Reply, ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import archive_json, evolve, run_args
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
 
 # The profile of a model named like a small open-weights one: a 4096-token window.
 SMALL_MODEL = "scripted-1.5b"

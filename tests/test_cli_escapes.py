@@ -26,8 +26,8 @@ from evolve.archive import Archive, ProgramRow
 from evolve.cli.progress import RunProgress
 from evolve.cli.safe_text import safe_rich, safe_syntax, safe_text
 from evolve.edits import unified_diff
-from tests.cli_helpers import ROOT, env
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import ROOT, env
+from evolve.testing.scripted_llm import ScriptedLLM
 
 # ESC-based OSC 52 (clipboard), OSC 0 (title), CSI (clear), 8-bit CSI, lone CR,
 # backspace, DEL, a bidi override; then rich markup and an emoji code.

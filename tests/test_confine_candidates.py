@@ -1,6 +1,6 @@
 """A compiled candidate is confined like the Python worker, on every backend and fallback.
 
-tests/confine_attack.py's hostile C++ candidates of a native `tools` problem try to read the
+tests/support/confine_attack.py's hostile C++ candidates of a native `tools` problem try to read the
 request, the data seed, the run's `--env` secret, the problem folder, the data folder and the
 runs folder's archive.db, at run time and at compile time, and print what they got into
 their stderr artifact: nothing of it may reach the stored result. Each backend: the local
@@ -21,8 +21,8 @@ from evaluators.backends import ISOLATION_ENV, make_sandbox
 from evaluators.inside import landlock
 from evaluators.local import bubblewrap
 from evaluators.sandbox import EvalRequest, Sandbox, Status
-from tests import confine_attack as attack
-from tests.docker_support import docker_image  # noqa: F401 (a fixture)
+from tests.support import confine_attack as attack
+from tests.support.docker_support import docker_image  # noqa: F401 (a fixture)
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ here"),

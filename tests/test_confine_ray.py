@@ -25,7 +25,7 @@ def test_ray_node_keeps_it_out(places):  # noqa: F811
 
     from evaluators.backends import ray_options
     from evolve.problem.load import load_problem
-    from tests.ray_support import AUTH_OFF, LoopbackCluster
+    from evolve.testing.ray_support import AUTH_OFF, LoopbackCluster
 
     before = {k: os.environ.get(k) for k in AUTH_OFF}
     os.environ.update(AUTH_OFF)

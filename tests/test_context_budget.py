@@ -17,7 +17,7 @@ from evolve.search.prompts import (
     ShownProgram,
     elide_fixed,
 )
-from tests.cli_helpers import BINPACK
+from evolve.testing.cli_helpers import BINPACK
 
 PROBLEM = load_problem(BINPACK)
 SEED = PROBLEM.seed_code

@@ -22,9 +22,9 @@ from evaluators.inside.caches import CRATES_ENV, prepare_cargo
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
 from evolve.problem.crates import CrateError, crates_dir, manifests
-from tests.cli_helpers import archive_json, evolve, run_args
-from tests.docker_support import docker_image  # noqa: F401  (a fixture)
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import archive_json, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM
+from tests.support.docker_support import docker_image  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None, reason="no cargo")
 

@@ -8,7 +8,7 @@ import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.cli_helpers import ROOT, evolve
+from evolve.testing.cli_helpers import ROOT, evolve
 
 KIT = ROOT / "tests" / "fixtures" / "kit_problem"
 

@@ -19,8 +19,8 @@ from evaluators import kit
 from evaluators.backends import make_sandbox
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
-from tests.cli_helpers import BINPACK, archive_json, evolve, run_args
-from tests.scripted_llm import ScriptedLLM, binpack_replies
+from evolve.testing.cli_helpers import BINPACK, archive_json, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM, binpack_replies
 
 # A candidate that replays binpack's public train seed (7002: 5 instances of 5,000 Weibull
 # items), packs each instance offline (first fit decreasing) and answers priority() from a

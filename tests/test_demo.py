@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from tests.cli_helpers import evolve
+from evolve.testing.cli_helpers import evolve
 
 
 def test_the_demo_is_a_real_run_with_canned_replies_and_says_so(tmp_path):

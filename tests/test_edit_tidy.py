@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 
 from evolve.edits import apply_reply
-from tests.edit_programs import BINPACK, accepted, body
+from tests.support.edit_programs import BINPACK, accepted, body
 
 TWO_DEFS = textwrap.dedent("""\
     import numpy as np

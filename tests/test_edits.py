@@ -8,7 +8,7 @@ import pytest
 
 from evolve.edits import EditOutcome, apply_reply, normalized_hash, unified_diff
 from evolve.edits.blocks import find_blocks, fixed_unchanged, split_lines
-from tests.edit_programs import BINPACK, PROGRAM, TWO, accepted, body, rejected
+from tests.support.edit_programs import BINPACK, PROGRAM, TWO, accepted, body, rejected
 
 # ---------------------------------------------------------------- block
 

@@ -7,10 +7,10 @@ import pytest
 
 import evolve
 from evolve.llm.probe import Endpoint, EndpointRefused, probe
-from tests.cli_helpers import archive_json, run_args
-from tests.cli_helpers import evolve as cli
-from tests.scripted_llm import ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import archive_json, run_args
+from evolve.testing.cli_helpers import evolve as cli
+from evolve.testing.scripted_llm import ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
 
 
 def _refused(r, fragment: str, runs) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from evolve.problem.load import Overrides, ProblemError, load_problem
-from tests.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve
+from evolve.testing.scripted_llm import ScriptedLLM
 from tests.test_openevolve_settings import SEED, folder
 from tests.test_settings import assert_one_line
 

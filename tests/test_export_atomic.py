@@ -17,7 +17,7 @@ import pytest
 
 from evolve.export import atomic
 from evolve.export.atomic import replacing
-from tests.cli_helpers import ROOT, env
+from evolve.testing.cli_helpers import ROOT, env
 from tests.test_export_tables import export, runs  # noqa: F401 (a fixture)
 
 HALF_THEN_KILL = """

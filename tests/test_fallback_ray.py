@@ -20,8 +20,8 @@ from evaluators.ray.bundle import CACHE_DIR, BundleError, pack, unpack
 from evaluators.ray.node import NodeOptions
 from evaluators.ray.sandbox import RayOptions
 from evaluators.sandbox import EvalRequest, Limits, Status
-from tests.cli_helpers import ROOT, evolve
-from tests.ray_support import AUTH_OFF, LoopbackCluster, ray_env
+from evolve.testing.cli_helpers import ROOT, evolve
+from evolve.testing.ray_support import AUTH_OFF, LoopbackCluster, ray_env
 
 DIRECT = Path(__file__).parent / "fixtures" / "sandbox_native" / "direct"
 BINPACK = ROOT / "problems" / "binpack"

@@ -24,8 +24,8 @@ import pytest
 from evolve.problem.load import load_problem
 from evolve.problem.model import ProblemError
 from evolve.settings.overrides import Overrides
-from tests.cli_helpers import ROOT, env, evolve, last_json, run_args
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
+from evolve.testing.cli_helpers import ROOT, env, evolve, last_json, run_args
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gepa"
 GUESS, PROMPTS, WARM, LIBRARY = (
@@ -155,7 +155,7 @@ def _reply(code: str) -> str:
 
 
 def test_a_scripted_run_evolves_the_text_and_fills_opt_state(tmp_path):
-    from tests.scripted_llm import ScriptedLLM
+    from evolve.testing.scripted_llm import ScriptedLLM
 
     runs = tmp_path / "runs"
     replies = [_reply("x = 1.0\n"), _reply("x = 'two'\nx = float(x)\n"), _reply("x = 2.0\n")]
@@ -215,7 +215,7 @@ if __name__ == "__main__":
 
 
 def test_the_api_takes_gepas_arguments_and_returns_gepas_result(tmp_path):
-    from tests.scripted_llm import ScriptedLLM
+    from evolve.testing.scripted_llm import ScriptedLLM
 
     script = tmp_path / "api" / "main.py"
     script.parent.mkdir()
@@ -266,7 +266,7 @@ def test_a_script_importing_its_own_package_loads_from_the_packages_parent(tmp_p
 
 
 def test_a_resumed_run_reloads_the_script_and_restores_opt_state(tmp_path):
-    from tests.scripted_llm import ScriptedLLM
+    from evolve.testing.scripted_llm import ScriptedLLM
 
     runs = tmp_path / "runs"
     folder = Path(shutil.copytree(WARM.parent, tmp_path / "warm"))

@@ -23,7 +23,7 @@ import pytest
 from evaluators.local import cgroups
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
-from tests.docker_support import assert_pool_clean, docker_image, wait_gone  # noqa: F401
+from tests.support.docker_support import assert_pool_clean, docker_image, wait_gone  # noqa: F401
 from tests.test_sandbox_local import _alive_sandbox_pids
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,4 +1,4 @@
-"""No reply can stop the controller: the hostile corpus (tests/hostile_replies.py) through
+"""No reply can stop the controller: the hostile corpus (evolve/testing/hostile_replies.py) through
 every path that handles a reply or a candidate's code.
 
 Each reply becomes a row that is a recorded failure (with its reason) or a bounded candidate;
@@ -39,10 +39,10 @@ from evolve.search.population import Features
 from evolve.search.prompts import PromptBuilder, PromptContext
 from evolve.search.tune import Tuner, literals, variants
 from evolve.search.versions import block_functions, unversioned
-from tests.cli_helpers import evolve, popen, run_args
-from tests.hostile_replies import Hostile, corpus, f_returning
-from tests.scripted_llm import Reply, ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import evolve, popen, run_args
+from evolve.testing.hostile_replies import Hostile, corpus, f_returning
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
 
 CORPUS = corpus()
 BY_NAME = {h.name: h for h in CORPUS}

@@ -24,7 +24,7 @@ from evolve.pipeline.proposal import shown
 from evolve.problem.load import load_problem
 from evolve.search.population import Attempt
 from evolve.search.prompts import PromptBuilder, PromptContext
-from tests.cli_helpers import BINPACK
+from evolve.testing.cli_helpers import BINPACK
 
 # What may never reach a model or a table header: C0 but \t and \n, DEL, C1, and the
 # printable rest of an escape sequence ("[31m", "]0;title") right after where ESC was.

@@ -21,7 +21,7 @@ import pytest
 
 from evaluators.docker.sandbox import DockerSandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
-from tests.docker_support import (  # noqa: F401  (docker_image: the session fixture)
+from tests.support.docker_support import (  # noqa: F401  (docker_image: the session fixture)
     assert_pool_clean,
     docker_image,
     processes,

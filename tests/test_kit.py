@@ -16,8 +16,8 @@ import pytest
 from evaluators.backends import make_sandbox
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import ProblemError, load_problem
-from tests.cli_helpers import ROOT, env
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
+from evolve.testing.cli_helpers import ROOT, env
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 PROBLEM = ROOT / "tests" / "fixtures" / "kit_problem" / "main"
 GOOD = "def double(x):\n    return 2 * x\n"

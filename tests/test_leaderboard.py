@@ -19,10 +19,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from evolve.archive import Archive, ArchiveReader
+from evolve.testing.cli_helpers import archive_json, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM
 from evolve.web.app import make_app
 from evolve.web.baselines import Baselines
-from tests.cli_helpers import archive_json, evolve, run_args
-from tests.scripted_llm import ScriptedLLM
 
 # f(x) should be x*x on 40 points drawn under the data seed (the train and test points differ)
 EVALUATOR = """

@@ -32,7 +32,7 @@ import pytest
 
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 LIMITS = Limits(timeout_s=120.0, memory_mb=1024, max_procs=32, max_file_mb=16, max_output_kb=16)
 

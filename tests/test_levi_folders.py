@@ -16,8 +16,8 @@ import pytest
 
 from evolve.problem.load import load_problem
 from evolve.problem.model import ProblemError
-from tests.cli_helpers import ROOT, evolve, last_json
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
+from evolve.testing.cli_helpers import ROOT, evolve, last_json
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 FIXTURE = ROOT / "tests" / "fixtures" / "levi" / "knapsack"
 SEED_SCORE = 29.0  # LEVI 0.1.1's evaluate_code on SEED_PROGRAM
@@ -150,8 +150,8 @@ def _seed_file(code: str, where: Path) -> Path:
 def test_a_scripted_run_evolves_the_whole_program_and_scores_it_as_levi(tmp_path):
     import sqlite3
 
-    from tests.cli_helpers import run_args
-    from tests.scripted_llm import ScriptedLLM
+    from evolve.testing.cli_helpers import run_args
+    from evolve.testing.scripted_llm import ScriptedLLM
 
     def reply(code: str) -> str:
         return f"A new program.\n\n```python\n{code}```\n"

@@ -6,7 +6,7 @@ import pytest
 
 from evolve.llm import LLMClient, LLMConfig, LLMError, ModelSpec
 from evolve.llm.pricing import PriceTable
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
 
 MSG = [{"role": "user", "content": "hi"}]
 

@@ -18,10 +18,10 @@ import pytest
 from evolve.llm import LLMClient, LLMConfig, LLMError, ModelSpec
 from evolve.llm.answer import BadAnswer, parse_completion, read_body
 from evolve.llm.pricing import PriceTable
-from tests.cli_helpers import evolve
-from tests.scripted_llm import FAULTS, Reply, ScriptedLLM
+from evolve.testing.cli_helpers import evolve
+from evolve.testing.scripted_llm import FAULTS, Reply, ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
 from tests.test_llm_faults import GOOD, Run, _failed
-from tests.toy_problem import toy_problem
 
 # What each fault's recorded reason says (the archive's llm_calls.error).
 REASONS = {

@@ -3,7 +3,7 @@ status line; Retry-After is honoured; a budget with an unpriced model is refused
 
 Runs of a toy problem go through the real controller, local sandbox and `openai` SDK
 against the scripted HTTP server (evolve/testing/scripted_llm.py); the screen is the real
-RunProgress writing to a buffer. The LLM client waits on a FakeClock (tests/fake_clock.py):
+RunProgress writing to a buffer. The LLM client waits on a FakeClock (tests/support/fake_clock.py):
 its backoff and Retry-After waits take no real time, and each is checked exactly.
 """
 
@@ -31,10 +31,10 @@ from evolve.pipeline.controller import Controller, RunOutcome
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
 from evolve.search.prompts import PromptBuilder
-from tests.cli_helpers import evolve
-from tests.fake_clock import FakeClock
-from tests.scripted_llm import Reply, ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import evolve
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
+from tests.support.fake_clock import FakeClock
 
 
 def edit(k: int) -> Reply:

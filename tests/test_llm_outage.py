@@ -5,7 +5,7 @@ FakeClock here: no real waiting); then the run ends, resumable."""
 from __future__ import annotations
 
 from evolve.pipeline import controller
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
 from tests.test_llm_faults import GOOD, Run, _failed
 
 

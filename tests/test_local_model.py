@@ -34,7 +34,7 @@ from evolve.llm.profiles import (
     profile_for_models,
 )
 from evolve.problem.load import load_problem
-from tests.cli_helpers import BINPACK, ROOT, env
+from evolve.testing.cli_helpers import BINPACK, ROOT, env
 
 # ---- weights: parts -> one verified file ------------------------------------------------
 

@@ -22,7 +22,7 @@ import pytest
 
 from evolve.llm import local_model as lm
 from evolve.llm import model_pins, part_check
-from tests.cli_helpers import BINPACK, ROOT, env, evolve
+from evolve.testing.cli_helpers import BINPACK, ROOT, env, evolve
 
 # ---- the pins ---------------------------------------------------------------------------
 

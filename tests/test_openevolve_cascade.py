@@ -13,7 +13,7 @@ import pytest
 from evaluators.local.sandbox import LocalSandbox
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
-from tests.cli_helpers import evolve
+from evolve.testing.cli_helpers import evolve
 
 SEED = """\
 # EVOLVE-BLOCK-START

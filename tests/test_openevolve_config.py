@@ -20,7 +20,7 @@ from evolve.problem.load import Overrides, ProblemError, load_problem
 from evolve.settings.errors import UsageError
 from evolve.settings.openevolve import OpenEvolveConfig
 from evolve.settings.unknown import unknown_keys
-from tests.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve
+from evolve.testing.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve
 
 FIXTURES = ROOT / "tests" / "fixtures" / "openevolve"
 KEYS = ROOT / "tests" / "fixtures" / "openevolve_0_4_keys.txt"

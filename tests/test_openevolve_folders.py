@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli_helpers import ROOT, evolve
-from tests.cli_helpers import env as cli_env
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
-from tests.openevolve_reference import DIRECT_CHILD, openevolve_score
+from evolve.testing.cli_helpers import ROOT, evolve
+from evolve.testing.cli_helpers import env as cli_env
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
+from tests.support.openevolve_reference import DIRECT_CHILD, openevolve_score
 
 FIXTURES = ROOT / "tests" / "fixtures" / "openevolve"
 STAND_IN = (

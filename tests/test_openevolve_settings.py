@@ -23,8 +23,8 @@ from evolve.problem.load import Overrides, load_problem
 from evolve.settings.errors import _inner_model
 from evolve.settings.openevolve import OESection, OpenEvolveConfig
 from evolve.settings.report import key_report
-from tests.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, archive_json, evolve
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, archive_json, evolve
+from evolve.testing.scripted_llm import ScriptedLLM
 from tests.test_settings import REAL_OPENEVOLVE_CONFIG, assert_one_line
 
 KEYS = ROOT / "tests" / "fixtures" / "openevolve_0_4_keys.txt"
@@ -250,7 +250,7 @@ def test_one_model_name_with_two_endpoints_is_refused(tmp_path):
 
 
 def _full_program() -> str:
-    from tests.binpack_edits import BINPACK_VARIANTS
+    from evolve.testing.binpack_edits import BINPACK_VARIANTS
 
     code = dict((n, c) for n, _, c in BINPACK_VARIANTS)["best_fit"]
     start, end = SEED.index("# EVOLVE-BLOCK-START"), SEED.index("# EVOLVE-BLOCK-END")

@@ -22,10 +22,10 @@ import psutil
 import pytest
 
 from evaluators.local.reachable import SCRATCH_ROOT
-from tests.cli_helpers import archive_json, evolve, popen, run_args
-from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
-from tests.scripted_llm import Reply, ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import archive_json, evolve, popen, run_args
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
+from tests.support.docker_support import docker_image  # noqa: F401  (a session fixture)
 
 TIMEOUT_S = 5  # the evaluation's deadline
 SLEEP_S = 120  # what the candidate sleeps, far past it

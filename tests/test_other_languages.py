@@ -24,9 +24,9 @@ from evaluators.inside.markers import find_blocks
 from evaluators.toolchain import resolve
 from evolve.edits import apply_reply, normalized_hash
 from evolve.problem.load import load_problem
-from tests.cli_helpers import ROOT, evolve, run_args
-from tests.docker_support import docker_image  # noqa: F401  (a fixture)
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.cli_helpers import ROOT, evolve, run_args
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from tests.support.docker_support import docker_image  # noqa: F401  (a fixture)
 
 FIXTURES = ROOT / "tests" / "fixtures"
 RUST = FIXTURES / "openevolve_rust_adaptive_sort"

@@ -1,6 +1,6 @@
 """Issue 37 item 1: a candidate that carries a problem's public data gains nothing held out.
 
-Each attack (tests/attacks_public_data.py) embeds the public data, read here at test time,
+Each attack (tests/support/attacks_public_data.py) embeds the public data, read here at test time,
 and looks its task up in it: it wins on the public data (so each test can fail), and under
 a run's private data seed, where the held-out content is drawn anew (telemetry_synth.py,
 spot_sim.resample), it scores like the problem's best baseline. The candidates run in the
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests import attacks_public_data as attacks
-from tests.data_seeds import RUN_DATA_SEED, scored_at
-from tests.problem_contract import body_of, contract
-from tests.problem_hostile import load_module
+from tests.support import attacks_public_data as attacks
+from tests.support.data_seeds import RUN_DATA_SEED, scored_at
+from tests.support.problem_contract import body_of, contract
+from tests.support.problem_hostile import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 TELEMETRY = ROOT / "problems" / "telemetry_repair"

@@ -16,9 +16,9 @@ from evolve.edits.blocks import complete_from_seed, evolvable_text, fixed_parts
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
-from tests.binpack_edits import BINPACK_VARIANTS
-from tests.problem_contract import contract
-from tests.problem_hostile import END, START, load_module, run_in_process, with_block
+from evolve.testing.binpack_edits import BINPACK_VARIANTS
+from tests.support.problem_contract import contract
+from tests.support.problem_hostile import END, START, load_module, run_in_process, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "binpack"

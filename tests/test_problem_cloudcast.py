@@ -20,11 +20,11 @@ from evolve.edits.blocks import complete_from_seed, fixed_parts
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
-from tests.carried_answers import carrying
-from tests.data_seeds import RUN_DATA_SEED, scored_at
-from tests.problem_contract import contract, readme_output
-from tests.problem_data import check_download_round_trip, data_files
-from tests.problem_hostile import load_module
+from tests.support.carried_answers import carrying
+from tests.support.data_seeds import RUN_DATA_SEED, scored_at
+from tests.support.problem_contract import contract, readme_output
+from tests.support.problem_data import check_download_round_trip, data_files
+from tests.support.problem_hostile import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "cloudcast"

@@ -1,7 +1,7 @@
 """One contract for every problem folder, through the real `evolve` CLI and local sandbox.
 
 Every directory under problems/ is a problem and is held to all of it by existing; what
-differs between problems is data in its `conformance.toml` (tests/problem_contract.py
+differs between problems is data in its `conformance.toml` (tests/support/problem_contract.py
 says what each key means). The contract:
 
 - the folder: problem.toml loads, its name is the folder's, the seed marks its EVOLVE
@@ -38,9 +38,10 @@ from evolve.problem.baselines import baseline_files
 from evolve.problem.data import DataFile, data_dir_for, ensure
 from evolve.problem.load import load_problem, require_blocks
 from evolve.problem.program_input import program_code
-from tests.cli_helpers import block, evolve
-from tests.data_seeds import scored_at
-from tests.problem_contract import (
+from evolve.testing.cli_helpers import block, evolve
+from evolve.testing.scripted_llm import Reply
+from tests.support.data_seeds import scored_at
+from tests.support.problem_contract import (
     Contract,
     ContractError,
     as_number,
@@ -57,7 +58,7 @@ from tests.problem_contract import (
     readme_output,
     split_of,
 )
-from tests.problem_hostile import (
+from tests.support.problem_hostile import (
     FAILED,
     assert_fails,
     block_body,
@@ -67,7 +68,6 @@ from tests.problem_hostile import (
     short_timeout_copy,
     with_block,
 )
-from tests.scripted_llm import Reply
 
 PROBLEMS = problem_dirs()
 

@@ -26,11 +26,11 @@ from evolve.archive import ArchiveReader
 from evolve.edits.blocks import complete_from_seed
 from evolve.problem.load import load_problem
 from evolve.problem.program_input import program_code
-from tests.cli_helpers import archive_json, block, evolve, popen, run_args
-from tests.dag_modular_edits import BEST_OF_RULES
-from tests.problem_contract import contract, evaluator, readme_output
-from tests.problem_hostile import load_module, run_in_process, scripted_run, write_tree
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.cli_helpers import archive_json, block, evolve, popen, run_args
+from evolve.testing.dag_modular_edits import BEST_OF_RULES
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from tests.support.problem_contract import contract, evaluator, readme_output
+from tests.support.problem_hostile import load_module, run_in_process, scripted_run, write_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "dag_modular"

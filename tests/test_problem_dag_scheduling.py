@@ -21,11 +21,11 @@ from evolve.edits.blocks import complete_from_seed
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
-from tests.carried_answers import carrying
-from tests.dag_scheduling_edits import DAG_VARIANTS
-from tests.data_seeds import scored_at
-from tests.problem_contract import contract
-from tests.problem_hostile import load_module, with_block
+from tests.support.carried_answers import carrying
+from tests.support.dag_scheduling_edits import DAG_VARIANTS
+from tests.support.data_seeds import scored_at
+from tests.support.problem_contract import contract
+from tests.support.problem_hostile import load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "dag_scheduling"
@@ -375,7 +375,7 @@ def test_score_of_the_seed_is_the_geometric_mean_of_the_slrs():
 
 
 def test_canned_llm_edits_behave_as_documented(tmp_path):
-    """tests/dag_scheduling_edits.py promises these outcomes; the scripted run relies on them."""
+    """tests/support/dag_scheduling_edits.py promises these outcomes; the scripted run relies on them."""
     path = {n: with_block(PROBLEM, src, tmp_path) for n, src in VARIANTS.items()}
     assert ev.evaluate(str(path["heft"]), "train")["outputs"] == heft_outputs()
     assert run(path["best_of_rules"], "train")["score"] > HEFT_TRAIN

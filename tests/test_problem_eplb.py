@@ -14,9 +14,15 @@ import pytest
 
 from evaluators import kit
 from evolve.edits.blocks import complete_from_seed
-from tests.eplb_edits import vectorised_seed
-from tests.problem_contract import contract, readme_output, row_output
-from tests.problem_hostile import block_body, complete_baseline, eval_json, load_module, with_block
+from tests.support.eplb_edits import vectorised_seed
+from tests.support.problem_contract import contract, readme_output, row_output
+from tests.support.problem_hostile import (
+    block_body,
+    complete_baseline,
+    eval_json,
+    load_module,
+    with_block,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "eplb"

@@ -18,9 +18,9 @@ from evaluators import kit
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
-from tests.gpu_placement_edits import GPU_PLACEMENT_VARIANTS
-from tests.problem_contract import contract
-from tests.problem_hostile import block_body, load_module, run_in_process, with_block
+from tests.support.gpu_placement_edits import GPU_PLACEMENT_VARIANTS
+from tests.support.problem_contract import contract
+from tests.support.problem_hostile import block_body, load_module, run_in_process, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "gpu_placement"

@@ -22,8 +22,8 @@ from evolve.problem.imports import (
     missing_in_image,
 )
 from evolve.problem.load import load_problem
-from tests.cli_helpers import evolve
-from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
+from evolve.testing.cli_helpers import evolve
+from tests.support.docker_support import docker_image  # noqa: F401  (a session fixture)
 
 MISSING = "definitely_not_installed_xyz"
 EVALUATOR = f'''"""Imports what a real evaluator might: the stdlib, numpy, a sibling, the stand-in."""
@@ -122,7 +122,7 @@ def test_a_declared_requirement_is_said_once(folder):
 
 def test_the_docker_image_is_asked(folder, docker_image):  # noqa: F811
     """Against the sandbox image."""
-    from tests.docker_support import engine
+    from tests.support.docker_support import engine
 
     missing = missing_in_image(load_problem(folder), engine(), docker_image)
     assert [m.module for m in missing] == ["another_missing_mod_abc", MISSING]  # numpy is there

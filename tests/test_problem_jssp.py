@@ -18,9 +18,9 @@ from evaluators import kit
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
-from tests.jssp_edits import JSSP_VARIANTS
-from tests.problem_contract import contract
-from tests.problem_hostile import block_body, load_module, run_in_process, with_block
+from tests.support.jssp_edits import JSSP_VARIANTS
+from tests.support.problem_contract import contract
+from tests.support.problem_hostile import block_body, load_module, run_in_process, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "jssp"
@@ -337,7 +337,7 @@ def test_mutating_the_op_argument_is_harmless():
 
 
 def test_canned_llm_edits_behave_as_documented(tmp_path):
-    """tests/jssp_edits.py promises these outcomes; the scripted run relies on them."""
+    """tests/support/jssp_edits.py promises these outcomes; the scripted run relies on them."""
     path = {n: with_block(PROBLEM, src, tmp_path) for n, _, src in JSSP_VARIANTS}
     seed = ev.evaluate(str(PROBLEM / "seed.py"), "train")["outputs"]
     assert ev.evaluate(str(path["mwkr_tiebreak"]), "train")["outputs"] == seed

@@ -22,9 +22,9 @@ from evolve.edits.blocks import complete_from_seed
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
-from tests.llm_serving_edits import LLM_SERVING_VARIANTS
-from tests.problem_contract import contract, readme_output
-from tests.problem_hostile import load_module, with_block
+from tests.support.llm_serving_edits import LLM_SERVING_VARIANTS
+from tests.support.problem_contract import contract, readme_output
+from tests.support.problem_hostile import load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_serving"
@@ -420,7 +420,7 @@ def test_numpy_ids_and_pairs_travel_from_the_worker(tmp_path):
 
 
 def test_canned_llm_edits_behave_as_documented(tmp_path):
-    """tests/llm_serving_edits.py promises these outcomes; the scripted run relies on them."""
+    """tests/support/llm_serving_edits.py promises these outcomes; the scripted run relies on them."""
     path = {n: with_block(PROBLEM, body, tmp_path) for n, body in VARIANTS.items()}
     better = run(path["adaptive_chunks"], "train")
     sarathi, fcfs = (CONTRACT.readme(p, "train")["score"] for p in ("sarathi.py", "fcfs.py"))

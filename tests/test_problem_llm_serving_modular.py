@@ -18,7 +18,7 @@ from evaluators import kit
 from evaluators.tree import decode
 from evolve.edits.blocks import complete_from_seed
 from evolve.problem.load import load_problem
-from tests.problem_hostile import load_module
+from tests.support.problem_hostile import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_serving_modular"

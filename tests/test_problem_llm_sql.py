@@ -23,11 +23,11 @@ from evolve.edits.blocks import fixed_parts
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import DataError, DataFile, data_dir_for, ensure, sha256_of
 from evolve.problem.load import load_problem
-from tests.carried_answers import carrying
-from tests.cli_helpers import evolve
-from tests.data_seeds import scored_at
-from tests.problem_contract import contract, readme_output
-from tests.problem_hostile import complete_baseline, load_module
+from evolve.testing.cli_helpers import evolve
+from tests.support.carried_answers import carrying
+from tests.support.data_seeds import scored_at
+from tests.support.problem_contract import contract, readme_output
+from tests.support.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "llm_sql"

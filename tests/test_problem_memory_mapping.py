@@ -15,9 +15,9 @@ import pytest
 
 from evaluators import kit
 from evolve.problem.data import DataError, data_dir_for, sha256_of
-from tests.carried_answers import carrying
-from tests.data_seeds import scored_at
-from tests.problem_hostile import complete_baseline, load_module, with_block
+from tests.support.carried_answers import carrying
+from tests.support.data_seeds import scored_at
+from tests.support.problem_hostile import complete_baseline, load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "memory_mapping"

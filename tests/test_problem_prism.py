@@ -13,7 +13,7 @@ import pytest
 
 from evaluators import kit
 from evolve.problem.data import DataFile, data_dir_for, ensure, sha256_of
-from tests.problem_hostile import complete_baseline, load_module
+from tests.support.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "prism"

@@ -19,7 +19,7 @@ from evaluators import kit
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.data import data_dir_for, sha256_of
 from evolve.problem.load import load_problem
-from tests.problem_hostile import complete_baseline, load_module
+from tests.support.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "soc_scheduling"

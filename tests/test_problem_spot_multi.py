@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from evaluators import kit
-from tests.problem_contract import body_of, contract
-from tests.problem_data import check_download_round_trip, check_shipped_data, data_files
-from tests.problem_hostile import END, START, load_module, with_block
+from tests.support.problem_contract import body_of, contract
+from tests.support.problem_data import check_download_round_trip, check_shipped_data, data_files
+from tests.support.problem_hostile import END, START, load_module, with_block
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "spot_multi_region"

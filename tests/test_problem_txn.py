@@ -17,8 +17,8 @@ import pytest
 from evaluators import kit
 from evolve.edits.blocks import complete_from_seed, fixed_parts
 from evolve.problem.data import DataError, DataFile, data_dir_for, ensure, sha256_of
-from tests.cli_helpers import evolve
-from tests.problem_hostile import complete_baseline, load_module
+from evolve.testing.cli_helpers import evolve
+from tests.support.problem_hostile import complete_baseline, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM = ROOT / "problems" / "txn_scheduling"

@@ -10,7 +10,7 @@ from pathlib import Path
 from evolve import prompt_templates
 from evolve.problem.load import load_problem
 from evolve.search.prompts import TEMPLATES_DIR, PromptBuilder, PromptContext, ShownProgram
-from tests.cli_helpers import BINPACK, ROOT
+from evolve.testing.cli_helpers import BINPACK, ROOT
 
 PROBLEM = load_problem(BINPACK)
 

@@ -29,8 +29,8 @@ from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
-from tests.problem_hostile import END, START, load_module
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
+from tests.support.problem_hostile import END, START, load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 BINPACK = ROOT / "problems" / "binpack"

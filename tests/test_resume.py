@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import archive_json, evolve, popen, run_args
-from tests.data_seeds import leaderboard_draw, leaderboard_scored
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.cli_helpers import archive_json, evolve, popen, run_args
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from tests.support.data_seeds import leaderboard_draw, leaderboard_scored
 
 EVALUATOR = """
 import hashlib, os, time, uuid

@@ -7,8 +7,15 @@ import sqlite3
 
 import pytest
 
-from tests.cli_helpers import BINPACK, OPENEVOLVE_FIXTURE, archive_json, block, evolve, run_args
-from tests.scripted_llm import Reply, ScriptedLLM, binpack_reply
+from evolve.testing.cli_helpers import (
+    BINPACK,
+    OPENEVOLVE_FIXTURE,
+    archive_json,
+    block,
+    evolve,
+    run_args,
+)
+from evolve.testing.scripted_llm import Reply, ScriptedLLM, binpack_reply
 
 BEST_FIT = binpack_reply("best_fit")  # the seed's own code: a duplicate on problems/binpack
 IMPROVED = binpack_reply("funsearch_weibull")  # FunSearch's Weibull heuristic: beats the seed
@@ -183,7 +190,7 @@ def test_budget_stops_the_run_cleanly(tmp_path):
 
 
 def test_openevolve_folder_runs_unchanged(tmp_path):
-    from tests.binpack_edits import BINPACK_VARIANTS
+    from evolve.testing.binpack_edits import BINPACK_VARIANTS
 
     code = dict((n, c) for n, _, c in BINPACK_VARIANTS)["best_fit"]
     program = (OPENEVOLVE_FIXTURE / "initial_program.py").read_text()
@@ -261,7 +268,7 @@ def test_a_reader_that_goes_away_never_ends_the_run(tmp_path):
     import subprocess
     import sys
 
-    from tests.cli_helpers import ROOT, env
+    from evolve.testing.cli_helpers import ROOT, env
 
     with ScriptedLLM(lambda req: BEST_FIT) as srv:
         args = run_args(srv.base_url, tmp_path, "--tune-evals", "0", iterations=3)

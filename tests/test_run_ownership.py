@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import archive_json, evolve, popen, run_args
-from tests.scripted_llm import Reply, ScriptedLLM
-from tests.toy_problem import toy_problem
+from evolve.testing.cli_helpers import archive_json, evolve, popen, run_args
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.toy_problem import toy_problem
 
 
 class Gate:

@@ -22,7 +22,7 @@ from evaluators.docker.image_layers import (
     _source_wheels,
     layer_plan,
 )
-from tests.cli_helpers import evolve
+from evolve.testing.cli_helpers import evolve
 
 docker_errors = pytest.importorskip("docker.errors")
 TARGET = {  # what _probe reports of the Debian image

@@ -29,8 +29,9 @@ from evaluators.docker import image
 from evaluators.docker.sandbox import LABEL, OWNER_LABEL, DockerSandbox, reap_leftovers
 from evaluators.machine import cpu_share, machine_sandbox
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Status
-from tests.cli_helpers import BINPACK, ROOT, archive_json, block, evolve, popen, run_args
-from tests.docker_support import (  # noqa: F401  (docker_image: the session fixture)
+from evolve.testing.cli_helpers import BINPACK, ROOT, archive_json, block, evolve, popen, run_args
+from evolve.testing.scripted_llm import Reply, ScriptedLLM, binpack_reply
+from tests.support.docker_support import (  # noqa: F401  (docker_image: the session fixture)
     assert_pool_clean,
     docker_image,
     engine,
@@ -38,7 +39,6 @@ from tests.docker_support import (  # noqa: F401  (docker_image: the session fix
     processes,
     wait_gone,
 )
-from tests.scripted_llm import Reply, ScriptedLLM, binpack_reply
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DIRECT = FIXTURES / "sandbox_native" / "direct"

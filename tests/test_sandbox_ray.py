@@ -1,4 +1,4 @@
-"""--sandbox ray on a real two-node Ray cluster on 127.0.0.1 (tests/ray_support.py).
+"""--sandbox ray on a real two-node Ray cluster on 127.0.0.1 (evolve/testing/ray_support.py).
 
 Evaluations spread over both nodes and score as the local sandbox scores them; a worker
 node killed mid-run is survived; kill -9 of the controller leaves nothing running on the
@@ -31,12 +31,12 @@ from evaluators.ray.bundle import BundleError, pack, relocate, unpack
 from evaluators.sandbox import EvalRequest, Status
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem.load import load_problem
-from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
-from tests.data_seeds import leaderboard_draw, leaderboard_scored
-from tests.docker_support import docker_image  # noqa: F401 (a fixture)
-from tests.problem_hostile import block_body
-from tests.ray_support import AUTH_OFF, LoopbackCluster, ray_env, ray_sandbox
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.cli_helpers import ROOT, archive_json, evolve, popen, run_args
+from evolve.testing.ray_support import AUTH_OFF, LoopbackCluster, ray_env, ray_sandbox
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
+from tests.support.data_seeds import leaderboard_draw, leaderboard_scored
+from tests.support.docker_support import docker_image  # noqa: F401 (a fixture)
+from tests.support.problem_hostile import block_body
 
 BINPACK = ROOT / "problems" / "binpack"
 MARGIN_S = 60  # a guard for a loaded machine: a limit, never a timing

@@ -17,8 +17,8 @@ from evaluators.backends import make_sandbox
 from evaluators.docker.image import ImageError
 from evaluators.docker.image_layers import find_problem_image, problem_image
 from evolve.problem.requirements import missing_requirements
-from tests.cli_helpers import evolve
-from tests.docker_support import docker_image, engine  # noqa: F401  (docker_image: a fixture)
+from evolve.testing.cli_helpers import evolve
+from tests.support.docker_support import docker_image, engine  # noqa: F401  (docker_image: a fixture)
 
 STACK = "import numpy, scipy, pandas, networkx, sklearn, matplotlib"
 PLOT = "import matplotlib.pyplot as plt; plt.plot([1, 2]); plt.savefig('/scratch/p.png')"

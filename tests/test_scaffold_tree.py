@@ -14,7 +14,7 @@ import pytest
 
 from evaluators.tree import decode
 from evolve.problem.load import load_problem
-from tests.cli_helpers import env, evolve
+from evolve.testing.cli_helpers import env, evolve
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.scripted_llm import (
+from evolve.testing.scripted_llm import (
     BINPACK_VARIANTS,
     Reply,
     ScriptedLLM,
@@ -163,7 +163,7 @@ def test_binpack_replies_are_fenced_evolve_blocks():
 
 
 def _serve(*args: str) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, str(ROOT / "tests" / "scripted_llm.py"), "--port", "0", *args]
+    cmd = [sys.executable, "-m", "evolve.testing.scripted_llm", "--port", "0", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     return proc, line.rsplit(" ", 1)[-1].strip()

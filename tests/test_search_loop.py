@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tests.cli_helpers import BINPACK, archive_json, block, evolve, popen, run_args
-from tests.scripted_llm import ScriptedLLM, binpack_reply
+from evolve.testing.cli_helpers import BINPACK, archive_json, block, evolve, popen, run_args
+from evolve.testing.scripted_llm import ScriptedLLM, binpack_reply
 
 BEST_FIT = binpack_reply("best_fit").content  # the seed again: a clone
 WORST_FIT = binpack_reply("worst_fit").content

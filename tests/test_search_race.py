@@ -22,7 +22,7 @@ from bench.race import levi, measure, openevolve, shinka  # noqa: E402
 from bench.race.common import Ctx  # noqa: E402
 from bench.race.proxy import BudgetProxy  # noqa: E402
 from evolve.problem.load import load_problem  # noqa: E402
-from tests.scripted_llm import ScriptedLLM  # noqa: E402
+from evolve.testing.scripted_llm import ScriptedLLM  # noqa: E402
 from tests.test_agent import block, run, toy  # noqa: E402
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.edit_programs import PROGRAM, TWO, accepted, body, rejected
+from tests.support.edit_programs import PROGRAM, TWO, accepted, body, rejected
 
 
 def test_diff_with_prose_and_fences():

@@ -22,9 +22,9 @@ import pytest
 
 from evaluators.sandbox import EvalResult, Status
 from evolve.pipeline.redaction import MARK, MIN_CHARS, Redactor
-from tests.cli_helpers import ROOT, archive_json, block, evolve, run_args
-from tests.scripted_llm import ScriptedLLM
-from tests.web_support import UiServer
+from evolve.testing.cli_helpers import ROOT, archive_json, block, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM
+from evolve.testing.web_support import UiServer
 
 TOKEN = "ghp_S3cr3tT0kenValue42"  # passed with --env
 PUNCT = 'p@ss/w0rd "quoted"\\ é+x'  # one that every escaping changes

@@ -16,7 +16,7 @@ import pytest
 from evolve.cli.parser import build_parser
 from evolve.cli.run import config_from_args
 from evolve.problem.load import load_problem
-from tests.cli_helpers import BINPACK, OPENEVOLVE_FIXTURE, evolve
+from evolve.testing.cli_helpers import BINPACK, OPENEVOLVE_FIXTURE, evolve
 
 UNREACHABLE = "http://127.0.0.1:9/v1"
 BASE = '[problem]\nname = "x"\nentry = "seed.py"\n'

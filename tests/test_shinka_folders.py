@@ -22,8 +22,8 @@ import pytest
 
 from evolve.problem.load import load_problem
 from evolve.problem.model import ProblemError
-from tests.cli_helpers import ROOT, block, evolve, last_json, run_args
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import ROOT, block, evolve, last_json, run_args
+from evolve.testing.scripted_llm import ScriptedLLM
 
 FIXTURES = ROOT / "tests" / "fixtures" / "shinka"
 STAND_IN = ROOT / "evaluators" / "inside" / "shinka_compat"

@@ -22,8 +22,8 @@ import pytest
 
 from evolve.problem.load import load_problem
 from evolve.problem.model import ProblemError
-from tests.cli_helpers import ROOT, evolve
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import ROOT, evolve
+from evolve.testing.scripted_llm import ScriptedLLM
 
 STAND_IN = ROOT / "evaluators" / "inside" / "shinka_compat"
 
@@ -222,7 +222,7 @@ def test_an_evaluator_importing_shinka_llm_runs_and_says_why_the_judge_is_unreac
 def test_a_scripted_run_evolves_the_fortran_block(tmp_path):
     import sqlite3
 
-    from tests.cli_helpers import run_args
+    from evolve.testing.cli_helpers import run_args
 
     root = folder(tmp_path)
     body = "  do i = 1, 10\n    s = s + i * 2\n  end do\n  s = s / 2\n"

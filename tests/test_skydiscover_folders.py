@@ -18,8 +18,8 @@ import pytest
 
 from evolve.problem.load import load_problem
 from evolve.problem.model import ProblemError
-from tests.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve, last_json
-from tests.docker_support import docker_image  # noqa: F401  (the session fixture)
+from evolve.testing.cli_helpers import OPENEVOLVE_FIXTURE, ROOT, evolve, last_json
+from tests.support.docker_support import docker_image  # noqa: F401  (the session fixture)
 
 FIXTURE = ROOT / "tests" / "fixtures" / "skydiscover" / "pick"
 SEED_TRAIN = (4 + 9 + 1) / (9 + 8 + 7)
@@ -143,9 +143,9 @@ def test_a_script_that_ignores_its_mode_is_said_to(tmp_path):
 def test_the_run_page_says_held_out_scores_are_not_independent(tmp_path):
     from starlette.testclient import TestClient
 
+    from evolve.testing.cli_helpers import run_args
+    from evolve.testing.scripted_llm import ScriptedLLM
     from evolve.web.app import make_app
-    from tests.cli_helpers import run_args
-    from tests.scripted_llm import ScriptedLLM
 
     folder = copy(tmp_path)
     script = folder / "evaluator" / "evaluate.sh"
@@ -258,8 +258,8 @@ def test_docker_scores_as_the_local_sandbox(docker_image, tmp_path):  # noqa: F8
 def test_a_scripted_run_scores_by_evaluate_sh_and_rescores_on_test(tmp_path):
     import sqlite3
 
-    from tests.cli_helpers import run_args
-    from tests.scripted_llm import ScriptedLLM
+    from evolve.testing.cli_helpers import run_args
+    from evolve.testing.scripted_llm import ScriptedLLM
 
     def reply(code: str) -> str:
         return f"A new program.\n\n```python\n{code}```\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators.sandbox import EvalRequest, Limits, Status
-from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
+from tests.support.docker_support import docker_image  # noqa: F401  (a session fixture)
 from tests.test_skydiscover_folders import BEST, FIXTURE, SEED_TEST
 
 
@@ -20,7 +20,7 @@ def test_ray_node_runs_evaluate_sh_at_benchmark(
         monkeypatch.setenv("EVOLVE_SANDBOX_IMAGE", request.getfixturevalue("docker_image"))
     from evaluators.ray.node import NodeOptions
     from evaluators.ray.sandbox import RayOptions, RaySandbox
-    from tests.ray_support import AUTH_OFF
+    from evolve.testing.ray_support import AUTH_OFF
 
     for k, v in AUTH_OFF.items():
         monkeypatch.setenv(k, v)

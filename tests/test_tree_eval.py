@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluators import tree
-from tests.cli_helpers import evolve
+from evolve.testing.cli_helpers import evolve
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREE = FIXTURES / "tree_native"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import evolve
-from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
+from evolve.testing.cli_helpers import evolve
+from tests.support.docker_support import docker_image  # noqa: F401  (a session fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CPP = FIXTURES / "cpp_knapsack_tree"  # main.cpp (fixed) + policy.hpp (evolving)

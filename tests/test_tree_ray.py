@@ -8,7 +8,7 @@ import pytest
 
 from evaluators import tree
 from evaluators.sandbox import Status
-from tests.docker_support import docker_image  # noqa: F401  (a session fixture)
+from tests.support.docker_support import docker_image  # noqa: F401  (a session fixture)
 from tests.test_tree_sandbox import OUTSIDE, _raw, eval_request, seed_files
 
 
@@ -21,7 +21,7 @@ def test_ray_node_runs_a_tree(
         monkeypatch.setenv("EVOLVE_SANDBOX_IMAGE", request.getfixturevalue("docker_image"))
     from evaluators.ray.node import NodeOptions
     from evaluators.ray.sandbox import RayOptions, RaySandbox
-    from tests.ray_support import AUTH_OFF
+    from evolve.testing.ray_support import AUTH_OFF
 
     for k, v in AUTH_OFF.items():
         monkeypatch.setenv(k, v)

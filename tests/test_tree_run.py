@@ -15,8 +15,8 @@ from pathlib import Path
 
 from evaluators import tree
 from evolve.archive import ArchiveReader
-from tests.cli_helpers import ROOT, archive_json, evolve, popen, run_args
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.cli_helpers import ROOT, archive_json, evolve, popen, run_args
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
 
 PROBLEM = ROOT / "tests" / "fixtures" / "tree_policy"
 PICK = """def choose(ranked, capacity):

@@ -16,7 +16,7 @@ from evaluators import tree
 from evaluators.inside.layout import LayoutError, write_tree
 from evaluators.local.sandbox import LocalSandbox
 from evaluators.sandbox import EvalRequest, Limits, Status
-from tests.docker_support import docker_image, wait_gone  # noqa: F401  (a session fixture)
+from tests.support.docker_support import docker_image, wait_gone  # noqa: F401  (a session fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREE = FIXTURES / "tree_native"  # kit problem: double(v) from pkg/__init__.py, a trusted score()

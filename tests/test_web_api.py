@@ -14,10 +14,10 @@ from starlette.testclient import TestClient
 
 from evolve.archive import SCHEMA_VERSION, Archive, ArchiveReader, ProgramRow
 from evolve.archive.rows import LlmCall
+from evolve.testing.cli_helpers import BINPACK, archive_json, evolve
+from evolve.testing.web_support import HOSTILE_RUN, IMG, NOTE, REJECTED_REPLY, SCRIPT, SEARCH_RUN
 from evolve.web.app import make_app
 from evolve.web.baselines import Baselines
-from tests.cli_helpers import BINPACK, archive_json, evolve
-from tests.web_support import HOSTILE_RUN, IMG, NOTE, REJECTED_REPLY, SCRIPT, SEARCH_RUN
 
 
 @pytest.fixture(scope="module")

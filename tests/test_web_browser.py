@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from evolve.archive import Archive, LlmCall, ProgramRow
-from tests.cli_helpers import BINPACK, ROOT
-from tests.web_support import HOSTILE_RUN, SCRIPT, SEARCH_RUN, UiServer
+from evolve.testing.cli_helpers import BINPACK, ROOT
+from evolve.testing.web_support import HOSTILE_RUN, SCRIPT, SEARCH_RUN, UiServer
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "web"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

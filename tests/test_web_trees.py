@@ -15,10 +15,10 @@ from starlette.testclient import TestClient
 from evaluators import tree
 from evolve.archive import Archive, ArchiveReader, ProgramRow
 from evolve.export.report import write_report
+from evolve.testing.cli_helpers import BINPACK
+from evolve.testing.web_support import UiServer
 from evolve.web.app import make_app
-from tests.cli_helpers import BINPACK
 from tests.test_web_browser import ARTIFACTS, browser, page  # noqa: F401 (fixtures)
-from tests.web_support import UiServer
 
 RUN = "tree-run"
 EVIL_PATH = "policy/<img src=x onerror=window.__pwned=3>.py"

@@ -22,9 +22,9 @@ from starlette.testclient import TestClient
 from evolve.archive import Archive, ArchiveReader, LlmCall, ProgramRow
 from evolve.export.report import write_report
 from evolve.inert import UNSAFE, inert_cell, visible
+from evolve.testing.web_support import UiServer
 from evolve.web.app import make_app
 from evolve.web.server import trusted_hosts
-from tests.web_support import UiServer
 
 RUN = "bidi-run"
 # Trojan Source's "early return": shown raw, the comment seems to end the line

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import BINPACK, ROOT, env
-from tests.scripted_llm import ScriptedLLM, binpack_reply
+from evolve.testing.cli_helpers import BINPACK, ROOT, env
+from evolve.testing.scripted_llm import ScriptedLLM, binpack_reply
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -15,9 +15,9 @@ from starlette.testclient import TestClient
 from evolve.edits import apply_reply
 from evolve.problem.load import ProblemError, load_problem, require_blocks
 from evolve.search.prompts import PromptBuilder, PromptContext, ShownProgram
+from evolve.testing.cli_helpers import ROOT, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM
 from evolve.web.app import make_app
-from tests.cli_helpers import ROOT, evolve, run_args
-from tests.scripted_llm import ScriptedLLM
 
 FIXTURE = ROOT / "tests" / "fixtures" / "openevolve" / "unmarked_seed"
 WHOLE = "  seed has no EVOLVE-BLOCK markers: the whole file evolves (as OpenEvolve and LEVI)"

@@ -10,9 +10,9 @@ import sqlite3
 
 import pytest
 
-from tests.cli_helpers import evolve, run_args
-from tests.ray_support import ray_env
-from tests.scripted_llm import Reply, ScriptedLLM
+from evolve.testing.cli_helpers import evolve, run_args
+from evolve.testing.ray_support import ray_env
+from evolve.testing.scripted_llm import Reply, ScriptedLLM
 from tests.test_leaderboard import REPLY, seeded_problem
 
 pytest.importorskip("ray")

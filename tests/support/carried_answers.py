@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.problem_hostile import block_body, with_block
+from tests.support.problem_hostile import block_body, with_block
 
 
 def carrying(problem: Path, fn: str, known: dict, lookup: str, dest: Path) -> Path:

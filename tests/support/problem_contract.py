@@ -50,8 +50,8 @@ is data in `problems/<name>/conformance.toml`, read here. A problem's own test m
     # the reference scored here on the run's own workloads
 
 A body source is one of `body` (the text), `baseline` (the block of baselines/X),
-`file` (the block of a file of the folder) or `edit` (a canned edit of
-tests/<problem>_edits.py), then `replace = [[old, new], ...]`, `prepend`, `append`.
+`file` (the block of a file of the folder) or `edit` (a canned edit of <problem>_edits.py,
+in tests/support/ or evolve/testing/), then `replace = [[old, new], ...]`, `prepend`, `append`.
 A program of several files (problem.toml's [program]) has its baselines as folders laid
 out like the seed's tree (`seed_baseline` and `program` name a folder); a body source
 names the tree file whose block it is with `path = "policy/mapping.py"` (default: the
@@ -67,6 +67,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.util
 import re
 import sys
 import tomllib
@@ -77,7 +78,7 @@ from typing import Any
 
 from evolve.problem.load import load_problem
 from evolve.problem.program_input import program_digest
-from tests.problem_hostile import (
+from tests.support.problem_hostile import (
     FAKE_PRINT,
     block_body,
     eval_json,
@@ -86,7 +87,7 @@ from tests.problem_hostile import (
     with_block,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = ROOT / "problems"
 CONTRACT_FILE = "conformance.toml"
 
@@ -187,7 +188,7 @@ def contract(problem: Path) -> Contract:
     path = problem / CONTRACT_FILE
     if not path.is_file():
         return Contract(problem, error=f"{path} is missing: every problem folder states its "
-                                       f"contract there (see tests/problem_contract.py)")  # fmt: skip
+                                       f"contract there (see tests/support/problem_contract.py)")  # fmt: skip
     try:
         data = tomllib.loads(path.read_text())
         _validate(data, path)
@@ -222,8 +223,13 @@ def _validate(data: dict, path: Path) -> None:
 
 @functools.cache
 def edits(problem_name: str) -> dict[str, tuple[str, str]]:
-    """tests/<problem>_edits.py's canned edits, name -> (note, source) (its *_VARIANTS)."""
-    module = importlib.import_module(f"tests.{problem_name}_edits")
+    """<problem>_edits.py's canned edits, name -> (note, source) (its *_VARIANTS): in
+    tests/support/, or in evolve/testing/ where a benchmark serves them too."""
+    name = f"{problem_name}_edits"
+    package = (
+        "tests.support" if importlib.util.find_spec(f"tests.support.{name}") else "evolve.testing"
+    )
+    module = importlib.import_module(f"{package}.{name}")
     (variants,) = [v for k, v in vars(module).items() if k.endswith("_VARIANTS")]
     return {name: (note, src) for name, note, src in variants}
 
@@ -243,7 +249,7 @@ def body_of(c: Contract, spec: dict) -> str:
     else:
         canned = edits(c.name)
         if value not in canned:
-            raise ContractError(f"{c.name}: no canned edit {value!r} in tests/{c.name}_edits.py")
+            raise ContractError(f"{c.name}: no canned edit {value!r} in {c.name}_edits.py")
         text = canned[value][1]
     for old, new in spec.get("replace", []):
         if old not in text:

@@ -28,7 +28,7 @@ def scored_at(
     """`program` (a whole program or a baseline's blocks; for a program of several files, a
     folder) scored on `split` under `data_seed`."""
     if program.is_dir():
-        from tests.problem_hostile import run_in_process
+        from tests.support.problem_hostile import run_in_process
 
         kit.use_data_seed(data_seed)
         try:

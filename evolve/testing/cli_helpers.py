@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BINPACK = ROOT / "problems" / "binpack"
 OPENEVOLVE_FIXTURE = ROOT / "tests" / "fixtures" / "openevolve_binpack"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from evaluators.sandbox import EvalRequest, EvalResult, Limits
 from evolve.archive.store import Archive
 
-CPP = Path(__file__).parent / "fixtures" / "cpp_knapsack"
+CPP = Path(__file__).parent.parent / "fixtures" / "cpp_knapsack"
 SEED = 918273645546372819  # the run's data seed: found nowhere it could be read
 ENV_NAME, ENV_VALUE = "KNAPSACK_API_TOKEN", "canary-env-5f1d0c8e"
 PROBLEM_CANARY = "canary-problem-7a2b91"

@@ -6,7 +6,7 @@ found its task and answered with the truth (telemetry_repair: 1.0 held out) or p
 with the future known (the spot problems). Each builder here writes such a candidate's
 EVOLVE block, with the public data read at test time; without a match it falls back to
 the problem's best baseline, so under private data it should score like that baseline.
-`python -m tests.attacks_public_data OUT_DIR` writes the three as whole programs, for
+`python -m tests.support.attacks_public_data OUT_DIR` writes the three as whole programs, for
 `evolve eval PROBLEM OUT_DIR/PROBLEM_carried.py --split test [--data-seed N]`.
 """
 
@@ -252,9 +252,9 @@ def write_all(out: str) -> list[str]:
     import sys
     from pathlib import Path
 
-    from tests.problem_hostile import load_module, with_block
+    from tests.support.problem_hostile import load_module, with_block
 
-    root = Path(__file__).resolve().parent.parent / "problems"
+    root = Path(__file__).resolve().parents[2] / "problems"
     sys.path.insert(0, str(root / "telemetry_repair"))  # its evaluator imports its simulator
     tel = load_module(root / "telemetry_repair" / "evaluator.py").sim
     spot = load_module(root / "spot_scheduling" / "evaluator.py")
@@ -278,7 +278,7 @@ def write_all(out: str) -> list[str]:
     return written
 
 
-if __name__ == "__main__":  # python -m tests.attacks_public_data OUT_DIR
+if __name__ == "__main__":  # python -m tests.support.attacks_public_data OUT_DIR
     import sys
 
     print("\n".join(write_all(sys.argv[1])))

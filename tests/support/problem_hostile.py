@@ -32,8 +32,8 @@ from evaluators.tree import decode
 from evolve.edits.blocks import complete_from_seed
 from evolve.problem.load import load_problem
 from evolve.problem.program_input import program_code
-from tests.cli_helpers import archive_json, evolve, run_args
-from tests.scripted_llm import ScriptedLLM
+from evolve.testing.cli_helpers import archive_json, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM
 
 START, END = "# EVOLVE-BLOCK-START", "# EVOLVE-BLOCK-END"
 FAILED = ("invalid", "runtime_error", "syntax_error", "timeout")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PROBLEM = Path(__file__).resolve().parent.parent / "problems" / "eplb"
+PROBLEM = Path(__file__).resolve().parents[2] / "problems" / "eplb"
 
 VECTORISED_PACKING = '''
 def balanced_packing(weight: np.ndarray, num_packs: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from evolve.archive import Archive, LlmCall, ProgramRow
-from tests.cli_helpers import BINPACK, ROOT, env, evolve, run_args
-from tests.scripted_llm import ScriptedLLM, binpack_replies
+from evolve.testing.cli_helpers import BINPACK, ROOT, env, evolve, run_args
+from evolve.testing.scripted_llm import ScriptedLLM, binpack_replies
 
 # What a candidate or a model might write to break out of the page.
 SCRIPT = "</textarea><script>window.__pwned = 1</script>"

@@ -4,7 +4,7 @@ Ray advertises and binds a node's address; on Linux it swaps a loopback
 `--node-ip-address` for the machine's outward address unless
 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which in turn refuses to join a second node. So
 the head starts with it set (and binds 127.0.0.1), and the worker node starts through
-`python tests/ray_support.py start ...`, which keeps its loopback address as given.
+`python evolve/testing/ray_support.py start ...`, which keeps its loopback address as given.
 Each node runs `ray start --block` in its own session, so a test can kill one node
 (its raylet and workers) without `ray stop`, which would stop every Ray on the machine.
 Token authentication is off for the cluster and every driver (RAY_AUTH_MODE=disabled):
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))
 AUTH_OFF = {"RAY_AUTH_MODE": "disabled"}
 BASE_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": str(ROOT), **AUTH_OFF}
