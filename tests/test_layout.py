@@ -26,6 +26,15 @@
    standard library: it is data the loop reads, so it can bring nothing into the loop, a
    front end or a display least of all.
 
+6. The archive (evolve/archive/) and the LLM layer (evolve/llm/) import no sandbox backend
+   (evaluators/local/, docker/, ray/): the locks and the liveness checks they share with
+   the backends lie at the root of evaluators/.
+7. bench/ never imports tests/ (nor loads one of its modules by path): what both use lies
+   in evolve/testing/.
+8. Only the cross-cutting modules named in TOP_LEVEL lie loose at the top of evolve/: the
+   run pipeline is evolve/pipeline/, what reads a problem folder evolve/problem/, the
+   population and the prompts evolve/search/. pyproject.toml names every package.
+
 Importing `evolve.a.b` also runs `evolve/a/__init__.py`; that implicit arrow is not
 counted, only the imports a file writes.
 """
@@ -96,6 +105,49 @@ def test_only_tests_and_benchmarks_use_the_test_doubles():
     assert users == []
 
 
+BACKENDS = ("evaluators.local", "evaluators.docker", "evaluators.ray")  # the sandbox backends
+NO_BACKEND = ("evolve.archive", "evolve.llm")  # what they serve never depends on one
+
+
+def backend_imports(edges: dict[str, set[str]]) -> list[str]:
+    """'module -> what' for each import of a sandbox backend by the archive or the LLM layer:
+    what they share with one (locks, liveness) lies at the root of evaluators/."""
+    return [
+        f"{mod} -> {t}"
+        for mod in sorted(edges)
+        if any(under(mod, p) for p in NO_BACKEND)
+        for t in sorted(edges[mod])
+        if any(under(t, b) for b in BACKENDS)
+    ]
+
+
+def test_the_archive_and_the_llm_layer_import_no_sandbox_backend():
+    edges, _ = import_graph(ROOT)
+    assert {"evolve.archive.lease", "evolve.llm.local_model", "evaluators.locks"} <= set(edges)
+    assert backend_imports(edges) == []
+
+
+# What may stay loose at the top of evolve/: the package's API, and what the front ends,
+# the pipeline and the archive's readers all share. The run pipeline lies in
+# evolve/pipeline/, what reads a problem folder in evolve/problem/, the population and
+# the prompts in evolve/search/.
+TOP_LEVEL = {
+    "evolve",  # __init__.py: the public API, imported on first use
+    "evolve.answers",  # a program as plain data (the CLI's --json and evolve.best)
+    "evolve.cache",  # where evolve keeps what it can make again
+    "evolve.inert",  # candidate text made inert for terminals, prompts and exports
+    "evolve.program_files",  # a program's files as the views show them
+    "evolve.reading",  # evolve.runs, evolve.best, evolve.program
+}
+
+
+def test_only_the_cross_cutting_modules_lie_at_the_top_of_evolve():
+    edges, _ = import_graph(ROOT)
+    top = {m for m in edges if under(m, "evolve") and m.count(".") <= 1 and m != TEMPLATES
+           and not (ROOT / m.replace(".", "/")).is_dir() or m == "evolve"}  # fmt: skip
+    assert top == TOP_LEVEL
+
+
 def test_bench_never_imports_tests():
     """What bench/ shares with the tests lives in evolve/testing/: no bench script imports
     tests/, or loads one of its modules by path."""
@@ -162,6 +214,12 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert upward_imports(names) == [
         "evaluators.ray.node -> evolve.pipeline.controller",
         "evaluators.ray.sandbox -> evolve.problem.load",
+    ]
+    assert backend_imports(edges) == []
+    (tmp_path / "evolve/llm/client.py").write_text("from evaluators.local import locks\n")
+    (tmp_path / "evaluators/local/locks.py").write_text("")
+    assert backend_imports(import_graph(tmp_path)[0]) == [
+        "evolve.llm.client -> evaluators.local.locks"
     ]
 
 

@@ -160,7 +160,8 @@ def test_docker_evaluation_dies_with_its_controller(tmp_path, docker_image):  # 
 
 
 def test_sweep_never_touches_a_live_owners_folder(tmp_path):
-    from evaluators.local import leftovers, liveness
+    from evaluators import liveness
+    from evaluators.local import leftovers
 
     mine = Path(leftovers.make_dir("scratch", str(tmp_path)))
     dead = psutil.Popen(["true"])

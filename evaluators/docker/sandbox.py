@@ -39,7 +39,7 @@ agent's state drifted, it died) is destroyed and replaced, and a launch the
 agent refuses (its container is not clean) is retried in a fresh container,
 so no candidate is charged for another's sabotage. Containers carry the label
 `evolve=<run id>` and their owner process (host, pid, start time, boot id:
-local/liveness.py's owner_id): close() removes them; if the controller is killed
+evaluators/liveness.py's owner_id): close() removes them; if the controller is killed
 outright the agent sees its stdin close, kills a running evaluation at once and
 stops the container, which the engine then removes; whatever a dead owner left
 (containers, its host folder) is removed when the next sandbox starts, or by
@@ -68,8 +68,8 @@ from evaluators.docker.image import find_image, wanted_image
 from evaluators.harness_result import RESULT_MAX_BYTES, ProcRun, read_preamble
 from evaluators.inside.caches import CRATES_ENV
 from evaluators.inside.layout import write_tree
+from evaluators.liveness import owner_alive, owner_id
 from evaluators.local import leftovers
-from evaluators.local.liveness import owner_alive, owner_id
 from evaluators.sandbox import BENCHMARK_MOUNT, DATA_SEED_FILE, EvalRequest
 from evaluators.two_phase import Session, TwoPhaseSandbox
 

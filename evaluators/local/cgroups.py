@@ -17,7 +17,7 @@ import signal
 import time
 from dataclasses import dataclass
 
-from evaluators.local.liveness import pid_alive
+from evaluators.liveness import pid_alive
 
 ROOT = "/sys/fs/cgroup"
 GROUP = "evolve-sandbox"

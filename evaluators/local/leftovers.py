@@ -17,7 +17,7 @@ import re
 import shutil
 import tempfile
 
-from evaluators.local.liveness import alive, owner_tag
+from evaluators.liveness import alive, owner_tag
 from evaluators.local.reachable import SCRATCH_ROOT
 
 MAX_UNLOCK_PASSES = 64  # folder levels a candidate can lock, one per pass

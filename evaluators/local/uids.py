@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 import psutil
 
-from evaluators.local import locks
+from evaluators import locks
 from evaluators.local.process_tree import kill_all
 
 UID_BASE = 61000  # slot i runs candidates as uid/gid UID_BASE + i, its score() as + UID_SLOTS

@@ -1,4 +1,4 @@
-"""A run's owner: the process holding an flock on runs/.locks/<run>.lock (evaluators/local/locks.py).
+"""A run's owner: the process holding an flock on runs/.locks/<run>.lock (evaluators/locks.py).
 
 The OS drops an flock when its process dies, so a crashed controller never leaves a
 run locked, and a `running` row whose lock is free belongs to a dead controller.
@@ -18,7 +18,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluators.local import locks
+from evaluators import locks
 from evolve.archive.faults import ArchiveError, describe_fault
 from evolve.archive.private import FILE_MODE, private_dir, tighten
 

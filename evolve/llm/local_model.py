@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluators.local.liveness import pid_alive
-from evaluators.local.locks import locked
+from evaluators.liveness import pid_alive
+from evaluators.locks import locked
 from evolve.cache import cache_dir
 from evolve.llm import model_pins, part_check
 from evolve.llm.profiles import is_local

@@ -1,7 +1,9 @@
 """Locks between processes on this machine: an flock on a lock file, which the OS drops when
-its holder dies, so a crashed process never leaves anything locked.
+its holder dies, so a crashed process never leaves anything locked. At the root of
+evaluators/, beside the protocol, not under local/: the loop (the archive, the LLM layer)
+imports it, and no sandbox backend.
 
-One helper for every such lock: the local sandbox's slot uids (uids.py), a run's owner
+One helper for every such lock: the local sandbox's slot uids (local/uids.py), a run's owner
 (evolve/archive/lease.py) and the local model's files and server state
 (evolve/llm/local_model.py). A lock file is never deleted: unlinking it would let two
 processes each lock a different file of the same name.

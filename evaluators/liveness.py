@@ -1,12 +1,15 @@
 """Whether a process still runs, on psutil: the one answer every owner check on this machine uses.
 
 A pid alone can be recycled. Where something records its owner for later (the
-temporary folders of leftovers.py, the Docker sandbox's container labels), it
+temporary folders of local/leftovers.py, the Docker sandbox's container labels), it
 records the owner's pid, its start time since boot in clock ticks, and the boot's
 id: the three name one process for good, so a recycled pid never passes for a live
 owner (`alive`, `owner_alive`). Where only a pid is known (the owner of a cgroup,
 the local model's server and its users), `pid_alive` is the best one can say.
 A zombie (exited, not yet reaped) is not alive.
+
+At the root of evaluators/, not under local/: the loop (the LLM layer) imports it, and no
+sandbox backend.
 """
 
 from __future__ import annotations
