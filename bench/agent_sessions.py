@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from evolve.agent import transcript  # noqa: E402
 from evolve.agent.protocol import ACTIONS, parse_turn  # noqa: E402
+from evolve.agent.window import session_window  # noqa: E402
 from evolve.archive import ArchiveReader  # noqa: E402
 from evolve.llm.context_budget import TokenBudget  # noqa: E402
 
@@ -64,11 +65,14 @@ def _spent(reader: ArchiveReader, run_id: str, config: dict) -> bool:
 
 
 def _window(config: dict) -> int | None:
-    """The prompt tokens a turn may use: the model's window less its reply and a margin."""
+    """The prompt tokens a turn may use: the session's window (evolve/agent/window.py) less
+    its reply and a margin."""
     cw, reply = config.get("context_window"), config.get("max_tokens")
     if not isinstance(cw, int) or not isinstance(reply, int):
         return None
-    return TokenBudget.for_model(cw, reply).prompt_tokens
+    models = [m[0] for m in config.get("models") or () if isinstance(m, list) and m]
+    window = session_window(cw, str(config.get("proposer")), models) or cw
+    return TokenBudget.for_model(window, reply).prompt_tokens
 
 
 def run_row(reader: ArchiveReader, run_id: str) -> dict | None:

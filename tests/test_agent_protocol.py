@@ -67,3 +67,13 @@ def test_native_tool_calls_round_trip_through_the_stored_reply():
     assert [a.name for a in text.actions] == ["submit"]
     assert turn_messages(text, ["ok"], "native")[-1] == {"role": "user", "content": "ok"}
     json.dumps(turn_messages(turn, ["a", "b"], "native"))  # what the archive stores
+
+
+def test_an_agent_session_on_a_local_model_gets_twice_a_single_calls_window():
+    from evolve.agent.window import session_window
+
+    assert session_window(4096, "agent", ["local"]) == 8192
+    assert session_window(4096, "agent", ["local:qwen2.5-coder-0.5b"]) == 8192
+    assert session_window(4096, "single", ["local"]) == 4096  # single calls: as before
+    assert session_window(128_000, "agent", ["gpt-4o-mini"]) == 128_000  # hosted: as it says
+    assert session_window(None, "agent", ["local"]) is None

@@ -1,4 +1,4 @@
-"""The Python API (evolve/pipeline/api.py): the README's sweep over models, run against the scripted
+"""The Python API (evolve/pipeline/api.py): the docs' sweep over models (docs/reference/python-api.md), run against the scripted
 OpenAI-compatible server through the real controller and local sandbox (on the toy problem,
 whose candidates take milliseconds); settings named as the flags, with their defaults in one
 place; evaluate and check as the commands print them."""
@@ -30,10 +30,9 @@ MODELS = ["qwen2.5-coder:1.5b", "qwen2.5-coder:7b", "llama3.2:3b"]
 
 
 def readme_sweep() -> str:
-    """The first Python block of the README's "Python API" section."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    """The first Python block of the Python API page (docs/reference/python-api.md)."""
+    text = (ROOT / "docs" / "reference" / "python-api.md").read_text()
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
 def edit(k: int) -> Reply:
@@ -66,7 +65,7 @@ def test_the_readme_sweep_over_models_runs_as_written(tmp_path, monkeypatch, cap
         code = code.replace(settings_line.group(0), ours).replace(
             '"problems/binpack"', repr(str(toy))
         )
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "python-api.md", "exec"), {})
         asked = {r["model"] for r in srv.requests}
         out = capsys.readouterr()
         assert out.err == ""  # the API prints nothing; the snippet's own lines are all there is

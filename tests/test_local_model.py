@@ -228,6 +228,13 @@ def test_profile_applies_under_flags(monkeypatch):
         _cfg("--model", "local", "--model", "gpt-4.1-mini")
 
 
+def test_the_agent_talks_text_to_a_local_model_unless_told_otherwise():
+    assert _cfg("--model", "local", "--proposer", "agent").agent_protocol == "text"
+    told = _cfg("--model", "local", "--proposer", "agent", "--agent-protocol", "native")
+    assert told.agent_protocol == "native"
+    assert _cfg("--model", "gpt-4.1-mini", "--proposer", "agent").agent_protocol == "auto"
+
+
 def test_default_model_is_local_without_a_key(monkeypatch):
     for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(k, raising=False)

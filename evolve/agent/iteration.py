@@ -13,6 +13,7 @@ from evolve.agent.protocol import agent_messages
 from evolve.agent.reservations import promised_turns
 from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
 from evolve.agent.tools import Workspace, outcome_text
+from evolve.agent.window import session_window
 from evolve.archive import LlmCall, ProgramRow, Status
 from evolve.edits import normalized_hash
 from evolve.edits.bounds import reply_limit
@@ -121,7 +122,8 @@ async def _agent_iteration(ctl: Host, it: int, turns: int) -> None:
         return await asyncio.get_running_loop().run_in_executor(ctl.parsing, edit, text)
 
     lang = ctl.problem.language
-    cw = ctl.cfg.context_window
+    names = [m.name for m in ctl.cfg.models]
+    cw = session_window(ctl.cfg.context_window, ctl.cfg.proposer, names)
     window = TokenBudget.for_model(cw, ctl.cfg.max_tokens) if cw else None
     feedback = outcome_text(parent.status, parent.score, parent.metrics, parent.artifacts)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from evolve.agent.command_spec import COMMAND_MODEL, command_argv
 from evolve.agent.confine import Unconfinable
 from evolve.agent.confine import check as confine_check
+from evolve.agent.window import session_window
 from evolve.llm import ModelSpec
 from evolve.llm.local_model import LocalModelError, LocalServer
 from evolve.llm.pricing import PriceTable, require_prices
@@ -67,6 +68,11 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
     kw["models"] = models
     kw["agent_env"] = tuple(kw.get("agent_env", ()))
     kw.update(_stored_overrides(Overrides.from_args(settings), problem))
+    if local and "agent_protocol" not in flags:
+        # llama.cpp's server takes `tools`, but the local models never called one (no tool
+        # call in a race's agent turns on llm_serving); the tools in their prompt only confused
+        # them, and `auto` waited for a verdict that never came (bench/README.md, 2026-12-05)
+        kw["agent_protocol"] = "text"
     if "context_window" not in flags and not local:
         # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
         kw["context_window"] = max(kw["context_window"], 2 * kw["max_tokens"])
@@ -198,6 +204,8 @@ def start_local(cfg: RunConfig) -> LocalServer | None:
     if name is None:
         return None
     try:
-        return start_server(name, cfg.context_window or 4096)
+        names = [m.name for m in cfg.models]
+        window = session_window(cfg.context_window or 4096, cfg.proposer, names)
+        return start_server(name, window or 4096)
     except LocalModelError as e:
         raise UsageError(str(e)) from None
