@@ -18,6 +18,8 @@ def test_the_last_action_line_is_the_action_and_its_fence_is_not_the_edit():
     assert [(a.name, a.problem) for a in turn.actions] == [("evaluate", None)]
     assert turn.edit == "x\n```python\ndef f(x):\n    return 1\n```"
     assert parse_turn("**Action:** read `seed.py`", "text", LIMIT).actions[0].arg == "seed.py"
+    copied = "ACTION: read notes    (or another file: description, feedback)"  # the menu, echoed
+    assert parse_turn(copied, "text", LIMIT).actions[0].arg == "notes"
     two = parse_turn("ACTION: read a.py\nACTION: submit", "text", LIMIT)
     assert [a.name for a in two.actions] == ["submit"] and two.edit is None
 

@@ -93,6 +93,8 @@ def _action_of(line: str) -> tuple[str, str]:
     words = line[m.end() :].lstrip(" \t*_`").split(None, 1)
     name = words[0].strip("*_`").lower() if words else ""
     arg = words[1].strip().strip("*_`'\"") if len(words) > 1 else ""
+    if name == "read":  # a copied menu line: `read notes   (or another file ...)`
+        arg = arg.split("(", 1)[0].strip().strip("*_`'\"")
     return name, arg
 
 
@@ -132,14 +134,13 @@ def _edit_in(text: str) -> str | None:
 TEXT_RULES = """\
 
 You have up to {turns} replies to improve the program above before it is scored: it is your \
-working copy. A reply may hold an edit in the format asked for above, which is applied to the \
-working copy, and it ends with exactly one action line:
-ACTION: evaluate      (score the working copy on the training data; {evals} evaluations in all)
-ACTION: submit        (hand in the working copy; this is your last reply)
-ACTION: list          (the files you can read)
-ACTION: read notes    (or another file: description, feedback, a file that list names)
-Each reply gets the result of its action. A good plan: edit and `ACTION: evaluate`, fix what \
-the evaluation reports, then `ACTION: submit`."""
+working copy. Each reply holds an edit in the format asked for above, which is applied to the \
+working copy, and ends with exactly one action line:
+ACTION: evaluate   (score the working copy on the training data; {evals} evaluations in all)
+ACTION: submit     (hand in the working copy; this is your last reply)
+Each reply gets the result of its action: edit and evaluate, fix what the evaluation reports, \
+then submit. Seldom needed: `ACTION: list` names the files, and `ACTION: read` followed by \
+one of them, `notes` or `feedback` shows it."""
 
 NATIVE_RULES = """\
 
