@@ -158,6 +158,26 @@ def test_asking_for_an_evaluation_past_the_budget_submits_the_working_copy(tmp_p
     assert summary.best_score == 0.0
 
 
+def test_evaluating_the_parent_or_the_same_copy_again_spends_no_evaluation(tmp_path):
+    script = [
+        "ACTION: evaluate",  # the parent, unchanged
+        block("return x + 5") + "ACTION: evaluate",
+        "ACTION: evaluate",  # the same copy again
+        block("return x + 7") + "ACTION: evaluate",  # the one evaluation left
+        "ACTION: submit",
+    ]
+    with ScriptedLLM.from_list(script, then="ACTION: submit") as srv:
+        summary = run(toy(tmp_path), srv, tmp_path, agent_turns=6, agent_evals=2)
+        requests = srv.requests
+    assert summary.best_score == 0.0 and len(requests) == 5
+    told = [said(r)[-1] for r in requests[1:]]
+    assert told[0].startswith("nothing to evaluate: the working copy is its parent unchanged")
+    assert told[1].startswith("edit applied to the working copy\nevaluation on the training")
+    assert told[2].startswith("evaluated before, unchanged since:\nstatus: ok\nscore: -2 ")
+    assert told[3].endswith("[turns left: 2; evaluations left: 0]")
+    assert "metrics: held_out=0, value=10" in told[3]
+
+
 def test_malformed_actions_are_told_in_one_line_and_count_as_turns(tmp_path):
     script = [
         "I would like to think about it.",

@@ -8,8 +8,10 @@ its evaluations counted, not run again: their results are in the next turn's sto
 prompt), and the last one's actions are then carried out, as they had not been (or not
 all) before the kill. Budgets: --agent-turns turns, --agent-evals evaluations (asking for
 one more ends the session), --agent-tokens tokens (summed over the turns, stored ones
-included, so a resumed session counts what it had used). A session that ends without a submit hands in its working copy
-when it differs from the parent, else it ends with no candidate and says why."""
+included, so a resumed session counts what it had used); an evaluate of the parent unchanged,
+or of a working copy evaluated before, spends none (small models ask for both). A session
+that ends without a submit hands in its working copy when it differs from the parent, else
+it ends with no candidate and says why."""
 
 from __future__ import annotations
 
@@ -41,6 +43,10 @@ def conversation_tokens(messages: list[dict]) -> int:
     return messages_tokens(messages) + estimate_tokens(calls)
 
 
+UNCHANGED = (
+    "nothing to evaluate: the working copy is its parent unchanged (read feedback for its "
+    "scores); edit it first"
+)
 # told after the evaluation of a reply that held an edit and no action line
 IMPLIED = "\n(your reply had no ACTION line: its edit was evaluated; end each reply with one)"
 
@@ -102,6 +108,7 @@ class AgentSession:
         self.held_out_safe = held_out_safe  # False: the cascade reads the test split
         self.offload = offload
         self.turns = self.evals = self.tokens = 0
+        self.told: dict[str, str] = {}  # code -> its evaluation's text, to tell it again free
         self.last: LlmCall | None = None
 
     async def run(self, messages: list[dict], stored: list[LlmCall]) -> SessionEnd:
@@ -186,13 +193,19 @@ class AgentSession:
         if a.name == "evaluate":
             if not self.held_out_safe:
                 return "evaluate is off for this problem (its cascade reads held-out data)"
+            if not self.ws.changed:  # costs no evaluation: its scores are the feedback
+                return UNCHANGED
+            if (told := self.told.get(self.ws.code)) is not None:
+                return f"evaluated before, unchanged since:\n{told}"
             if self.evals >= self.limits.evals:
                 raise _Ended(f"{self.evals} evaluations used (--agent-evals)")
             self.evals += 1
             if replay:
+                self.told[self.ws.code] = "(its result was told in an earlier turn)"
                 return ""
             out = await self.evaluate(self.ws.code)
             told = outcome_text(out.status, out.score, out.metrics, out.artifacts)
+            self.told[self.ws.code] = told
             return f"evaluation on the training data:\n{told}" + (IMPLIED if a.implied else "")
         assert a.name == "submit"
         if not self.ws.changed:
