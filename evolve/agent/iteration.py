@@ -45,10 +45,12 @@ async def evaluate_on_train(ctl: Host, code: str) -> EvalResult:
             ctl.stats.eval_in_flight -= 1
 
 
-def reserve_turns(ctl: Host, it: int) -> None:
+def reserve_turns(ctl: Host, it: int, stored: list[LlmCall] | None = None) -> None:
     """Keep the calls slot `it`'s session may take (reservations.py), before it starts: the
-    controller's loop asks whether another session may start only after this."""
-    stored = ctl.archive.agent_calls(ctl.run_id, it)
+    controller's loop asks whether another session may start only after this. `stored`: the
+    slot's answered turns, when the caller has read them."""
+    if stored is None:
+        stored = ctl.archive.agent_calls(ctl.run_id, it)
     turns = ctl.cfg.agent_turns
     if stored:
         turns = promised_turns(stored[0].prompt) or turns
@@ -61,16 +63,16 @@ async def agent_iteration(ctl: Host, it: int) -> None:
     """Fill slot `it` with what an agent's session submits (evolve/agent/): its turns
     stored as they are answered, its evaluations on the train cascade only, its
     candidate checked, evaluated and re-scored like a single call's."""
+    stored = ctl.archive.agent_calls(ctl.run_id, it)
     if it not in ctl.reserved.turns:
-        reserve_turns(ctl, it)
+        reserve_turns(ctl, it, stored)
     try:
-        await _agent_iteration(ctl, it, ctl.reserved.turns[it])
+        await _agent_iteration(ctl, it, ctl.reserved.turns[it], stored)
     finally:
         ctl.reserved.close(it)
 
 
-async def _agent_iteration(ctl: Host, it: int, turns: int) -> None:
-    stored = ctl.archive.agent_calls(ctl.run_id, it)
+async def _agent_iteration(ctl: Host, it: int, turns: int, stored: list[LlmCall]) -> None:
     messages: list[dict] = []
     opening: list[dict] = []  # a new session's prompt, before the rules
     evals = ctl.cfg.agent_evals

@@ -33,6 +33,7 @@ class ModelProfile:
     meta_interval: int = 0
     stagnation: int = 0
     repair_attempts: int = 1
+    agent_protocol: str | None = None  # --proposer agent's protocol (None: no advice)
 
 
 # The bundled local models: llama-cpp-python serves one request at a time on
@@ -56,6 +57,10 @@ LOCAL_SMALL = ModelProfile(
     # Measured on binpack (bench/README.md): the 0.5B model answers a repair prompt with the
     # failed code unchanged or a new failure; none of its repairs scored, so none are asked.
     repair_attempts=0,
+    # llama.cpp's server takes `tools`, but the local models never called one (no tool call
+    # in a race's agent turns on llm_serving); the tools in their prompt only confused them,
+    # and `auto` waited for a verdict that never came (bench/README.md, 2026-12-05)
+    agent_protocol="text",
 )
 # Open-weights models served by the user (Ollama, llama.cpp, vLLM), by size in the name.
 OPEN_SMALL = ModelProfile(  # <= 8B: Ollama's default window is small

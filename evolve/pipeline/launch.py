@@ -68,11 +68,6 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
     kw["models"] = models
     kw["agent_env"] = tuple(kw.get("agent_env", ()))
     kw.update(_stored_overrides(Overrides.from_args(settings), problem))
-    if local and "agent_protocol" not in flags:
-        # llama.cpp's server takes `tools`, but the local models never called one (no tool
-        # call in a race's agent turns on llm_serving); the tools in their prompt only confused
-        # them, and `auto` waited for a verdict that never came (bench/README.md, 2026-12-05)
-        kw["agent_protocol"] = "text"
     if "context_window" not in flags and not local:
         # an unknown endpoint's window is a guess: never let it squeeze a reply the user asked for
         kw["context_window"] = max(kw["context_window"], 2 * kw["max_tokens"])
@@ -138,6 +133,7 @@ def _from_profile(prof: ModelProfile) -> dict:
         "meta_interval": prof.meta_interval,
         "stagnation": prof.stagnation,
         "repair_attempts": prof.repair_attempts,
+        "agent_protocol": prof.agent_protocol,
     }
     return {k: v for k, v in out.items() if v is not None}
 
