@@ -30,7 +30,7 @@ BENCH = ROOT / "bench"
 class Smoke:
     """One script's smallest run. Placeholders in args: {tmp} a scratch folder, {llm} the
     base URL of a scripted server answering binpack's canned edits, {runs} a runs folder
-    of a small synthetic archive (bench/make_archive.py)."""
+    of a small synthetic archive (bench/make_archive.py), {python} this interpreter."""
 
     args: tuple[str, ...]
     expect: str  # a regex its output must match: its summary or result line
@@ -83,6 +83,12 @@ SCRIPTS: dict[str, Smoke] = {
     "make_archive.py": Smoke(("{tmp}/runs", "--runs", "2", "--programs", "20"), r"MB in"),
     "metric_bounds.py": Smoke(
         ("--programs", "3", "--echo", "2000", "--repeat", "1"), r"written to", "metric_bounds"
+    ),
+    "newcomer.py": Smoke(
+        ("--python", "{python}", "--work", "{tmp}/newcomer", "--iterations", "2"),
+        r'"ok": true',
+        "newcomer",
+        offline="its install step needs PyPI: --python runs the clone on this interpreter",
     ),
     "openevolve_compat.py": Smoke(("--help",), r"--openevolve-venv", offline=NO_PEERS),
     "peer_folders.py": Smoke(("--help",), r"--openevolve-venv", offline=NO_PEERS),
@@ -203,7 +209,7 @@ def _param(name: str):
 @pytest.mark.parametrize("name", [_param(n) for n in sorted(SCRIPTS)])
 def test_bench_script_runs_at_its_smallest_size(name, bench_smoke, tmp_path):
     smoke = SCRIPTS[name]
-    names = {"tmp": tmp_path, "llm": bench_smoke["llm"]}
+    names = {"tmp": tmp_path, "llm": bench_smoke["llm"], "python": sys.executable}
     if any("{runs}" in a for a in smoke.args):
         names["runs"] = bench_smoke["runs"]()
     args = [a.format(**names) for a in smoke.args]
