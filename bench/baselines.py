@@ -21,9 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 from harness import result_path  # noqa: E402
 
 from evaluators.backends import make_sandbox  # noqa: E402
-from evolve.edits.blocks import complete_from_seed  # noqa: E402
 from evolve.pipeline.evaluation import CandidateEvaluator  # noqa: E402
+from evolve.problem.baselines import baseline_files  # noqa: E402
 from evolve.problem.load import load_problem  # noqa: E402
+from evolve.problem.model import Problem  # noqa: E402
+from evolve.problem.program_input import program_code  # noqa: E402
 
 TIMING = ("speed_bonus", "slow_penalty")
 
@@ -34,9 +36,10 @@ def is_timing(metric: str) -> bool:
     return metric in TIMING or metric.startswith("runtime") or metric.endswith("_ms")
 
 
-def programs(problem_dir: Path) -> list[Path]:
-    problem = load_problem(problem_dir)
-    return [problem_dir / problem.entry, *sorted((problem_dir / "baselines").glob("*.py"))]
+def programs(problem: Problem) -> list[Path]:
+    """The seed (a file, or the folder of a program of several files) and the baselines, as
+    `evolve eval` reads them."""
+    return [problem.seed_file, *baseline_files(problem.root)]
 
 
 def score_all(names: list[str], sandbox_name: str) -> dict[str, dict]:
@@ -46,8 +49,8 @@ def score_all(names: list[str], sandbox_name: str) -> dict[str, dict]:
         for name in names:
             problem = load_problem(ROOT / "problems" / name)
             ev = CandidateEvaluator(problem, sandbox)
-            for path in programs(problem.root):
-                code = complete_from_seed(path.read_text(), problem.seed_code)
+            for path in programs(problem):
+                code = program_code(problem, path)
                 for split in filter(None, (problem.train_split, problem.test_split)):
                     r = ev.run_split(code, split)
                     key = f"{name}/{path.relative_to(problem.root)}/{split}"

@@ -48,7 +48,11 @@ SCRIPTS: dict[str, Smoke] = {
     "agent_sessions.py": Smoke(
         ("{runs}",), r"no agent sessions"
     ),  # with sessions: test_agent_visible
-    "baselines.py": Smoke(("--problems", "eplb"), r"\| eplb/seed.py \| train \| ok", "baselines"),
+    "baselines.py": Smoke(
+        ("--problems", "eplb", "dag_modular"),  # dag_modular: a program of several files
+        r"\| dag_modular/baselines/heft \| test \| ok",
+        "baselines",
+    ),
     "binpack_hints.py": Smoke(
         ("--splits", "train", "--rules", "1"), r"\| best fit \(seed\) \|", "binpack_hints"
     ),
