@@ -59,8 +59,8 @@ GITS = {
     "shinka": MIRROR / "SakanaAI+ShinkaEvolve" / "repo",
     "levi": MIRROR / "ttanv+levi" / "repo",
 }
-COMMENT = {".py": "#", ".r": "#", ".f90": "!", ".go": "//"}
-FENCE = {".py": "python", ".r": "r", ".f90": "fortran", ".go": "go"}
+COMMENT = {".py": "#", ".r": "#", ".f90": "!", ".go": "//", ".rs": "//"}
+FENCE = {".py": "python", ".r": "r", ".f90": "fortran", ".go": "go", ".rs": "rust"}
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,7 @@ FOLDERS = (
         f"{MATH}/sums_diffs_finite_sets",
         "initial_program.py",
     ),  # fmt: skip
+    Spec("rust_adaptive_sort", "openevolve", "examples/rust_adaptive_sort", "initial_program.rs"),
     Spec("fortran_heat_diffusion", "shinka", "examples/fortran_heat_diffusion", "initial.f90"),
     Spec("go_collatz_steps", "shinka", "examples/go_collatz_steps", "initial.go"),
     Spec("novelty_generator", "shinka", "examples/novelty_generator", "initial.py"),

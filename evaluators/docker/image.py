@@ -2,13 +2,13 @@
 
 Two recipes make the same image (evaluators/inside/, the harness and all it needs, and the
 agent in /opt/evolve, user 10001, python3 with numpy, scipy, pandas, networkx,
-scikit-learn and matplotlib):
+scikit-learn and matplotlib from PyPI's wheels):
 
 - Debian (the default, no registry needed): debootstrap's minbase plus
   docker/packages.txt (less docker/prune.txt) from a Debian mirror, `docker
-  import`-ed as the base `evolve-sandbox-base:<hash>`; the host's pip layers what
-  docker/requirements.txt adds to it (what OpenEvolve and ShinkaEvolve installs bring) as
-  `evolve-sandbox-pypi:<hash>`; then docker/Dockerfile.layer adds the harness.
+  import`-ed as the base `evolve-sandbox-base:<hash>` (Python alone); the host's pip layers
+  docker/requirements.txt on it (the scientific stack and what OpenEvolve, ShinkaEvolve and
+  GEPA installs bring) as `evolve-sandbox-pypi:<hash>`; then docker/Dockerfile.layer adds the harness.
 - Registry: docker/Dockerfile, FROM python:3.11-slim, for machines that can pull.
 
 Each tag is a hash of what went into the image, so a build is skipped when an

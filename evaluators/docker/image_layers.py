@@ -11,7 +11,7 @@ anew).
 
 The image's own packages are never shadowed: pip resolves with each of them pinned to
 the image's version (a constraints file), and installs only the distributions the image
-lacks. A requirement that contradicts the image (numpy>=2 beside Debian's numpy 1.24)
+lacks. A requirement that contradicts the image (numpy<2 beside the image's numpy 2)
 fails the build with pip's explanation instead of breaking scipy at import time. Wheels
 only: an sdist-only package cannot be built for the image here. Files that
 requirements.txt includes (`-r other.txt`) are not part of the tag: `--force` after
