@@ -81,6 +81,8 @@ def _number(
         want = f"a number > {above:g}"
     elif low is not None and high is not None:
         want = f"a number within [{low:g}, {high:g}]"
+    elif low is not None:
+        want = f"a number >= {low:g}"
     else:
         want = "a number"
 
@@ -156,7 +158,8 @@ def _parsing(field: FieldInfo) -> dict[str, Any]:
     if t is float:
         if Gt in bound:
             return {"type": _number(above=bound[Gt].gt), "metavar": "X"}
-        return {"type": _number(bound[Ge].ge, bound[Le].le), "metavar": "X"}
+        low, high = (bound[Ge].ge if Ge in bound else None), (bound[Le].le if Le in bound else None)
+        return {"type": _number(low, high), "metavar": "X"}
     return {}
 
 

@@ -193,7 +193,7 @@ class Settings(Section):
     llm_retries: Annotated[int, Field(ge=0)] = _flag(
         4, "retries on 429/5xx/timeouts/malformed answers (default {default})"
     )
-    llm_backoff: Seconds = _flag(
+    llm_backoff: Annotated[float, Field(ge=0, allow_inf_nan=False)] = _flag(  # 0, as retry_delay
         1.0, "first retry delay; doubles per retry, with jitter (default {default})", "SEC"
     )
     llm_max_reply_kb: Annotated[int, Field(ge=1, le=1024 * 1024)] = _flag(
@@ -328,8 +328,8 @@ EVALUATE = (*CHECK, "data_seed")
 RUN = tuple(Settings.model_fields)  # every setting
 RESUME = ("iterations", "ray_address", "runs_dir")
 
-# The RunConfig field each run setting sets, where the names differ (the stored form keeps
-# its names, so that every archive resumes); the evaluation flags are stored by Overrides.
+# The RunConfig field each setting sets, where the names differ (the stored form keeps its
+# names, so that every archive resumes); the evaluation flags are stored by Overrides.
 FIELD_OF = {
     "time_limit": "time_limit_s",
     "islands": "num_islands",
@@ -338,6 +338,9 @@ FIELD_OF = {
     "prices": "prices_file",
     "model": "models",
     "agent_timeout": "agent_timeout_s",
+    "timeout": "eval_timeout_s",
+    "memory_mb": "eval_memory_mb",
+    "config": "config_file",
 }
 NOT_STORED = (*EVALUATION, "data_seed", "run_id", "runs_dir")  # the run's row, Overrides
 
@@ -357,6 +360,20 @@ def settings_for(caller: str, names: tuple[str, ...], given: Mapping[str, Any]) 
             elsewhere = " (a setting of evolve.run only)" if key in RUN and not close else ""
             raise UsageError(f"{caller}: unknown setting '{key}'{hint}{elsewhere}")
     return validate(Settings, dict(given), caller, "settings")
+
+
+def check_stored(fields: Mapping[str, Any], who: str) -> None:
+    """SettingsError, one line naming the flag (`--meta-interval: expected an integer >= 0`),
+    unless every setting among `fields` (a RunConfig's, by its field names) is within the
+    Settings field's type and range: a config built in code or read back from an archive
+    meets the checks the flags meet, written once, here."""
+    values = {s: fields[f] for s, f in _STORED.items() if f in fields}
+    validate(Settings, values, who, "flags")
+
+
+# Each setting by the RunConfig field that holds it; --model and --env are held in other
+# forms (ModelSpec, names only), checked where they are made.
+_STORED = {s: FIELD_OF.get(s, s) for s in Settings.model_fields if s not in ("model", "env")}
 
 
 def runs_dir(value: str | os.PathLike | None) -> Path:
