@@ -173,6 +173,7 @@ def _expected(err: Any, style: Style, schema: type[BaseModel]) -> str:
         "bool_type": "true or false",
         "bool_parsing": "true or false",
         "list_type": "a list",
+        "tuple_type": "a list",
         "dict_type": mapping,
         "model_type": mapping,
         "model_attributes_type": mapping,

@@ -20,7 +20,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from evolve.agent.command_spec import check_proposer
 from evolve.problem import data_seed
 from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section, UsageError, validate
@@ -67,6 +66,20 @@ def _listed(value: Any) -> Any:
 def _tupled(value: Any) -> Any:
     listed = _listed(value)
     return tuple(listed) if isinstance(listed, list) else listed
+
+
+def _proposer(text: str) -> str:
+    """evolve.agent.command_spec.check_proposer, imported at first use: the evolve.agent
+    package imports the LLM layer, which imports evolve.settings (whose tables use these
+    fields)."""
+    from evolve.agent.command_spec import check_proposer
+
+    return check_proposer(text)
+
+
+def _tupled_list(value: Any) -> Any:
+    """A list (a TOML array, a keyword argument) where a tuple is kept."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _path(value: Any) -> Any:
@@ -219,7 +232,7 @@ class Settings(Section):
         "(default {default})",
         "N",
     )
-    temperatures: tuple[Temperature, ...] = _flag(
+    temperatures: Annotated[tuple[Temperature, ...], BeforeValidator(_tupled_list)] = _flag(
         (), "draw each call's temperature from these (default: --temperature alone)", "T,T,..."
     )
     prompt_style: Literal["full", "short", "funsearch"] = _flag(
@@ -255,7 +268,7 @@ class Settings(Section):
         "tuned in turn (0: off; default {default})",
         "N",
     )
-    proposer: Annotated[str, AfterValidator(check_proposer)] = _flag(
+    proposer: Annotated[str, AfterValidator(_proposer)] = _flag(
         "single",
         "how a candidate is proposed: one call (single), a multi-turn agent that reads, "
         "edits and evaluates a copy of the parent on train before it submits (agent), or a "
@@ -326,6 +339,39 @@ SANDBOX = ("sandbox", "ray_address", "ray_node_sandbox", "allow_unisolated_ray_n
 CHECK = (*EVALUATION, *SANDBOX, "require_isolation")
 EVALUATE = (*CHECK, "data_seed")
 RUN = tuple(Settings.model_fields)  # every setting
+# Every setting in one group, as `evolve run --help` shows them (evolve/cli/parser.py)
+GROUPS: dict[str, tuple[str, ...]] = {
+    "model": (
+        *("model", "api_base", "temperature", "max_tokens", "llm_parallel", "llm_timeout"),
+        *("llm_retries", "llm_backoff", "llm_max_reply_kb", "prices"),
+    ),
+    "budget (the run stops at the first reached)": (
+        *("iterations", "max_calls", "budget_usd", "time_limit"),
+    ),
+    "search": (
+        *("seed", "islands", "migration_interval", "edit_format", "crossover_rate"),
+        *("max_resamples", "repair_attempts", "temperatures", "prompt_style", "meta_interval"),
+        *("stagnation", "burst_calls", "escalation_model", "tune_evals"),
+        *("proposer", "agent_turns", "agent_evals", "agent_tokens", "agent_protocol"),
+        *("agent_timeout", "agent_memory_mb", "agent_procs", "agent_network", "agent_env"),
+    ),
+    "evaluation": (*EVALUATION, "parallel", "data_seed"),
+    "sandbox": (*SANDBOX, "require_isolation"),
+    "output": ("run_id", "runs_dir"),
+}
+# The settings a problem folder may set too: problem.toml's [search] table, config.yaml's
+# `evolve: search:` (evolve/settings/search.py derives the table from these fields)
+SEARCH_TABLE = (
+    "max_calls",
+    "max_resamples",
+    "repair_attempts",
+    "temperatures",
+    "prompt_style",
+    "meta_interval",
+    "stagnation",
+    "burst_calls",
+    "tune_evals",
+)
 RESUME = ("iterations", "ray_address", "runs_dir")
 
 # The RunConfig field each setting sets, where the names differ (the stored form keeps its
