@@ -14,7 +14,8 @@ from pydantic.fields import FieldInfo
 from evolve import __version__
 from evolve.cli.archive import add_parser as add_archive_parser
 from evolve.cli.ui import add_parser as add_ui_parser
-from evolve.settings.flags import GROUPS, Sandbox, Settings, check_model
+from evolve.settings.flag_types import Sandbox, check_model
+from evolve.settings.flags import GROUPS, Settings
 
 Flags = argparse.ArgumentParser | argparse._ArgumentGroup  # where a flag is added
 SANDBOXES: tuple[str, ...] = get_args(Sandbox)  # evaluators.backends.CHOICES, not imported here

@@ -13,30 +13,31 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
+from evolve.settings.flags import default
+
 
 @dataclass(frozen=True)
 class ModelProfile:
     """Advice for RunConfig: every field but `name` is a RunConfig field of the same name
     (evolve.pipeline.launch copies them); None is no advice, so the setting's default stands.
-    The defaults here are Settings' (evolve.settings.flags imports the LLM layer, so they
-    cannot be read from there: tests/test_settings_model.py holds them equal)."""
+    A default here is the setting's own (Settings')."""
 
     name: str
     context_window: int  # tokens, prompt and reply together
     max_tokens: int  # reply tokens
     edit_format: str  # diff | block | full
     temperature: float
-    prompt_style: str = "full"  # full | short | funsearch
+    prompt_style: str = default("prompt_style")  # full | short | funsearch
     num_inspirations: int = 3
     max_attempts: int = 5
     llm_parallel: int | None = None  # requests in flight the endpoint handles well
     llm_timeout_s: float | None = None
     # The search (evolve/search/): temperatures drawn per call, meta-notes every N calls,
     # stagnation bursts after K iterations (0: off), repair calls per failed child.
-    temperatures: tuple[float, ...] = ()
-    meta_interval: int = 0
-    stagnation: int = 0
-    repair_attempts: int = 1
+    temperatures: tuple[float, ...] = default("temperatures")
+    meta_interval: int = default("meta_interval")
+    stagnation: int = default("stagnation")
+    repair_attempts: int = default("repair_attempts")
     agent_protocol: str | None = None  # --proposer agent's protocol (None: no advice)
 
     def advice(self) -> dict[str, Any]:

@@ -11,87 +11,28 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import math
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import Field
 
-from evolve.problem import data_seed
-from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section, UsageError, validate
-
-Sandbox = Literal["auto", "local", "docker", "ray"]  # evaluators.backends.CHOICES
-NodeSandbox = Literal["auto", "docker", "local"]  # what make_sandbox builds on a Ray node
-Temperature = Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-
-def check_model(text: str) -> str:
-    """`NAME[:WEIGHT]`: a weight must be a positive number. A name may carry a tag after a
-    colon (Ollama's `qwen2.5-coder:7b`): a tag with a digit, or `latest`, is kept in the
-    name; anything else after the last colon is read as a mistyped weight."""
-    if text.startswith("local:") or text == "local":
-        return text
-    name, sep, tail = text.rpartition(":")
-    if not text or (sep and not name) or (sep and not tail):
-        raise ValueError(f"expected NAME or NAME:WEIGHT, got {text!r}")
-    if not sep:
-        return text
-    try:
-        weight: float | None = float(tail)
-    except ValueError:
-        weight = None
-    if weight is None and (any(c.isdigit() for c in tail) or tail == "latest"):
-        return text  # a model tag
-    if weight is None or not (math.isfinite(weight) and weight > 0):
-        hint = "" if weight is not None else f" (a name with a colon takes one too: {text}:1)"
-        raise ValueError(f"{text}: weight {tail!r} must be a positive number{hint}")
-    return text
-
-
-def _listed(value: Any) -> Any:
-    """One value where a list is expected (`model="gpt-4o"`), a tuple, or a mapping of
-    `env` ({"NAME": "VALUE"}): the list the field holds."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [f"{k}={v}" for k, v in value.items()]
-    return list(value) if isinstance(value, Iterable) else value
-
-
-def _tupled(value: Any) -> Any:
-    listed = _listed(value)
-    return tuple(listed) if isinstance(listed, list) else listed
-
-
-def _proposer(text: str) -> str:
-    """evolve.agent.command_spec.check_proposer, imported at first use: the evolve.agent
-    package imports the LLM layer, which imports evolve.settings (whose tables use these
-    fields)."""
-    from evolve.agent.command_spec import check_proposer
-
-    return check_proposer(text)
-
-
-def _tupled_list(value: Any) -> Any:
-    """A list (a TOML array, a keyword argument) where a tuple is kept."""
-    return tuple(value) if isinstance(value, list) else value
-
-
-def _path(value: Any) -> Any:
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-
-ModelName = Annotated[str, AfterValidator(check_model)]
-EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-Models = Annotated[list[ModelName] | None, BeforeValidator(_listed)]
-EnvList = Annotated[list[EnvEntry], BeforeValidator(_listed)]
-PathText = Annotated[str | None, BeforeValidator(_path)]
-DataSeed = Annotated[int | None, AfterValidator(lambda v: v if v is None else data_seed.check(v))]
+from evolve.settings.flag_types import (
+    DataSeed,
+    EnvList,
+    EnvNames,
+    Models,
+    NodeSandbox,
+    PathText,
+    Proposer,
+    Sandbox,
+    Seconds,
+    Temperature,
+    Temperatures,
+)
 
 
 def _flag(default: Any, help: str, metavar: str | None = None, **constraints: Any) -> Any:
@@ -232,7 +173,7 @@ class Settings(Section):
         "(default {default})",
         "N",
     )
-    temperatures: Annotated[tuple[Temperature, ...], BeforeValidator(_tupled_list)] = _flag(
+    temperatures: Temperatures = _flag(
         (), "draw each call's temperature from these (default: --temperature alone)", "T,T,..."
     )
     prompt_style: Literal["full", "short", "funsearch"] = _flag(
@@ -268,7 +209,7 @@ class Settings(Section):
         "tuned in turn (0: off; default {default})",
         "N",
     )
-    proposer: Annotated[str, AfterValidator(_proposer)] = _flag(
+    proposer: Proposer = _flag(
         "single",
         "how a candidate is proposed: one call (single), a multi-turn agent that reads, "
         "edits and evaluates a copy of the parent on train before it submits (agent), or a "
@@ -314,7 +255,7 @@ class Settings(Section):
     agent_network: bool = _flag(
         False, "--proposer command: let the command reach the network (a hosted agent's API)"
     )
-    agent_env: Annotated[tuple[EnvName, ...], BeforeValidator(_tupled)] = _flag(
+    agent_env: EnvNames = _flag(
         (),
         "--proposer command: an environment variable passed to the command with its value "
         "here (an API key); repeatable; no other variable is passed",
