@@ -2,8 +2,12 @@
 
 A field is a flag of the same name (`max_calls` is `--max-calls`) and a keyword argument of
 evolve.run / evaluate / check (evolve/pipeline/api.py). Its default, its range and its help text
-live here only: evolve/cli/parser.py builds the flags from these fields, and RunConfig
-(evolve/pipeline/config.py) takes its defaults from them. A setting given, even with its default
+live here only: evolve/cli/parser.py builds the flags from these fields (in GROUPS), RunConfig
+(evolve/pipeline/config.py) takes its defaults and its range checks from them, problem.toml's
+[search] table is made of those in SEARCH_TABLE (evolve/settings/search.py), and the profiles'
+defaults are theirs. A new knob is a field here (its name in GROUPS, and in SEARCH_TABLE if a
+folder may set it) and a RunConfig field; tests/test_settings_model.py fails where a flag, a
+folder's key, a profile and this model disagree. A setting given, even with its default
 value, wins over the problem folder's settings and the model's profile (`model_fields_set`).
 """
 
