@@ -14,7 +14,8 @@ from pydantic.fields import FieldInfo
 from evolve import __version__
 from evolve.cli.archive import add_parser as add_archive_parser
 from evolve.cli.ui import add_parser as add_ui_parser
-from evolve.settings.flags import Sandbox, Settings, check_model
+from evolve.settings.flag_types import Sandbox, check_model
+from evolve.settings.flags import GROUPS, Settings
 
 Flags = argparse.ArgumentParser | argparse._ArgumentGroup  # where a flag is added
 SANDBOXES: tuple[str, ...] = get_args(Sandbox)  # evaluators.backends.CHOICES, not imported here
@@ -81,6 +82,8 @@ def _number(
         want = f"a number > {above:g}"
     elif low is not None and high is not None:
         want = f"a number within [{low:g}, {high:g}]"
+    elif low is not None:
+        want = f"a number >= {low:g}"
     else:
         want = "a number"
 
@@ -156,7 +159,8 @@ def _parsing(field: FieldInfo) -> dict[str, Any]:
     if t is float:
         if Gt in bound:
             return {"type": _number(above=bound[Gt].gt), "metavar": "X"}
-        return {"type": _number(bound[Ge].ge, bound[Le].le), "metavar": "X"}
+        low, high = (bound[Ge].ge if Ge in bound else None), (bound[Le].le if Le in bound else None)
+        return {"type": _number(low, high), "metavar": "X"}
     return {}
 
 
@@ -318,10 +322,10 @@ RUN_EXAMPLES = """examples:
 
 
 def _run_flags(run: argparse.ArgumentParser) -> None:
-    """`evolve run`'s flags, the Settings fields of the same names, in groups. Each is None
-    unless given: evolve.pipeline.api merges a given flag over the problem's settings, the model's
-    profile and the defaults (Settings', shown in the help texts), so a flag given with its
-    default still wins."""
+    """`evolve run`'s flags, the Settings fields of the same names, in their groups
+    (evolve.settings.flags.GROUPS). Each is None unless given: evolve.pipeline.api merges a
+    given flag over the problem's settings, the model's profile and the defaults (Settings',
+    shown in the help texts), so a flag given with its default still wins."""
     run.description = "Evolve the problem's program: a model proposes, the sandbox scores."
     run.epilog = RUN_EXAMPLES
     run.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -329,27 +333,18 @@ def _run_flags(run: argparse.ArgumentParser) -> None:
         "problem_dir", metavar="PROBLEM_DIR", help="the problem folder (problem.toml, or an "
         "OpenEvolve or ShinkaEvolve folder)",
     )  # fmt: skip
-    model = run.add_argument_group("model")
-    for name in ("model", "api_base", "temperature", "max_tokens", "llm_parallel"):
-        _flag(model, name, **({"action": "append", "type": _model} if name == "model" else {}))
-    for name in ("llm_timeout", "llm_retries", "llm_backoff", "llm_max_reply_kb", "prices"):
-        _flag(model, name)
-    budget = run.add_argument_group("budget (the run stops at the first reached)")
-    for name in ("iterations", "max_calls", "budget_usd", "time_limit"):
-        _flag(budget, name)
-    _search_flags(run.add_argument_group("search"))
-    evaluation = run.add_argument_group("evaluation")
-    _problem_flags(evaluation)
-    _flag(evaluation, "parallel")
-    _flag(evaluation, "data_seed", type=_data_seed)
-    sandbox = run.add_argument_group("sandbox")
-    _flag(sandbox, "sandbox")
-    _ray_flags(sandbox)
-    _flag(sandbox, "require_isolation")
-    output = run.add_argument_group("output")
-    _flag(output, "run_id")
-    _flag(output, "runs_dir")
-    output.add_argument(
+    parse: dict[str, dict[str, Any]] = {  # what argparse needs besides the field
+        "model": {"action": "append", "type": _model},
+        "temperatures": {"type": _temperatures},
+        "agent_env": {"action": "append"},
+        "env": {"action": "append", "type": _env_entry},
+        "data_seed": {"type": _data_seed},
+    }
+    for title, names in GROUPS.items():
+        group = run.add_argument_group(title)
+        for name in names:
+            _flag(group, name, **parse.get(name, {}))
+    group.add_argument(  # the last: output
         "--no-progress", action="store_true", help="plain log lines instead of the live display"
     )
 
@@ -364,29 +359,6 @@ def _temperatures(text: str) -> tuple[float, ...]:
     if not values:
         raise argparse.ArgumentTypeError("expected at least one temperature, e.g. 0.5,0.8,1.1")
     return values
-
-
-def _search_flags(run: Flags) -> None:
-    """How the search spends its calls (evolve/search/); defaults: problem's, then the
-    model's profile, then Settings'."""
-    for name in ("seed", "islands", "migration_interval", "edit_format", "crossover_rate"):
-        _flag(run, name)
-    _flag(run, "max_resamples")
-    _flag(run, "repair_attempts")
-    _flag(run, "temperatures", type=_temperatures)
-    _flag(run, "prompt_style")
-    _flag(run, "meta_interval")
-    _flag(run, "stagnation")
-    _flag(run, "burst_calls")
-    _flag(run, "escalation_model")
-    _flag(run, "tune_evals")
-    for name in ("proposer", "agent_turns", "agent_evals", "agent_tokens", "agent_protocol"):
-        _flag(run, name)
-    _flag(run, "agent_timeout")
-    _flag(run, "agent_memory_mb")
-    _flag(run, "agent_procs")
-    _flag(run, "agent_network")
-    _flag(run, "agent_env", action="append")
 
 
 def _ray_flags(p: Flags) -> None:

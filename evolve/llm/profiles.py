@@ -10,30 +10,43 @@ the command-line flags and the problem folder's settings.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
+
+from evolve.settings.flags import default
 
 
 @dataclass(frozen=True)
 class ModelProfile:
+    """Advice for RunConfig: every field but `name` is a RunConfig field of the same name
+    (evolve.pipeline.launch copies them); None is no advice, so the setting's default stands.
+    A default here is the setting's own (Settings')."""
+
     name: str
     context_window: int  # tokens, prompt and reply together
     max_tokens: int  # reply tokens
     edit_format: str  # diff | block | full
     temperature: float
-    prompt_style: str = "full"  # full | short
+    prompt_style: str = default("prompt_style")  # full | short | funsearch
     num_inspirations: int = 3
     max_attempts: int = 5
-    llm_parallel: int | None = (
-        None  # requests in flight the endpoint handles well (None: no advice)
-    )
+    llm_parallel: int | None = None  # requests in flight the endpoint handles well
     llm_timeout_s: float | None = None
     # The search (evolve/search/): temperatures drawn per call, meta-notes every N calls,
     # stagnation bursts after K iterations (0: off), repair calls per failed child.
-    temperatures: tuple[float, ...] = ()
-    meta_interval: int = 0
-    stagnation: int = 0
-    repair_attempts: int = 1
+    temperatures: tuple[float, ...] = default("temperatures")
+    meta_interval: int = default("meta_interval")
+    stagnation: int = default("stagnation")
+    repair_attempts: int = default("repair_attempts")
     agent_protocol: str | None = None  # --proposer agent's protocol (None: no advice)
+
+    def advice(self) -> dict[str, Any]:
+        """The RunConfig fields this profile sets (None: no advice)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "name" and getattr(self, f.name) is not None
+        }
 
 
 # The bundled local models: llama-cpp-python serves one request at a time on

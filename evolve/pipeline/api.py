@@ -65,8 +65,9 @@ def run(
     lives in the archive under `runs_dir`, so `evolve resume` or evolve.resume continues it."""
     from evolve.archive import Archive
     from evolve.pipeline import env as run_env
-    from evolve.pipeline.endpoints import llm_config, model_line, probe_endpoints
-    from evolve.pipeline.launch import prepare_local, resolve
+    from evolve.pipeline.endpoints import model_line, probe_endpoints
+    from evolve.pipeline.launch import prepare, prepare_local
+    from evolve.pipeline.parts import parts_for
     from evolve.pipeline.runner import execute, owning
     from evolve.problem import data_seed
     from evolve.problem.crates import crates_dir
@@ -76,12 +77,13 @@ def run(
     s = settings_for("evolve.run", RUN, settings)
     hooks = hooks or RunHooks()
     problem = _load(problem_dir, s, blocks=False)  # resolve() checks the blocks
-    cfg = resolve(problem, s)
-    llm = llm_config(cfg, problem)  # an unset "${VAR}" key: one line, before anything is written
+    cfg, prices, prompts = prepare(problem, s)
+    # an unset "${VAR}" key: one line, before anything is written
+    parts = parts_for(cfg, problem, prices, prompts)
     prepare_local(cfg)
     archive = Archive(runs_dir(s.runs_dir))  # a broken runs dir: one line, before anything else
     try:
-        said = probe_endpoints(cfg, llm)  # a wrong URL, key or model: one line, no run
+        said = probe_endpoints(cfg, parts.llm)  # a wrong URL, key or model: one line, no run
         for line in _config_lines(problem):  # the file read, its unknown keys
             hooks.notice(line)
         if problem.fmt == "openevolve":  # the others' notices say what their files set
@@ -108,7 +110,7 @@ def run(
                 run_id, problem.name, _source(problem), cfg.to_json(), cfg.iterations, seed
             )
             hooks.started(run_id)
-            return execute(archive, run_id, cfg, problem, observer, hooks)
+            return execute(archive, run_id, cfg, problem, parts, observer, hooks)
     finally:
         archive.close()
 
@@ -128,7 +130,8 @@ def resume(
     from evolve.archive import Archive
     from evolve.pipeline import env as run_env
     from evolve.pipeline.config import RunConfig
-    from evolve.pipeline.endpoints import llm_config, probe_endpoints
+    from evolve.pipeline.endpoints import probe_endpoints
+    from evolve.pipeline.parts import parts_for
     from evolve.pipeline.runner import execute, owning
 
     s = settings_for("evolve.resume", RESUME, settings)
@@ -157,16 +160,16 @@ def resume(
                 problem = load_problem(run["problem_dir"], cfg.overrides())
             except ProblemError as e:
                 raise UsageError(f"run {found}: {e}") from None
-            llm = llm_config(cfg, problem)  # keys are read again, never stored: check them first
+            parts = parts_for(cfg, problem)  # keys are read again, never stored: check them first
             try:  # the endpoint may have moved since; a line, not a refusal: a run's stored
-                said = probe_endpoints(cfg, llm)  # replies and tuning need no call at all
+                said = probe_endpoints(cfg, parts.llm)  # replies and tuning need no call at all
             except UsageError as e:
                 said = [f"{e} (resuming: what is stored needs no call; a new call retries)"]
             for line in said:
                 hooks.notice(f"evolve: {line}")
             archive.take_over(found, cfg.iterations, cfg.to_json())
             hooks.started(found)
-            return execute(archive, found, cfg, problem, observer, hooks, sandbox)
+            return execute(archive, found, cfg, problem, parts, observer, hooks, sandbox)
     finally:
         archive.close()
 

@@ -9,12 +9,11 @@ so each default is written once; evolve.pipeline.launch merges the layers.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
-from evolve.agent.command_spec import command_argv
 from evolve.llm import LLMConfig, ModelSpec
 from evolve.pipeline.env import names
-from evolve.search.prompts import EDIT_FORMATS, PROMPT_STYLES
+from evolve.settings.flags import check_stored
 from evolve.settings.flags import default as _d
 from evolve.settings.overrides import Overrides
 
@@ -87,60 +86,18 @@ class RunConfig:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        """The ranges of the settings are Settings' (checked there once, for flags, keyword
+        arguments and stored configs alike); what is RunConfig's own is checked here."""
+        check_stored({f.name: getattr(self, f.name) for f in fields(self)}, "RunConfig")
         checks = [
-            (self.iterations >= 0, "--iterations must be >= 0"),
-            (self.parallel >= 1, "--parallel must be >= 1"),
-            (self.llm_parallel >= 1, "--llm-parallel must be >= 1"),
-            (self.num_islands >= 1, "--islands must be >= 1"),
-            (self.migration_interval >= 1, "--migration-interval must be >= 1"),
-            (
-                self.edit_format in EDIT_FORMATS,
-                f"--edit-format must be one of {', '.join(EDIT_FORMATS)}",
-            ),
-            (0.0 <= self.crossover_rate <= 1.0, "--crossover-rate must be within [0, 1]"),
-            (self.budget_usd is None or self.budget_usd > 0, "--budget-usd must be > 0"),
-            (self.time_limit_s is None or self.time_limit_s > 0, "--time-limit must be > 0"),
-            (self.llm_timeout_s > 0, "--llm-timeout must be > 0"),
-            (0.0 <= self.temperature <= 2.0, "--temperature must be within [0, 2]"),
-            (self.max_tokens >= 1, "--max-tokens must be >= 1"),
-            (self.llm_retries >= 0, "--llm-retries must be >= 0"),
-            (self.llm_max_reply_kb >= 1, "--llm-max-reply-kb must be >= 1"),
-            (self.eval_timeout_s is None or self.eval_timeout_s > 0, "--timeout must be > 0"),
-            (self.eval_memory_mb is None or self.eval_memory_mb >= 1, "--memory-mb must be >= 1"),
             (bool(self.models), "--model: at least one model is needed"),
             (
                 self.context_window is None or self.context_window >= 256,
                 "--context-window must be >= 256",
             ),
             (
-                self.prompt_style in PROMPT_STYLES,
-                f"prompt style must be one of {', '.join(PROMPT_STYLES)}",
-            ),
-            (
                 self.num_inspirations >= 0 and self.max_attempts >= 0,
                 "prompt item counts must be >= 0",
-            ),
-            (self.max_calls is None or self.max_calls >= 1, "--max-calls must be >= 1"),
-            (self.max_resamples >= 0, "--max-resamples must be >= 0"),
-            (self.repair_attempts >= 0, "--repair-attempts must be >= 0"),
-            (self.tune_evals >= 0, "--tune-evals must be >= 0"),
-            (
-                all(0.0 <= t <= 2.0 for t in self.temperatures),
-                "--temperatures must each be within [0, 2]",
-            ),
-            (self.meta_interval >= 0, "--meta-interval must be >= 0"),
-            (self.stagnation >= 0, "--stagnation must be >= 0"),
-            (self.burst_calls >= 1, "--burst-calls must be >= 1"),
-            (
-                self.proposer in ("single", "agent") or command_argv(self.proposer) is not None,
-                "--proposer must be single, agent or command:CMD",
-            ),
-            (self.agent_turns >= 1, "--agent-turns must be >= 1"),
-            (self.agent_evals >= 0, "--agent-evals must be >= 0"),
-            (self.agent_tokens is None or self.agent_tokens >= 1, "--agent-tokens must be >= 1"),
-            (
-                self.agent_protocol in ("auto", "text", "native"),
-                "--agent-protocol must be auto, text or native",
             ),
         ]
         for ok, msg in checks:

@@ -21,6 +21,7 @@ from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
 from evolve.pipeline.config import RunConfig
 from evolve.pipeline.endpoints import check_endpoint, models_for
+from evolve.pipeline.parts import load_prices
 from evolve.problem.load import Overrides, Problem, ProblemError, require_blocks
 from evolve.problem.size_cap import too_large
 from evolve.problem.skydiscover import held_out_note
@@ -33,6 +34,12 @@ SPOKEN = ("openai",)  # llm.provider values `run` calls: the openai SDK's API
 
 def resolve(problem: Problem, settings: Settings) -> RunConfig:
     """The run's RunConfig: the layers merged once, then checked (UsageError, one line)."""
+    return prepare(problem, settings)[0]
+
+
+def prepare(problem: Problem, settings: Settings) -> tuple[RunConfig, PriceTable, PromptBuilder]:
+    """The run's RunConfig, price table and prompt builder, each made once as it is checked
+    (UsageError, one line); evolve.pipeline.parts hands them to the run."""
     try:
         require_blocks(problem)
     except ProblemError as e:
@@ -63,7 +70,7 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
         check_endpoint(settings.api_base, problem)
     prof = profile_for_models(names)
     kw: dict = {"problem_dir": str(problem.root)}
-    for layer in (_from_profile(prof), _from_problem(problem, prof), flags):  # lowest first
+    for layer in (prof.advice(), _from_problem(problem, prof), flags):  # lowest first
         kw.update(layer)
     kw["models"] = models
     kw["agent_env"] = tuple(kw.get("agent_env", ()))
@@ -75,19 +82,23 @@ def resolve(problem: Problem, settings: Settings) -> RunConfig:
         raise UsageError(f"--prices {settings.prices}: no such file")
     try:
         cfg = RunConfig(**kw)
-        prices = PriceTable.load(cfg.prices_file)  # a bad file: one line, before anything runs
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    prices = load_prices(cfg)  # a bad file: one line, before anything runs
+    try:
         burst = [cfg.escalation_model] if cfg.escalation_model else []
         if not command:  # a command reports its own cost
             require_prices([m.name for m in cfg.models] + burst, cfg.budget_usd, prices)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
+    prompts = PromptBuilder.for_config(problem, cfg)
     try:  # the smallest prompt (the seed's EVOLVE-BLOCK and the task) must fit the window
-        PromptBuilder.for_config(problem, cfg).build(
+        prompts.build(
             PromptContext(parent=ShownProgram(problem.seed_code, None), edit_format=cfg.edit_format)
         )
     except PromptTooLong as e:
         raise UsageError(f"--model {', '.join(names)}: {e}") from None
-    return cfg
+    return cfg, prices, prompts
 
 
 def check_confinable() -> None:
@@ -115,27 +126,6 @@ def check_provider(problem: Problem, settings: Settings, names: list[str]) -> No
         "(OpenAI-compatible endpoints: OpenAI, vLLM, Ollama, LiteLLM, OpenRouter); point it at "
         "one with --api-base URL (and --model NAME), or set llm.provider: openai and llm.api_base"
     )
-
-
-def _from_profile(prof: ModelProfile) -> dict:
-    """What the model's profile advises; a profile without advice leaves the default."""
-    out = {
-        "edit_format": prof.edit_format,
-        "temperature": prof.temperature,
-        "max_tokens": prof.max_tokens,
-        "context_window": prof.context_window,
-        "prompt_style": prof.prompt_style,
-        "num_inspirations": prof.num_inspirations,
-        "max_attempts": prof.max_attempts,
-        "llm_parallel": prof.llm_parallel,
-        "llm_timeout_s": prof.llm_timeout_s,
-        "temperatures": prof.temperatures,
-        "meta_interval": prof.meta_interval,
-        "stagnation": prof.stagnation,
-        "repair_attempts": prof.repair_attempts,
-        "agent_protocol": prof.agent_protocol,
-    }
-    return {k: v for k, v in out.items() if v is not None}
 
 
 def _from_problem(problem: Problem, prof: ModelProfile) -> dict:

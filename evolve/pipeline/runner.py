@@ -19,17 +19,14 @@ from evaluators.sandbox import Sandbox
 from evolve.archive import Archive, RunStatus
 from evolve.llm import LLMClient
 from evolve.llm.local_model import LocalServer
-from evolve.llm.pricing import PriceTable
 from evolve.pipeline.candidates import program_id
 from evolve.pipeline.config import RunConfig
 from evolve.pipeline.controller import Controller, RunOutcome
-from evolve.pipeline.endpoints import llm_config
 from evolve.pipeline.evaluation import CandidateEvaluator, problem_sandbox
 from evolve.pipeline.launch import start_local
+from evolve.pipeline.parts import RunParts
 from evolve.pipeline.state import RunHooks, RunObserver
 from evolve.problem.load import Problem
-from evolve.search.prompts import PromptBuilder
-from evolve.settings.errors import UsageError
 
 
 @contextmanager
@@ -57,18 +54,22 @@ def execute(
     run_id: str,
     cfg: RunConfig,
     problem: Problem,
+    parts: RunParts,
     observer: RunObserver | None,
     hooks: RunHooks,
     sandbox: Sandbox | None = None,
 ) -> RunOutcome:
-    """Run the controller (the run's lock held by the caller). `sandbox`: one to evaluate in
-    instead of the run's own (a benchmark's); the caller closes it."""
+    """Run the controller (the run's lock held by the caller) with the parts its settings
+    made (evolve.pipeline.parts). `sandbox`: one to evaluate in instead of the run's own (a
+    benchmark's); the caller closes it."""
     try:
         server = start_local(cfg)  # None unless the run uses the local model
         if server is not None:
             hooks.on_force(server.stop)
         try:
-            summary = _execute_with(archive, run_id, cfg, problem, observer, hooks, server, sandbox)
+            summary = _execute_with(
+                archive, run_id, cfg, problem, parts, observer, hooks, server, sandbox
+            )
         finally:
             if server is not None:
                 server.stop()
@@ -90,24 +91,25 @@ def _execute_with(
     run_id: str,
     cfg: RunConfig,
     problem: Problem,
+    parts: RunParts,
     observer: RunObserver | None,
     hooks: RunHooks,
     server: LocalServer | None,
     given: Sandbox | None,
 ) -> RunOutcome:
-    try:
-        prices = PriceTable.load(cfg.prices_file)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
     sandbox = given or problem_sandbox(problem, cfg, cfg.parallel, run_id, hooks.notice)
     hooks.reassert()  # Ray's init installs its own SIGTERM handler
     hooks.on_force(sandbox.close)  # a forced stop kills what is in flight
-    llm_cfg = llm_config(cfg, problem)  # with the keys, read now
+    llm_cfg = parts.llm
     llm = LLMClient(
-        replace(llm_cfg, api_base=server.base_url) if server else llm_cfg, prices, seed=cfg.seed
+        replace(llm_cfg, api_base=server.base_url) if server else llm_cfg,
+        parts.prices,
+        seed=cfg.seed,
     )
-    # the profile's window and prompt style; the local model's own tokenizer counts exactly
-    prompts = PromptBuilder.for_config(problem, cfg, server.token_counter() if server else None)
+    prompts = parts.prompts  # the profile's window and prompt style
+    counter = server.token_counter() if server else None
+    if counter is not None:  # the local model's own tokenizer counts exactly
+        prompts.count_with(counter)
     evaluator = CandidateEvaluator(
         problem,
         sandbox,

@@ -127,6 +127,12 @@ class PromptBuilder:
             count_tokens or estimate_tokens,
         )
 
+    def count_with(self, count_tokens: Callable[[str], int]) -> None:
+        """Count with the model's own tokenizer from now on (the local model's, once its
+        server is up): the builder made when the run's settings were checked serves the run."""
+        self.count_tokens = count_tokens
+        self._counted.clear()
+
     def _template(self, name: str) -> str:
         """NAME.j2, or NAME_short.j2 in the short style where there is one; a problem's own
         NAME.j2 wins over our generic short one. FunSearch prompts are short ones. A program

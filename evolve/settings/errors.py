@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError, model_validator
 
-Style = Literal["toml", "yaml", "prices", "settings"]  # settings: keyword arguments
+Style = Literal["toml", "yaml", "prices", "settings", "flags"]  # settings: keyword arguments
 
 
 class UsageError(ValueError):
@@ -88,7 +88,7 @@ def _describe(err: Any, schema: type[BaseModel], style: Style) -> str:
         sep = " " if style == "toml" else ": "
         return f"{parent + sep if parent else ''}missing required {what}"
     got = f"got {_shown(err['input'], style)}"
-    if style == "settings" and kind == "value_error":  # the check's message shows the value
+    if style in ("settings", "flags") and kind == "value_error":  # its message shows the value
         return f"{where}: {_expected(err, style, schema)}"
     if not where:  # the file is a list or a scalar
         return f"{_expected(err, style, schema)} at the top level, {got}"
@@ -113,7 +113,10 @@ def _unknown(loc: tuple, value: Any, schema: type[BaseModel], style: Style) -> s
 
 def _where(loc: tuple, style: Style, schema: type[BaseModel]) -> str:
     """`[evaluation] timeout_s`, `[[data]] #2 path` (TOML); `llm.models[0].name` (YAML);
-    `model 'gpt-x': input` (a price table, keyed by model name)."""
+    `model 'gpt-x': input` (a price table, keyed by model name); `--meta-interval` (a flag)."""
+    if style == "flags" and loc:
+        flag = "--" + str(loc[0]).replace("_", "-")
+        return flag + "".join(f"[{p}]" for p in loc[1:])
     if style in ("yaml", "settings"):
         out = ""
         for part in loc:
@@ -170,6 +173,7 @@ def _expected(err: Any, style: Style, schema: type[BaseModel]) -> str:
         "bool_type": "true or false",
         "bool_parsing": "true or false",
         "list_type": "a list",
+        "tuple_type": "a list",
         "dict_type": mapping,
         "model_type": mapping,
         "model_attributes_type": mapping,
@@ -179,7 +183,8 @@ def _expected(err: Any, style: Style, schema: type[BaseModel]) -> str:
 
 def _shown(value: Any, style: Style = "toml") -> str:
     """The value as found; a boolean as the file spells it (`true`; `True` in Python)."""
-    text = str(value).lower() if isinstance(value, bool) and style != "settings" else repr(value)
+    spoken = isinstance(value, bool) and style not in ("settings", "flags")
+    text = str(value).lower() if spoken else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

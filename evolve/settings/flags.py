@@ -2,8 +2,12 @@
 
 A field is a flag of the same name (`max_calls` is `--max-calls`) and a keyword argument of
 evolve.run / evaluate / check (evolve/pipeline/api.py). Its default, its range and its help text
-live here only: evolve/cli/parser.py builds the flags from these fields, and RunConfig
-(evolve/pipeline/config.py) takes its defaults from them. A setting given, even with its default
+live here only: evolve/cli/parser.py builds the flags from these fields (in GROUPS), RunConfig
+(evolve/pipeline/config.py) takes its defaults and its range checks from them, problem.toml's
+[search] table is made of those in SEARCH_TABLE (evolve/settings/search.py), and the profiles'
+defaults are theirs. A new knob is a field here (its name in GROUPS, and in SEARCH_TABLE if a
+folder may set it) and a RunConfig field; tests/test_settings_model.py fails where a flag, a
+folder's key, a profile and this model disagree. A setting given, even with its default
 value, wins over the problem folder's settings and the model's profile (`model_fields_set`).
 """
 
@@ -11,74 +15,28 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import math
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import Field
 
-from evolve.agent.command_spec import check_proposer
-from evolve.problem import data_seed
-from evolve.settings.environ import EnvEntry
 from evolve.settings.errors import Section, UsageError, validate
-
-Sandbox = Literal["auto", "local", "docker", "ray"]  # evaluators.backends.CHOICES
-NodeSandbox = Literal["auto", "docker", "local"]  # what make_sandbox builds on a Ray node
-Temperature = Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]
-Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-
-def check_model(text: str) -> str:
-    """`NAME[:WEIGHT]`: a weight must be a positive number. A name may carry a tag after a
-    colon (Ollama's `qwen2.5-coder:7b`): a tag with a digit, or `latest`, is kept in the
-    name; anything else after the last colon is read as a mistyped weight."""
-    if text.startswith("local:") or text == "local":
-        return text
-    name, sep, tail = text.rpartition(":")
-    if not text or (sep and not name) or (sep and not tail):
-        raise ValueError(f"expected NAME or NAME:WEIGHT, got {text!r}")
-    if not sep:
-        return text
-    try:
-        weight: float | None = float(tail)
-    except ValueError:
-        weight = None
-    if weight is None and (any(c.isdigit() for c in tail) or tail == "latest"):
-        return text  # a model tag
-    if weight is None or not (math.isfinite(weight) and weight > 0):
-        hint = "" if weight is not None else f" (a name with a colon takes one too: {text}:1)"
-        raise ValueError(f"{text}: weight {tail!r} must be a positive number{hint}")
-    return text
-
-
-def _listed(value: Any) -> Any:
-    """One value where a list is expected (`model="gpt-4o"`), a tuple, or a mapping of
-    `env` ({"NAME": "VALUE"}): the list the field holds."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [f"{k}={v}" for k, v in value.items()]
-    return list(value) if isinstance(value, Iterable) else value
-
-
-def _tupled(value: Any) -> Any:
-    listed = _listed(value)
-    return tuple(listed) if isinstance(listed, list) else listed
-
-
-def _path(value: Any) -> Any:
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-
-ModelName = Annotated[str, AfterValidator(check_model)]
-EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-Models = Annotated[list[ModelName] | None, BeforeValidator(_listed)]
-EnvList = Annotated[list[EnvEntry], BeforeValidator(_listed)]
-PathText = Annotated[str | None, BeforeValidator(_path)]
-DataSeed = Annotated[int | None, AfterValidator(lambda v: v if v is None else data_seed.check(v))]
+from evolve.settings.flag_types import (
+    DataSeed,
+    EnvList,
+    EnvNames,
+    Models,
+    NodeSandbox,
+    PathText,
+    Proposer,
+    Sandbox,
+    Seconds,
+    Temperature,
+    Temperatures,
+)
 
 
 def _flag(default: Any, help: str, metavar: str | None = None, **constraints: Any) -> Any:
@@ -193,7 +151,7 @@ class Settings(Section):
     llm_retries: Annotated[int, Field(ge=0)] = _flag(
         4, "retries on 429/5xx/timeouts/malformed answers (default {default})"
     )
-    llm_backoff: Seconds = _flag(
+    llm_backoff: Annotated[float, Field(ge=0, allow_inf_nan=False)] = _flag(  # 0, as retry_delay
         1.0, "first retry delay; doubles per retry, with jitter (default {default})", "SEC"
     )
     llm_max_reply_kb: Annotated[int, Field(ge=1, le=1024 * 1024)] = _flag(
@@ -219,7 +177,7 @@ class Settings(Section):
         "(default {default})",
         "N",
     )
-    temperatures: tuple[Temperature, ...] = _flag(
+    temperatures: Temperatures = _flag(
         (), "draw each call's temperature from these (default: --temperature alone)", "T,T,..."
     )
     prompt_style: Literal["full", "short", "funsearch"] = _flag(
@@ -255,7 +213,7 @@ class Settings(Section):
         "tuned in turn (0: off; default {default})",
         "N",
     )
-    proposer: Annotated[str, AfterValidator(check_proposer)] = _flag(
+    proposer: Proposer = _flag(
         "single",
         "how a candidate is proposed: one call (single), a multi-turn agent that reads, "
         "edits and evaluates a copy of the parent on train before it submits (agent), or a "
@@ -301,7 +259,7 @@ class Settings(Section):
     agent_network: bool = _flag(
         False, "--proposer command: let the command reach the network (a hosted agent's API)"
     )
-    agent_env: Annotated[tuple[EnvName, ...], BeforeValidator(_tupled)] = _flag(
+    agent_env: EnvNames = _flag(
         (),
         "--proposer command: an environment variable passed to the command with its value "
         "here (an API key); repeatable; no other variable is passed",
@@ -326,10 +284,43 @@ SANDBOX = ("sandbox", "ray_address", "ray_node_sandbox", "allow_unisolated_ray_n
 CHECK = (*EVALUATION, *SANDBOX, "require_isolation")
 EVALUATE = (*CHECK, "data_seed")
 RUN = tuple(Settings.model_fields)  # every setting
+# Every setting in one group, as `evolve run --help` shows them (evolve/cli/parser.py)
+GROUPS: dict[str, tuple[str, ...]] = {
+    "model": (
+        *("model", "api_base", "temperature", "max_tokens", "llm_parallel", "llm_timeout"),
+        *("llm_retries", "llm_backoff", "llm_max_reply_kb", "prices"),
+    ),
+    "budget (the run stops at the first reached)": (
+        *("iterations", "max_calls", "budget_usd", "time_limit"),
+    ),
+    "search": (
+        *("seed", "islands", "migration_interval", "edit_format", "crossover_rate"),
+        *("max_resamples", "repair_attempts", "temperatures", "prompt_style", "meta_interval"),
+        *("stagnation", "burst_calls", "escalation_model", "tune_evals"),
+        *("proposer", "agent_turns", "agent_evals", "agent_tokens", "agent_protocol"),
+        *("agent_timeout", "agent_memory_mb", "agent_procs", "agent_network", "agent_env"),
+    ),
+    "evaluation": (*EVALUATION, "parallel", "data_seed"),
+    "sandbox": (*SANDBOX, "require_isolation"),
+    "output": ("run_id", "runs_dir"),
+}
+# The settings a problem folder may set too: problem.toml's [search] table, config.yaml's
+# `evolve: search:` (evolve/settings/search.py derives the table from these fields)
+SEARCH_TABLE = (
+    "max_calls",
+    "max_resamples",
+    "repair_attempts",
+    "temperatures",
+    "prompt_style",
+    "meta_interval",
+    "stagnation",
+    "burst_calls",
+    "tune_evals",
+)
 RESUME = ("iterations", "ray_address", "runs_dir")
 
-# The RunConfig field each run setting sets, where the names differ (the stored form keeps
-# its names, so that every archive resumes); the evaluation flags are stored by Overrides.
+# The RunConfig field each setting sets, where the names differ (the stored form keeps its
+# names, so that every archive resumes); the evaluation flags are stored by Overrides.
 FIELD_OF = {
     "time_limit": "time_limit_s",
     "islands": "num_islands",
@@ -338,6 +329,9 @@ FIELD_OF = {
     "prices": "prices_file",
     "model": "models",
     "agent_timeout": "agent_timeout_s",
+    "timeout": "eval_timeout_s",
+    "memory_mb": "eval_memory_mb",
+    "config": "config_file",
 }
 NOT_STORED = (*EVALUATION, "data_seed", "run_id", "runs_dir")  # the run's row, Overrides
 
@@ -357,6 +351,20 @@ def settings_for(caller: str, names: tuple[str, ...], given: Mapping[str, Any]) 
             elsewhere = " (a setting of evolve.run only)" if key in RUN and not close else ""
             raise UsageError(f"{caller}: unknown setting '{key}'{hint}{elsewhere}")
     return validate(Settings, dict(given), caller, "settings")
+
+
+def check_stored(fields: Mapping[str, Any], who: str) -> None:
+    """SettingsError, one line naming the flag (`--meta-interval: expected an integer >= 0`),
+    unless every setting among `fields` (a RunConfig's, by its field names) is within the
+    Settings field's type and range: a config built in code or read back from an archive
+    meets the checks the flags meet, written once, here."""
+    values = {s: fields[f] for s, f in _STORED.items() if f in fields}
+    validate(Settings, values, who, "flags")
+
+
+# Each setting by the RunConfig field that holds it; --model and --env are held in other
+# forms (ModelSpec, names only), checked where they are made.
+_STORED = {s: FIELD_OF.get(s, s) for s in Settings.model_fields if s not in ("model", "env")}
 
 
 def runs_dir(value: str | os.PathLike | None) -> Path:

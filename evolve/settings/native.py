@@ -20,6 +20,17 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
 
+# The setting (a flag of `evolve run`, which wins) each key sets, by table and key: the key's
+# type and range are the flag's (tests/test_settings_model.py); [search] is the flags' own.
+SETTING_OF = {
+    "evolution.num_islands": "islands",
+    "evolution.iterations": "iterations",
+    "evolution.edit_format": "edit_format",
+    "evaluation.timeout_s": "timeout",
+    "evaluation.memory_mb": "memory_mb",
+}
+
+
 class ProblemTable(Section):
     name: str
     entry: str

@@ -10,6 +10,27 @@ one of them to a line here.
 
 from __future__ import annotations
 
+from evolve.settings.flags import SEARCH_TABLE
+
+# The setting (evolve/settings/flags.py, a flag of `evolve run`) each honoured key sets, by
+# its dotted path: the key's type and range are the flag's (tests/test_settings_model.py),
+# and its line in *_USES names the flag.
+SETTING_OF = {
+    "max_iterations": "iterations",
+    "random_seed": "seed",
+    "llm.temperature": "temperature",
+    "llm.max_tokens": "max_tokens",
+    "llm.timeout": "llm_timeout",
+    "llm.retries": "llm_retries",
+    "llm.retry_delay": "llm_backoff",
+    "database.num_islands": "islands",
+    "database.migration_interval": "migration_interval",
+    "database.random_seed": "seed",
+    "evaluator.timeout": "timeout",
+    "evaluator.memory_limit_mb": "memory_mb",
+    "evaluator.parallel_evaluations": "parallel",
+}
+
 NO_EARLY_STOP = "no early stopping: bound a run with --iterations, --time-limit or --budget-usd"
 ONE_VALUE = "evolve uses one value for every model: set llm.{key} instead"
 NO_LLM_FEEDBACK = "LLM feedback on programs (evaluator.use_llm_feedback) is not supported"
@@ -209,6 +230,5 @@ EVOLVE_USES = {
     "default: those of `language`",
     "env": "environment variables for the evaluator: NAME (from this environment) or NAME=VALUE (--env)",
     "initial_program": "the seed program, relative to the folder (--initial-program)",
-    "search": "how the search spends its calls: max_calls, max_resamples, repair_attempts, "
-    "temperatures, prompt_style, meta_interval, stagnation, burst_calls, tune_evals (the flags of those names)",
+    "search": f"how the search spends its calls: {', '.join(SEARCH_TABLE)} (the flags of those names)",
 }

@@ -1,37 +1,47 @@
 """The search's settings as a problem folder writes them: problem.toml's [search] table,
 or the `search:` part of config.yaml's `evolve:` section (OpenEvolve has no such keys).
 
-Each is also a flag of `evolve run` (the same name with dashes), which wins.
+Each is also a flag of `evolve run` (the same name with dashes), which wins. The table is
+derived from the flags' fields (evolve.settings.flags.SEARCH_TABLE names them), so a key
+and its flag share one type, one range and one name: every key is optional, and a list
+given has at least one item (an empty one would say what leaving the key out says).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from evolve.settings.errors import Section
-
-Count = Annotated[int, Field(ge=0)]
-Temperature = Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]
+from evolve.settings.flags import SEARCH_TABLE, Settings
 
 
-class SearchTable(Section):
-    max_calls: Annotated[int, Field(ge=1)] | None = None
-    max_resamples: Count | None = None
-    repair_attempts: Count | None = None
-    temperatures: Annotated[list[Temperature], Field(min_length=1)] | None = None
-    prompt_style: Literal["full", "short", "funsearch"] | None = None
-    meta_interval: Count | None = None
-    stagnation: Count | None = None
-    burst_calls: Annotated[int, Field(ge=1)] | None = None
-    tune_evals: Count | None = None
-
+class _Table(Section):
     def settings(self) -> dict[str, object]:
-        """The keys the folder sets, as RunConfig fields."""
-        out: dict[str, object] = {
-            k: v for k, v in self.model_dump().items() if v is not None and k != "temperatures"
+        """The keys the folder sets, as RunConfig fields (a list as the tuple it holds)."""
+        return {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in self.model_dump().items()
+            if v is not None
         }
-        if self.temperatures is not None:
-            out["temperatures"] = tuple(self.temperatures)
-        return out
+
+
+def _key(name: str) -> tuple[Any, None]:
+    """The flag's type and range, optional; a sequence is a list (a TOML or YAML array) of
+    the flag's items, at least one."""
+    field = Settings.model_fields[name]
+    typ: Any = field.annotation
+    if get_origin(typ) in (tuple, list):
+        typ = Annotated[list[get_args(typ)[0]], Field(min_length=1)]  # type: ignore[misc]
+    elif field.metadata:
+        typ = Annotated[(typ, *field.metadata)]
+    return (typ | None, None)
+
+
+if TYPE_CHECKING:
+    SearchTable = _Table
+else:
+    SearchTable = create_model(
+        "SearchTable", __base__=_Table, **{name: _key(name) for name in SEARCH_TABLE}
+    )
