@@ -45,6 +45,11 @@ with what they were at start: any drift, a process left or a failed wipe makes
 the answer not clean (the host then replaces the container), and a launch
 refuses to start on a container that is not clean.
 
+A `serve` launch (a GEPA script's worker: evaluators/stateful.py) runs as the `run`
+uid and lives until the host ends it (it removes the container) or the worker exits;
+meanwhile inside/serve_relay.py relays its frames with the host, and afterwards the
+agent answers not clean: such a container never takes another launch.
+
 Its stdin/stdout (the host's channel) are closed in every child. The host
 re-checks everything it answers. When the host goes away (its controller
 killed outright), stdin reaches EOF: a running evaluation is killed at once, as
