@@ -23,6 +23,7 @@ to the backend unchanged.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
@@ -164,8 +165,8 @@ class StatefulSandbox:
             error = f"{self.name} sandbox failed: {worker.error!r}"
             result = EvalResult(Status.SANDBOX_ERROR, artifacts={"error": error})
         else:
-            if run.out_of_memory:  # the kernel's word, not the harness's
-                run = replace(run, data=None)
+            if run.out_of_memory:  # the kernel's word (it killed the worker), not the harness's
+                run = replace(run, data=None, returncode=-signal.SIGKILL)
             result, _ = to_result(run, request.limits, WHO, check_score=True)
         if closed:
             return result

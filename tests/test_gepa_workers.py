@@ -27,6 +27,7 @@ from tests.support.docker_support import docker_image, wait_gone  # noqa: F401
 COUNTER = ROOT / "tests" / "fixtures" / "gepa" / "counter" / "main.py"
 CRASH = "def value():\n    import os\n    os._exit(3)\n"
 HANG = "def value():\n    while True:\n        pass\n"
+HOG = "def value():\n    return len(bytearray(3 << 30))\n"
 
 
 def _value(n: int) -> str:
@@ -56,14 +57,14 @@ def scorer(request, monkeypatch):
     said: list[str] = []
     box = problem_sandbox(problem, choice, 1, run_id=run_id, say=said.append)
 
-    def evaluate(code: str, timeout_s: float = 30.0) -> EvalResult:
+    def evaluate(code: str, timeout_s: float = 30.0, memory_mb: int = 1024) -> EvalResult:
         req = EvalRequest(
             problem_dir=str(problem.root),
             program_code=code,
             program_name=problem.entry,
             split="train",
             fmt="gepa",
-            limits=Limits(timeout_s=timeout_s),
+            limits=Limits(timeout_s=timeout_s, memory_mb=memory_mb),
             env=dict(problem.env),
         )
         return box.evaluate(req)
@@ -94,6 +95,15 @@ def test_a_candidate_past_its_time_limit_fails_alone(scorer):
     hung = scorer.evaluate(HANG, timeout_s=2.0)
     assert hung.status == Status.TIMEOUT and "timeout of 2 s" in hung.artifacts["error"]
     assert _calls(scorer.evaluate(_value(2))) == 1
+
+
+def test_a_candidate_over_the_memory_limit_fails_alone(scorer):
+    assert _calls(scorer.evaluate(_value(1), memory_mb=512)) == 1
+    hog = scorer.evaluate(HOG, memory_mb=512)
+    # the kernel ends the worker (a cgroup's OOM killer), or the allocation fails (RLIMIT_AS)
+    assert hog.status in (Status.RUNTIME_ERROR, Status.INVALID), hog.artifacts
+    assert "memory" in hog.artifacts["error"].lower(), hog.artifacts
+    assert _calls(scorer.evaluate(_value(2), memory_mb=512)) in (1, 2)  # 2: the worker lived
 
 
 def test_a_run_scores_every_candidate_in_one_worker(tmp_path):
