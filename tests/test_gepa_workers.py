@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -106,6 +107,32 @@ def test_a_candidate_over_the_memory_limit_fails_alone(scorer):
     assert _calls(scorer.evaluate(_value(2), memory_mb=512)) in (1, 2)  # 2: the worker lived
 
 
+def test_parallel_workers_each_keep_their_own_state():
+    from evaluators.local.sandbox import LocalSandbox
+    from evaluators.stateful import StatefulSandbox
+
+    problem = load_problem(COUNTER, Overrides(sandbox="local"))
+    box = StatefulSandbox(LocalSandbox(2), 2, say=lambda _line: None)
+    slow = "import time\ndef value():\n    time.sleep(1)\n    return 1\n"
+
+    def evaluate(code: str) -> dict:
+        req = EvalRequest(str(problem.root), code, problem.entry, "train", fmt="gepa",
+                          limits=Limits(timeout_s=60), env=dict(problem.env))  # fmt: skip
+        res = box.evaluate(req)
+        assert res.status == Status.OK, res.artifacts
+        return json.loads(res.artifacts["side_info"])
+
+    try:
+        with ThreadPoolExecutor(2) as pool:  # two at once: two workers, two counts
+            first = list(pool.map(evaluate, [slow, slow]))
+        assert [i["calls"] for i in first] == [1, 1] and first[0]["import"] != first[1]["import"]
+        later = [evaluate(_value(2)) for _ in range(2)]  # one of them, grown
+        assert {i["import"] for i in later} <= {i["import"] for i in first}, (first, later)
+        assert sum(i["calls"] for i in later) >= 5, later
+    finally:
+        box.close()
+
+
 def test_a_run_scores_every_candidate_in_one_worker(tmp_path):
     from evolve.testing.scripted_llm import ScriptedLLM
 
@@ -124,5 +151,5 @@ def test_a_run_scores_every_candidate_in_one_worker(tmp_path):
     # one count, grown call after call (the run may call it beyond its rows: a re-scoring)
     calls = sorted(i["calls"] for i in infos)
     assert calls[0] == 1 and len(set(calls)) == 4 and calls[-1] >= 4, rows
-    assert len({i["pid"] for i in infos}) == 1, infos  # one process
+    assert len({i["import"] for i in infos}) == 1, infos  # one import of the script
     assert sorted(s for s, _ in rows) == [1.0, 2.0, 3.0, 4.0]
