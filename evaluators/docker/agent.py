@@ -45,6 +45,11 @@ with what they were at start: any drift, a process left or a failed wipe makes
 the answer not clean (the host then replaces the container), and a launch
 refuses to start on a container that is not clean.
 
+A `serve` launch (a GEPA script's worker: evaluators/stateful.py) runs as the `run`
+uid and lives until the host ends it (it removes the container) or the worker exits;
+meanwhile inside/serve_relay.py relays its frames with the host, and afterwards the
+agent answers not clean: such a container never takes another launch.
+
 Its stdin/stdout (the host's channel) are closed in every child. The host
 re-checks everything it answers. When the host goes away (its controller
 killed outright), stdin reaches EOF: a running evaluation is killed at once, as
@@ -83,6 +88,8 @@ HARNESS = os.path.join(HERE, "harness.py")
 STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # harness.py: run mode's "evaluator loaded" line
 SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"  # harness.py: the run's data seed, as a descriptor
 RESULT_FD, STATUS_FD, REQ_FD, SEED_FD = 3, 4, 5, 6  # in the harness child
+SERVE_IN_FD, SERVE_OUT_FD = 7, 8  # serve mode: the worker's channel (inside/serve_relay.py)
+SERVE_FDS_ENV = "EVOLVE_SERVE_FDS"  # harness.py's
 RESULT_MAX_BYTES = 16 * 2**20  # the host may ask for less
 PREAMBLE_MAX_BYTES = 64 * 1024
 SETUP_FAILED = 121  # the harness child's exit code when it failed before the harness ran
@@ -414,7 +421,7 @@ def _child(req: dict, fds: dict[int, int]) -> None:
     code, ready = 70, False
     try:
         mode = req["mode"]
-        uid = RUN_UID if mode == "run" else SCORE_UID
+        uid = SCORE_UID if mode == "score" else RUN_UID  # serve: a GEPA worker, the candidate's
         home = HOMES[uid]
         os.setsid()
         high = {target: fcntl.fcntl(fd, fcntl.F_DUPFD, 32) for target, fd in fds.items()}
@@ -446,6 +453,8 @@ def _child(req: dict, fds: dict[int, int]) -> None:
             os.environ[STATUS_FD_ENV] = str(STATUS_FD)
         if SEED_FD in fds:
             os.environ[SEED_FD_ENV] = str(SEED_FD)
+        if SERVE_IN_FD in fds:
+            os.environ[SERVE_FDS_ENV] = f"{SERVE_IN_FD},{SERVE_OUT_FD}"
         signal.signal(signal.SIGINT, signal.default_int_handler)
         # A fresh interpreter would draw fresh seeds; `random` reseeds itself after a
         # fork, numpy's global generator (imported by the agent) does not.
@@ -618,19 +627,38 @@ def _launch(req: dict, secrets: dict[str, int]) -> dict | None:
     child_fds = {**fds, REQ_FD: secrets["src"]}
     if "seed" in secrets:
         child_fds[SEED_FD] = secrets["seed"]
+    serving = req["mode"] == "serve"
+    if serving:  # (worker's read end, ours), (ours, worker's write end)
+        up, down = os.pipe(), os.pipe()
+        child_fds.update({SERVE_IN_FD: up[0], SERVE_OUT_FD: down[1]})
     try:
         ooms = _oom_kills()
         pid = os.fork()
         if pid == 0:
             _child(req, child_fds)
-        status, timed_out = _wait(pid, float(req["timeout_s"]))
+        if serving:
+            import serve_relay  # evaluators/inside/serve_relay.py, beside this file
+
+            os.close(up[0])
+            os.close(down[1])
+            try:
+                status, timed_out = serve_relay.relay(
+                    pid, float(req["timeout_s"]), up[1], down[0], _reap
+                )
+            finally:
+                os.close(up[1])
+                os.close(down[0])
+        else:
+            status, timed_out = _wait(pid, float(req["timeout_s"]))
         strays, clean = kill_all(skip=pid)  # at the deadline the harness itself is no stray
         if status is None:  # the deadline: kill_all reaped it
             rc = -signal.SIGKILL
         else:
             rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        uid = RUN_UID if req["mode"] == "run" else SCORE_UID
+        uid = SCORE_UID if req["mode"] == "score" else RUN_UID
         why = wipe((uid,)) if clean else "processes survived SIGKILL"  # our descriptors stay
+        if serving and why is None:  # its frames passed through our memory: never again
+            why = "a container that served a worker takes no other launch"
         preamble = STATUS_FD in fds and os.fstat(fds[STATUS_FD]).st_size > 0
         if rc == SETUP_FAILED and (req["mode"] == "score" or not preamble):
             why = why or "the harness could not be set up"  # not a candidate's exit: it never ran

@@ -85,12 +85,36 @@ class Box:
     def call(self, msg: dict, timeout_s: float, body: bytes = b"") -> dict | None:
         """One request line, then `body` raw (the launch's request and data seed, which the
         agent reads straight into memfds: never a file under /in, never the agent's heap)."""
-        try:
-            self.sock.sendall(json.dumps(msg).encode() + b"\n" + body)
-        except OSError:
-            self.broken = True
+        if not self.send(json.dumps(msg).encode() + b"\n" + body):
             return None
         return self.read(timeout_s)
+
+    def send(self, data: bytes) -> bool:
+        """Raw bytes on the agent's stdin; False (broken) when the stream is gone."""
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self.broken = True
+            return False
+        return True
+
+    def pump(self, timeout_s: float) -> bool:
+        """Read what arrives within `timeout_s`; False once the stream ended."""
+        if self._pump(time.monotonic() + timeout_s):
+            return True
+        ended = not self.timed_out  # a deadline of ours is no end of the stream
+        self.timed_out = False
+        return not ended
+
+    def next_line(self) -> bytes | None:
+        """The next whole line the agent wrote, if one is in (a serve launch's frames)."""
+        end = self._out.find(b"\n")
+        if end < 0:
+            return None
+        line = bytes(self._out[:end])
+        del self._out[: end + 1]
+        self._scanned = 0
+        return line
 
     def stale(self) -> bool:
         """An idle agent says nothing: anything readable means it died or misbehaved."""

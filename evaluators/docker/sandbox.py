@@ -65,13 +65,15 @@ from dataclasses import replace
 from evaluators import tree
 from evaluators.docker.agent_link import Box
 from evaluators.docker.image import find_image, wanted_image
+from evaluators.docker.worker_relay import relay
 from evaluators.harness_result import RESULT_MAX_BYTES, ProcRun, read_preamble
 from evaluators.inside.caches import CRATES_ENV
 from evaluators.inside.layout import write_tree
 from evaluators.liveness import owner_alive, owner_id
 from evaluators.local import leftovers
 from evaluators.sandbox import BENCHMARK_MOUNT, DATA_SEED_FILE, EvalRequest
-from evaluators.two_phase import Session, TwoPhaseSandbox
+from evaluators.serving import Serving, lifetime
+from evaluators.two_phase import Session, TwoPhaseSandbox, absolute, program_files
 
 AGENT_CMD = ["python3", "-s", "/opt/evolve/agent.py"]
 USER = "0:0"  # only to start: the agent becomes AGENT_UID before it reads a request
@@ -236,13 +238,7 @@ class DockerSandbox(TwoPhaseSandbox):
         """A warm container of the pool, replaced by a fresh one when in doubt."""
         boxes = [self._checkout(req)]  # the one in use, replaced when in doubt
         try:
-            inside = replace(
-                req,
-                problem_dir=PROBLEM,
-                data_dir=DATA if req.data_dir else None,
-                includes=tuple(_inside(p) for p in req.includes),
-                crates=CRATES if req.crates else None,
-            )
+            inside = self._inside(req)
 
             def launch(mode: str, payload: dict, files: dict[str, str]) -> ProcRun:
                 return self._launch(boxes, req, mode, payload, files)
@@ -251,6 +247,16 @@ class DockerSandbox(TwoPhaseSandbox):
         finally:
             for box in boxes:
                 self._checkin(box)
+
+    def _inside(self, req: EvalRequest) -> EvalRequest:
+        """The request with its paths as the container shows them."""
+        return replace(
+            req,
+            problem_dir=PROBLEM,
+            data_dir=DATA if req.data_dir else None,
+            includes=tuple(_inside(p) for p in req.includes),
+            crates=CRATES if req.crates else None,
+        )
 
     def _launch(
         self, boxes: list[Box], req: EvalRequest, mode: str, payload: dict, files: dict[str, str]
@@ -270,7 +276,15 @@ class DockerSandbox(TwoPhaseSandbox):
     def _launch_in(
         self, box: Box, req: EvalRequest, mode: str, payload: dict, files: dict[str, str]
     ) -> ProcRun:
-        """One harness process in the box's container; the agent cleans up after it. A tree's
+        """One harness process in the box's container; the agent cleans up after it."""
+        msg, body = self._start(box, req, mode, payload, files)
+        answer = box.call(msg, req.limits.timeout_s + GRACE_S, body)
+        return self._finished(box, answer)
+
+    def _start(
+        self, box: Box, req: EvalRequest, mode: str, payload: dict, files: dict[str, str]
+    ) -> tuple[dict, bytes]:
+        """The files laid out in the box's /in, and the launch's line and body. A tree's
         files go to /in/tree/ at their paths, and the agent copies them into the scratch."""
         limits = req.limits
         for old in os.listdir(box.in_dir):
@@ -310,7 +324,10 @@ class DockerSandbox(TwoPhaseSandbox):
             "max_output_kb": limits.max_output_kb,
             "max_result_bytes": RESULT_MAX_BYTES,
         }
-        answer = box.call(msg, limits.timeout_s + GRACE_S, b"".join(secrets.values()))
+        return msg, b"".join(secrets.values())
+
+    def _finished(self, box: Box, answer: dict | None) -> ProcRun:
+        """What the agent answered of a launch (None: no answer) as the harness's run."""
         if answer is None:
             if box.timed_out:  # the agent did not reclaim it: the container goes, and all in it
                 return ProcRun(None, -9, True, "", "", 0, None)
@@ -339,6 +356,25 @@ class DockerSandbox(TwoPhaseSandbox):
             read_preamble(preamble.encode()) if isinstance(preamble, str) else None,
             answer.get("oom") is True,
         )
+
+    def serve(self, request: EvalRequest, serving: Serving) -> ProcRun:
+        """A GEPA script's worker (evaluators/stateful.py) in a container of its own, under a
+        candidate's uid, rlimits and container policy, its request's limits but for the
+        time, which each call has instead. The container is never used again."""
+        req = absolute(replace(request, limits=lifetime(request.limits)))
+        box = self._checkout(req)
+        try:
+            inside = self._inside(req)
+            msg, body = self._start(box, req, "serve", inside.to_json(), program_files(inside))
+            answer = (
+                relay(box, serving) if box.send(json.dumps(msg).encode() + b"\n" + body) else None
+            )
+            if answer is None and serving.stop.is_set():
+                return ProcRun(None, -9, True, "", "", 0, "ended by the host")
+            return self._finished(box, answer)
+        finally:
+            box.broken = True
+            self._drop(box)
 
     def _death_note(self, box: Box) -> str:
         try:

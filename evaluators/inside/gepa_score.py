@@ -268,9 +268,11 @@ def candidate_of(program: str, seed: Any) -> Any:
     return out
 
 
-def score(call: dict[str, Any], candidate: Any) -> tuple[float, dict[str, Any], list[dict]]:
+def score(
+    call: dict[str, Any], candidate: Any, known: list[list[dict]]
+) -> tuple[float, dict[str, Any], list[dict]]:
     """The valset mean (or dataset's, or one call's), numeric side_info as metrics, and every
-    call's side_info."""
+    call's side_info; `known`: the best evaluations so far per example (opt_state's)."""
     OptimizationState = sys.modules["gepa.optimize_anything"].OptimizationState
 
     fn = call.get("evaluator")
@@ -282,7 +284,6 @@ def score(call: dict[str, Any], candidate: Any) -> tuple[float, dict[str, Any], 
     given = call.get("dataset") if given is None else given  # GEPA: no valset, the dataset
     examples = list(given) if given is not None else []
     single = not examples
-    known = _known()
     scores, infos = [], []
     for i, example in enumerate([None] if single else examples):
         state = OptimizationState(best_example_evals=known[i] if i < len(known) else [])
@@ -301,13 +302,28 @@ def score(call: dict[str, Any], candidate: Any) -> tuple[float, dict[str, Any], 
     return sum(scores) / len(scores), metrics, infos
 
 
-def _known() -> list[list[dict]]:
+def known_of(text: str | None) -> list[list[dict]]:
     """The best evaluations so far, per example, that the host sent (it checked them)."""
     try:
-        known = json.loads(os.environ.get(STATE_ENV) or "[]")
+        known = json.loads(text or "[]")
     except ValueError:
         return []
     return known if isinstance(known, list) else []
+
+
+def judge(call: dict[str, Any], candidate: Any, known: list[list[dict]]) -> tuple[dict, dict]:
+    """(correct.json, metrics.json) of one candidate: an evaluator that raises fails it."""
+    try:
+        value, metrics, infos = score(call, candidate, known)
+    except ScriptError as e:
+        return {"correct": False, "error": str(e)}, {}
+    except Exception as e:
+        traceback.print_exc()
+        return {"correct": False, "error": f"the evaluator raised {e!r}"[:2000]}, {}
+    text = json.dumps(infos[0] if len(infos) == 1 else infos, default=repr)
+    if len(text) > SIDE_INFO_CHARS:
+        text = text[:SIDE_INFO_CHARS] + " [...]"
+    return {"correct": True, "error": None}, {**metrics, "side_info": text, "score": value}
 
 
 def _dump(path: str, value: Any) -> None:
@@ -332,23 +348,19 @@ def main(argv: list[str]) -> int:
             _dump(metrics_path, {FACTS: json.dumps(facts(call), default=repr)})
             _dump(correct, {"correct": False, "error": "captured"})
             return 0
-        value, metrics, infos = score(
-            call, candidate_of(a.program_path, call.get("seed_candidate"))
-        )
+        candidate = candidate_of(a.program_path, call.get("seed_candidate"))
     except ScriptError as e:
         _dump(correct, {"correct": False, "error": str(e)})
         _dump(metrics_path, {})
         return 0
-    except Exception as e:  # the evaluator raised on this candidate: it fails
+    except Exception as e:  # the candidate's files could not be read
         traceback.print_exc()
         _dump(correct, {"correct": False, "error": f"the evaluator raised {e!r}"[:2000]})
         _dump(metrics_path, {})
         return 0
-    text = json.dumps(infos[0] if len(infos) == 1 else infos, default=repr)
-    if len(text) > SIDE_INFO_CHARS:
-        text = text[:SIDE_INFO_CHARS] + " [...]"
-    _dump(correct, {"correct": True, "error": None})
-    _dump(metrics_path, {**metrics, "side_info": text, "score": value})
+    verdict, metrics = judge(call, candidate, known_of(os.environ.get(STATE_ENV)))
+    _dump(correct, verdict)
+    _dump(metrics_path, metrics)
     return 0
 
 

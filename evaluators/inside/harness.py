@@ -2,6 +2,7 @@
 
     python harness.py run REQ.json RESULT.json        # evaluate() next to the candidate
     python harness.py score OUTPUTS.json RESULT.json  # trusted score(outputs, split), no candidate
+    python harness.py serve REQ.json RESULT.json      # a GEPA script's worker (gepa_serve.py)
 
 RESULT.json may be `fd:N`, a file descriptor the host opened. In `run` mode,
 $EVOLVE_STATUS_FD, when set, names a descriptor that gets one JSON line once
@@ -47,6 +48,7 @@ STATUS_FD_ENV = "EVOLVE_STATUS_FD"  # run mode: where to say whether the evaluat
 SEED_FD_ENV = "EVOLVE_DATA_SEED_FD"  # run mode: a descriptor holding the run's data seed
 PRIVATE_TMP_ENV = "EVOLVE_PRIVATE_TMP"  # "1": bubblewrap's or Docker's own view (sandbox.py)
 PIDNS_ENV = "EVOLVE_PIDNS"  # "1": we run in our own PID namespace (the local sandbox's bwrap)
+SERVE_FDS_ENV = "EVOLVE_SERVE_FDS"  # serve mode: "READ,WRITE", the host's channel
 _reserve: bytearray | None = bytearray(1 << 20)  # freed on MemoryError to have room to report
 
 
@@ -533,34 +535,47 @@ def _run_openevolve(req: dict, program: str, root: str, is_tree: bool) -> dict:
     return _openevolve(out, fitness_of)
 
 
-def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
-    """A ShinkaEvolve-format evaluate.py in a private copy of its folder, started as
-    ShinkaEvolve starts it (shinka_run.py), after this process confined itself; a LEVI
-    folder's problem.py the same way, through levi_score.py (LEVI's own scoring), and a GEPA
-    script through gepa_score.py (its optimize_anything call intercepted)."""
-    failure, limits = None, req.get("limits", {})
-    levi, gepa = req.get("fmt") == "levi", req.get("fmt") == "gepa"
+def _shinka_folder(req: dict, program: str, root: str) -> tuple[str, dict | None]:
+    """(the private copy of the folder, the failure that stops the evaluation or None), this
+    process confined to its grants: the preparation of `_run_shinka` and `serve`."""
+    gepa = req.get("fmt") == "gepa"
+    workdir = ""
     try:
         _provide_kit()  # the `evaluators` package, wherever this harness lies
-        from evaluators.inside import gepa_score, levi_score
+        from evaluators.inside import gepa_score
         from evaluators.inside import openevolve_run as oe
         from evaluators.inside import shinka_run as sh
 
-        script = levi_score.SCRIPT if levi else gepa_score.SCRIPT if gepa else sh.EVALUATE
-        needed = "problem.py" if levi else sh.EVALUATE
+        needed = "problem.py" if req.get("fmt") == "levi" else sh.EVALUATE
         if gepa:  # the script's path in the folder, as the loader set it
             needed = os.path.normpath(os.environ.get(gepa_score.SCRIPT_ENV, "main.py"))
             needed = "main.py" if needed.startswith(("/", "..")) else needed
         workdir = oe.private_copy(req["problem_dir"], root)
         if not os.path.isfile(os.path.join(workdir, needed)):
-            failure = _failure(SANDBOX_ERROR, f"no {needed} in {req['problem_dir']}")
-        else:
-            oe.confine(req["problem_dir"], root, program)
+            return workdir, _failure(SANDBOX_ERROR, f"no {needed} in {req['problem_dir']}")
+        oe.confine(req["problem_dir"], root, program)
     except BaseException as e:
-        failure = _failure(SANDBOX_ERROR, f"cannot prepare the ShinkaEvolve evaluator: {e!r}", e)
+        return workdir, _failure(
+            SANDBOX_ERROR, f"cannot prepare the ShinkaEvolve evaluator: {e!r}", e
+        )
+    return workdir, None
+
+
+def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
+    """A ShinkaEvolve-format evaluate.py in a private copy of its folder, started as
+    ShinkaEvolve starts it (shinka_run.py), after this process confined itself; a LEVI
+    folder's problem.py the same way, through levi_score.py (LEVI's own scoring), and a GEPA
+    script through gepa_score.py (its optimize_anything call intercepted)."""
+    limits = req.get("limits", {})
+    levi, gepa = req.get("fmt") == "levi", req.get("fmt") == "gepa"
+    workdir, failure = _shinka_folder(req, program, root)
     _report_loaded(failure)
     if failure is not None:
         return failure
+    from evaluators.inside import gepa_score, levi_score
+    from evaluators.inside import shinka_run as sh
+
+    script = levi_score.SCRIPT if levi else gepa_score.SCRIPT if gepa else sh.EVALUATE
     try:
         timeout_s = float(limits.get("timeout_s") or 300)
         out = sh.evaluate(workdir, program, timeout_s, root if is_tree else None, script)
@@ -573,6 +588,26 @@ def _run_shinka(req: dict, program: str, root: str, is_tree: bool) -> dict:
     if gepa:
         return gepa_score.to_result(out, OK, INVALID, RUNTIME_ERROR)
     return sh.to_result(out, OK, INVALID, RUNTIME_ERROR)
+
+
+def serve(req: dict) -> dict:
+    """`serve` mode: a GEPA script's long-lived worker (gepa_serve.py), which imports the
+    script once and scores each candidate the host sends on the channel $SERVE_FDS_ENV names,
+    in the private copy of its folder, this process confined as for `run`. Its result says
+    how the worker ended; the host reads it only when a call went unanswered."""
+    fds = os.environ.pop(SERVE_FDS_ENV, "").split(",")
+    if len(fds) != 2 or not all(f.isdigit() for f in fds):
+        return _failure(SANDBOX_ERROR, f"serve mode needs ${SERVE_FDS_ENV} (READ,WRITE)")
+    program = os.path.abspath(req["program_name"])
+    _apply_env(req.get("env"))
+    workdir, failure = _shinka_folder(req, program, os.path.dirname(program))
+    _report_loaded(failure)
+    if failure is not None:
+        return failure
+    from evaluators.inside import gepa_serve
+    from evaluators.inside import shinka_run as sh
+
+    return gepa_serve.supervise(workdir, (int(fds[0]), int(fds[1])), sh.stand_in_path())
 
 
 def _run_skydiscover(req: dict, program: str) -> dict:
@@ -663,7 +698,7 @@ def _others_alive() -> int:
 
 def main(argv: list[str]) -> int:
     global _reserve
-    if len(argv) != 4 or argv[1] not in ("run", "score"):
+    if len(argv) != 4 or argv[1] not in ("run", "score", "serve"):
         print(__doc__, file=sys.stderr)
         return 2
     here = os.path.dirname(os.path.abspath(__file__))
@@ -679,7 +714,8 @@ def main(argv: list[str]) -> int:
         else:
             with open(src, encoding="utf-8") as f:
                 payload = json.load(f)
-        result = run(payload) if mode == "run" else score(payload)
+        modes = {"run": run, "score": score, "serve": serve}
+        result = modes[mode](payload)
     except MemoryError:
         _reserve = None
         gc.collect()

@@ -17,6 +17,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Collection
 
@@ -25,15 +26,25 @@ import psutil
 TOKEN_VAR = "EVOLVE_SANDBOX_TOKEN"  # the per-launch token processes are found by (no root)
 KILL_WAIT_S = 5.0  # for bubblewrap to exit once its namespace was killed
 START_WAIT_S = 10.0  # for bubblewrap to say which process is its namespace's init
+STOP_POLL_S = 0.1  # how often a wait looks at its `stop` event
 
 
-def wait_exit(proc: subprocess.Popen, timeout_s: float) -> bool:
-    """Wait until the harness exits, without reaping it; False at the deadline.
+def wait_exit(
+    proc: subprocess.Popen, timeout_s: float, stop: threading.Event | None = None
+) -> bool:
+    """Wait until the harness exits, without reaping it; False at the deadline, or once
+    `stop` is set (a GEPA worker ended by the host: evaluators/stateful.py).
 
     Not reaping keeps its pid (= the process group id) from being reused
     before we kill the group. A pidfd wakes us at exit; Popen.wait(timeout)
     would poll with sleeps of up to 50 ms.
     """
+    if stop is not None:
+        end = time.monotonic() + timeout_s
+        while not stop.is_set() and (left := end - time.monotonic()) > 0:
+            if wait_exit(proc, min(left, STOP_POLL_S)):
+                return True
+        return False
     try:
         fd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):

@@ -26,7 +26,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -72,7 +72,8 @@ from evaluators.sandbox import (
     EvalRequest,
     Limits,
 )
-from evaluators.two_phase import Session, TwoPhaseSandbox
+from evaluators.serving import SERVE_FDS_ENV, Serving, lifetime
+from evaluators.two_phase import Session, TwoPhaseSandbox, absolute, program_files
 
 INSIDE = str(Path(__file__).resolve().parent.parent / "inside")  # what the sandbox binds to run
 HARNESS = os.path.join(INSIDE, "harness.py")
@@ -180,13 +181,19 @@ class LocalSandbox(TwoPhaseSandbox):
                 pass
 
     @contextmanager
-    def session(self, req: EvalRequest) -> Iterator[Session]:
-        """A slot uid (as root) for the candidate, and its twin for the trusted score()."""
+    def _slot(self, req: EvalRequest) -> Iterator[tuple[EvalRequest, int | None]]:
+        """A slot uid (as root) for the candidate, and the request as the harness sees it."""
         if self._closed:
             raise RuntimeError("the sandbox is closed")
         with uid_slot() as uid:
             if uid is not None and not self.isolation.bwrap:  # no capability: views it can reach
                 req = reachable.request(req)
+            yield req, uid
+
+    @contextmanager
+    def session(self, req: EvalRequest) -> Iterator[Session]:
+        """A slot uid (as root) for the candidate, and its twin for the trusted score()."""
+        with self._slot(req) as (req, uid):
             trusted = None if uid is None else score_uid(uid)  # not the candidate's uid
 
             def launch(mode: str, payload: dict, files: dict[str, str]) -> ProcRun:
@@ -194,8 +201,22 @@ class LocalSandbox(TwoPhaseSandbox):
 
             yield req, launch
 
+    def serve(self, request: EvalRequest, serving: Serving) -> ProcRun:
+        """A GEPA script's worker (evaluators/stateful.py) under a candidate's slot uid and
+        confinement, its request's limits but for the time, which each call has instead."""
+        req = absolute(replace(request, limits=lifetime(request.limits)))
+        with self._slot(req) as (inside, uid):
+            files = program_files(inside)
+            return self._launch(inside, uid, "serve", inside.to_json(), files, serving)
+
     def _launch(
-        self, req: EvalRequest, uid: int | None, mode: str, payload: dict, files: dict[str, str]
+        self,
+        req: EvalRequest,
+        uid: int | None,
+        mode: str,
+        payload: dict,
+        files: dict[str, str],
+        serving: Serving | None = None,
     ) -> ProcRun:
         """Run the harness once; kill everything it started; clean up.
 
@@ -224,7 +245,11 @@ class LocalSandbox(TwoPhaseSandbox):
             how.keep += fds.values()
             if "seed" in fds:
                 how.env[SEED_FD_ENV] = str(fds["seed"])
-            return self._spawn(req, uid, mode, f"fd:{fds['src']}", how, outs, tools)
+            if serving is not None:
+                how.keep += serving.fds
+                how.env[SERVE_FDS_ENV] = ",".join(map(str, serving.fds))
+            stop = serving.stop if serving is not None else None
+            return self._spawn(req, uid, mode, f"fd:{fds['src']}", how, outs, tools, stop)
         raise AssertionError("unreachable")  # for the type checker: ExitStack may swallow
 
     def _in_namespaces(
@@ -315,9 +340,10 @@ class LocalSandbox(TwoPhaseSandbox):
         how: _Confined,
         outs: _Outputs,
         tools: toolchain.Toolchain,
+        stop: threading.Event | None = None,
     ) -> ProcRun:
-        """Start the harness as `how` says, wait for it within the deadline, kill whatever
-        it left, and read back what it wrote."""
+        """Start the harness as `how` says, wait for it within the deadline (or until `stop`),
+        kill whatever it left, and read back what it wrote."""
         limits, token = req.limits, secrets.token_hex(16)
         bwrap = self.isolation.bwrap is not None
         keep = [outs.result.fileno(), *how.keep]
@@ -362,7 +388,7 @@ class LocalSandbox(TwoPhaseSandbox):
             os.killpg(proc.pid, signal.SIGKILL)
         init, init_pid = (namespace_init(outs.info, proc) if bwrap else None) or (None, None)
         try:
-            finished = wait_exit(proc, limits.timeout_s)
+            finished = wait_exit(proc, limits.timeout_s, stop)
             if not finished and init is not None:
                 try:  # the kernel kills everything in the namespace with its init
                     signal.pidfd_send_signal(init, signal.SIGKILL)

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from evaluators.backends import make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
+from evaluators.stateful import StatefulSandbox
 from evolve.pipeline.gepa_state import OptState
 from evolve.pipeline.redaction import Redactor, folder_keys
 from evolve.problem.crates import crates_dir
@@ -202,8 +203,9 @@ def problem_sandbox(
     say: Callable[[str], None] | None = None,
 ) -> Sandbox:
     """The sandbox `s` names, for `problem`'s evaluations (`parallel` at a time); `say`
-    hears which backend was picked (default: stderr)."""
-    return make_sandbox(
+    hears which backend was picked (default: stderr). A GEPA script's candidates are scored
+    in long-lived workers that keep its evaluator's state (evaluators/stateful.py)."""
+    box = make_sandbox(
         s.sandbox,
         parallel,
         run_id=run_id,
@@ -218,3 +220,4 @@ def problem_sandbox(
             allow_unisolated=s.allow_unisolated_ray_nodes,
         ),
     )
+    return StatefulSandbox(box, parallel, say) if problem.fmt == "gepa" else box

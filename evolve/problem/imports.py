@@ -182,6 +182,7 @@ def missing_lines(problem: Problem, sandbox: Sandbox) -> list[str]:
     """`evolve check`'s warnings for the sandbox it uses (local or Docker; [] for others)."""
     from evaluators.docker.sandbox import DockerSandbox
 
+    sandbox = getattr(sandbox, "inner", sandbox)  # a GEPA script's workers: their backend
     if sandbox.name == "local":
         declared = _declared(problem.root)  # missing ones: the requirements.txt warning says so
         return [

@@ -24,6 +24,7 @@ INSIDE_ALSO = {  # beyond the stdlib and the siblings
     "evaluators.inside.levi_score": {"levi_folder"},  # its sibling, by the name it runs under
     # the stand-in `gepa` package (gepa_compat/), which it puts on its own path first
     "evaluators.inside.gepa_score": {"gepa", "gepa.optimize_anything"},
+    "evaluators.inside.gepa_serve": {"gepa_score"},  # its sibling, by the name it runs under
 }
 
 
