@@ -27,7 +27,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from typing import cast
@@ -37,7 +36,7 @@ from evaluators.harness_result import ProcRun, to_result
 from evaluators.inside.gepa_score import CAPTURE, STATE_ENV
 from evaluators.sandbox import EvalRequest, EvalResult, Sandbox, Status
 from evaluators.serving import Server
-from evaluators.two_phase import program_files
+from evaluators.two_phase import program_files, sandbox_failed
 from evaluators.worker_channel import Lost, Worker
 
 WHO = "the GEPA script's evaluator"
@@ -87,13 +86,7 @@ class StatefulSandbox:
             try:
                 result = self._evaluate(self._server, request)
             except Exception as e:
-                result = EvalResult(
-                    Status.SANDBOX_ERROR,
-                    artifacts={
-                        "error": f"{self.name} sandbox failed: {e!r}",
-                        "traceback": traceback.format_exc()[-8000:],
-                    },
-                )
+                result = sandbox_failed(self.name, e)
             result.eval_s = time.monotonic() - t0
         return result
 

@@ -42,6 +42,18 @@ def check_name(name: str, is_tree: bool = False) -> str:
     return name
 
 
+def sandbox_failed(name: str, e: Exception) -> EvalResult:
+    """The result of an evaluation the sandbox itself could not carry out (never the
+    candidate's fault): the error and the trusted side's traceback."""
+    return EvalResult(
+        Status.SANDBOX_ERROR,
+        artifacts={
+            "error": f"{name} sandbox failed: {e!r}",
+            "traceback": traceback.format_exc()[-8000:],
+        },
+    )
+
+
 def program_files(req: EvalRequest) -> dict[str, str]:
     """The files the candidate is written as, path -> text: a one-file program's one file, a
     tree's every file at its relative path. TreeError (the candidate's: its code breaks a
@@ -128,12 +140,6 @@ class TwoPhaseSandbox(ABC):
                 with self.session(req) as (inside, launch):
                     result = run_then_score(req, inside, launch)
             except Exception as e:
-                result = EvalResult(
-                    Status.SANDBOX_ERROR,
-                    artifacts={
-                        "error": f"{self.name} sandbox failed: {e!r}",
-                        "traceback": traceback.format_exc()[-8000:],
-                    },
-                )
+                result = sandbox_failed(self.name, e)
             result.eval_s = time.monotonic() - t0
         return result
