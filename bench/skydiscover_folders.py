@@ -22,6 +22,12 @@ empty HOME. Per folder:
 - run3: `evolve run FOLDER --iterations 3 --sandbox local` against evolve/testing/scripted_llm.py,
   whose one reply is the seed with a comment appended; the run's best score.
 
+With --plain, DIR is SkyDiscover's first release (@948f448), whose folders hold
+`initial_program.py`, `evaluator.py` and `config.yaml` (no evaluator/): the peer column is
+that release's own Evaluator (skydiscover.evaluation, run with the folder's config.yaml's
+evaluator settings, cascade included) in --peer-python, which needs `pip install --no-deps
+DIR` beside the folders' requirements; --every then takes each benchmarks/**/evaluator.py.
+
 Writes bench/results/skydiscover_folders.json and prints a markdown table. Exit 1 when a
 row DIFFERs (an evolve score outside the peer's)."""
 
@@ -78,6 +84,23 @@ class Bench:
         return run([sys.executable, "-m", "evolve.cli", *argv], self.clone, env, timeout)
 
     def peer(self, rel: str) -> Cell:
+        return self.plain_peer(rel) if self.args.plain else self.script_peer(rel)
+
+    def plain_peer(self, rel: str) -> Cell:
+        """The first release's Evaluator on the seed, as its runner scores a program."""
+        folder = self.copy(rel, "peer")
+        cmd = [self.args.peer_python or sys.executable, "-c", PLAIN_DRIVER]
+        r = run(cmd, folder, clean_env(), self.args.timeout)
+        if isinstance(r, str):
+            return Cell(error=r)
+        if r.returncode != 0:
+            return Cell(error=f"exit {r.returncode}: {last_line(r.stderr)}")
+        metrics = json.loads(r.stdout.strip().splitlines()[-1])
+        if "combined_score" not in metrics:  # SkyDiscover's failure: {"error": 0.0, ...}
+            return Cell(valid=False)
+        return Cell(score=float(metrics["combined_score"]), valid=True)
+
+    def script_peer(self, rel: str) -> Cell:
         folder = self.copy(rel, "peer")
         bwrap = shutil.which("bwrap")
         if bwrap is None:
@@ -182,6 +205,17 @@ class Bench:
                 "verdict": v, "reason": why, "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
 
 
+PLAIN_DRIVER = """
+import asyncio, json, os
+from skydiscover.config import load_config
+from skydiscover.evaluation import Evaluator
+cfg = load_config("config.yaml" if os.path.isfile("config.yaml") else None).evaluator
+cfg.evaluation_file = os.path.abspath("evaluator.py")
+result = asyncio.run(Evaluator(cfg).evaluate_program(open("initial_program.py").read(), "seed"))
+print(json.dumps({k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}))
+"""
+
+
 def markdown(rows: list[dict]) -> str:
     head = "| folder | SkyDiscover's score | check | evolve local | evolve docker | 3-iteration run | verdict / reason |"
     lines = [head, "|" + "---|" * 7]
@@ -204,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", default=None, help="these folders (paths in DIR)")
     p.add_argument("--every", action="store_true", help="every evaluator/evaluate.sh folder")
     p.add_argument("--no-docker", action="store_true", help="leave the Docker column out")
+    p.add_argument("--plain", action="store_true",
+                   help="DIR is the first release: folders with evaluator.py (its Evaluator)")  # fmt: skip
     p.add_argument("--peer-python", help="the peer column's Python (with the folders' "
                    "evaluator/requirements.txt installed); default: this one")  # fmt: skip
     p.add_argument("--peer-runs", type=int, default=5,
@@ -216,8 +252,14 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--skydiscover {src}: no benchmarks/ folder (a SkyDiscover checkout?)")
     folders = list(args.only or DEFAULT)
     if args.every:
-        found = sorted(src.glob("benchmarks/**/evaluator/evaluate.sh"))
-        folders = [str(f.parent.parent.relative_to(src)) for f in found]
+        pattern = (
+            "benchmarks/**/evaluator.py" if args.plain else "benchmarks/**/evaluator/evaluate.sh"
+        )
+        found = sorted(f.parent for f in src.glob(pattern))
+        folders = [str((f if args.plain else f.parent).relative_to(src)) for f in found]
+    global RESULTS
+    if args.plain:
+        RESULTS = result_path("skydiscover_plain_folders")
     bench = Bench(args)
     rows: list[dict] = []
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

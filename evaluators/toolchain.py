@@ -45,8 +45,23 @@ def install_prefix(bin_dir: str) -> str:
     return os.path.dirname(bin_dir) if os.path.basename(bin_dir) == "bin" else bin_dir
 
 
-def _rustup_home() -> str:
-    return os.environ.get("RUSTUP_HOME") or os.path.join(os.path.expanduser("~"), ".rustup")
+def rustup_home(proxy_bin: str) -> str:
+    """Where the toolchains of the rustup proxy in `proxy_bin` live: RUSTUP_HOME, else
+    ~/.rustup; where neither exists (HOME is not the installing user's), the .rustup beside
+    the proxy's own ~/.cargo, as rustup's installer lays them out."""
+    if os.environ.get("RUSTUP_HOME"):
+        return os.environ["RUSTUP_HOME"]
+    own = os.path.join(os.path.expanduser("~"), ".rustup")
+    beside = os.path.join(os.path.dirname(os.path.dirname(proxy_bin)), ".rustup")
+    return beside if not os.path.isdir(own) and os.path.isdir(beside) else own
+
+
+def host_env(found: str) -> dict[str, str]:
+    """What running the tool at `found` on this machine needs beyond os.environ: a rustup
+    proxy, the RUSTUP_HOME of its toolchains."""
+    if os.path.basename(os.path.realpath(found)) != "rustup":
+        return {}
+    return {"RUSTUP_HOME": rustup_home(os.path.dirname(os.path.abspath(found)))}
 
 
 def resolve(tools: tuple[str, ...] | list[str], search_path: str | None = None) -> Toolchain:
@@ -63,7 +78,7 @@ def resolve(tools: tuple[str, ...] | list[str], search_path: str | None = None) 
         bin_dir = os.path.dirname(os.path.abspath(found))
         real = os.path.realpath(found)
         if os.path.basename(real) == "rustup":  # a proxy: the toolchains live in RUSTUP_HOME
-            env["RUSTUP_HOME"] = _rustup_home()
+            env["RUSTUP_HOME"] = rustup_home(bin_dir)
             # its bin folder only, never all of ~/.cargo: credentials.toml (a registry
             # token) and the user's config lie there
             roots += [env["RUSTUP_HOME"], bin_dir]

@@ -21,7 +21,7 @@ import pytest
 from evaluators.inside.caches import prepare_cargo
 from evaluators.inside.languages import by_name, by_suffix
 from evaluators.inside.markers import find_blocks
-from evaluators.toolchain import resolve
+from evaluators.toolchain import host_env, resolve
 from evolve.edits import apply_reply, normalized_hash
 from evolve.problem.load import load_problem
 from evolve.testing.cli_helpers import ROOT, evolve, run_args
@@ -161,6 +161,31 @@ def test_a_rustup_proxy_binds_its_bin_folder_and_home_never_the_cargo_token(tmp_
     tc = resolve(["cargo"], search_path=str(cargo_home / "bin"))
     assert set(tc.roots) == {str(cargo_home / "bin"), str(rustup_home)}
     assert tc.path == (str(cargo_home / "bin"),)
+
+
+def test_a_rustup_proxy_finds_its_toolchains_beside_it_when_home_is_elsewhere(
+    tmp_path, monkeypatch
+):
+    """HOME empty (a service account, a clean bench) and no RUSTUP_HOME: the toolchains of
+    /home/u/.cargo/bin/cargo are in /home/u/.rustup, where rustup's installer put them."""
+    user = tmp_path / "u"
+    (user / ".cargo" / "bin").mkdir(parents=True)
+    (user / ".rustup" / "toolchains").mkdir(parents=True)
+    rustup = user / ".cargo" / "bin" / "rustup"
+    rustup.write_text("#!/bin/sh\n")
+    rustup.chmod(0o755)
+    (user / ".cargo" / "bin" / "cargo").symlink_to(rustup)
+    monkeypatch.delenv("RUSTUP_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "empty"))
+    tc = resolve(["cargo"], search_path=str(user / ".cargo" / "bin"))
+    assert tc.env["RUSTUP_HOME"] == str(user / ".rustup")
+    assert host_env(str(user / ".cargo" / "bin" / "cargo")) == {
+        "RUSTUP_HOME": str(user / ".rustup")
+    }
+    (tmp_path / "empty" / ".rustup").mkdir(parents=True)  # HOME's own wins where it exists
+    assert resolve(["cargo"], search_path=str(user / ".cargo" / "bin")).env["RUSTUP_HOME"] == str(
+        tmp_path / "empty" / ".rustup"
+    )
 
 
 def test_the_problems_vendored_crates_become_the_sandboxes_cargo_source(tmp_path, monkeypatch):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.docker.image import ImageError
-from evaluators.toolchain import install_prefix, is_system
+from evaluators.toolchain import host_env, install_prefix, is_system
 
 TOOLS_DIR = "/usr/local/lib/evolve-tools"
 _RUST = ("cargo", "rustc", "rustdoc")
@@ -145,10 +145,12 @@ def smoke_code(p: ToolPlan) -> str:
 def _rust(found: str, problem_dir: str | Path) -> Copy:
     """The toolchain a rustup proxy (or a standalone rustc) resolves to in the problem's folder."""
     rustc = os.path.join(os.path.dirname(found), "rustc")
+    env = {**os.environ, **host_env(found)}
     try:
         out = subprocess.run(
             [rustc, "--print", "sysroot"],
             cwd=problem_dir,
+            env=env,
             capture_output=True,
             text=True,
             timeout=60,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.inside.caches import absolute_config
+from evaluators.toolchain import host_env
 from evolve.cache import cache_dir
 
 MANIFEST, LOCK = "Cargo.toml", "Cargo.lock"
@@ -142,12 +143,13 @@ def fetch(found: Manifests, dest: Path) -> None:
             (home / "config.toml").write_text(user, encoding="utf-8")
         root = _staged(found, Path(tmp, "problem"))
         out = Path(tmp, "crates")
-        cmd = [shutil.which("cargo") or "cargo", "vendor", "--respect-source-config"]
+        cargo = shutil.which("cargo") or "cargo"
+        cmd = [cargo, "vendor", "--respect-source-config"]
         cmd += ["--manifest-path", str(root / found.paths[0])]
         for rel in found.paths[1:]:
             cmd += ["--sync", str(root / rel)]
         cmd += ["--locked"] * found.locked() + [str(out)]
-        env = {**os.environ, "CARGO_HOME": str(home)}
+        env = {**os.environ, **host_env(cargo), "CARGO_HOME": str(home)}
         env.pop("CARGO_NET_OFFLINE", None)  # this step is the one that may use the network
         where = found.root / found.paths[0]
         try:
