@@ -2,7 +2,8 @@
 
 local and docker (and auto, which picks one) are this machine's (machine.py); `ray` sends
 each evaluation to a Ray cluster, where each node runs it in its own docker or local
-sandbox (evaluators/ray/). Every backend implements evaluators.sandbox.Sandbox.
+sandbox (evaluators/ray/). Every backend implements evaluators.sandbox.Sandbox;
+`keep_state` wraps one for a GEPA script, whose evaluator keeps its state across candidates.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from evaluators.machine import (
     machine_sandbox,
 )
 from evaluators.sandbox import Sandbox
+from evaluators.stateful import StatefulSandbox
 
 if TYPE_CHECKING:
     from evaluators.ray.sandbox import RayOptions
@@ -71,6 +73,20 @@ def make_sandbox(
     return machine_sandbox(
         name, parallel, run_id, require_isolation, problem_dir, isolate, tools, say
     )
+
+
+def keep_state(box: Sandbox, parallel: int, say: Callable[[str], None] | None = None) -> Sandbox:
+    """`box` scoring a GEPA script's candidates in long-lived workers, at most `parallel`,
+    that keep its evaluator's module state (evaluators/stateful.py): on this machine's
+    backends a worker per slot, on Ray an actor per slot holding one on its node
+    (evaluators/ray/stateful.py)."""
+    if box.name == "ray":
+        from evaluators.ray.sandbox import RaySandbox
+        from evaluators.ray.stateful import RayStatefulSandbox
+
+        if isinstance(box, RaySandbox):
+            return RayStatefulSandbox(box, parallel, say)
+    return StatefulSandbox(box, parallel, say)
 
 
 def ray_options(

@@ -14,8 +14,10 @@ What differs from GEPA, and when the state is lost:
   script anew, scores the next candidate. The failure's error says so, and `say` hears it.
 - Nothing of a worker is stored: a resumed run, `evolve eval`, `evolve check` each start
   fresh workers.
-- A backend that cannot keep a worker (Ray) scores each candidate in a fresh import, as
-  before; `say` hears it once.
+- On Ray a worker lives in an actor per slot, on its node (evaluators/ray/stateful.py, which
+  wraps one of these per actor around the node's own sandbox; backends.keep_state picks).
+  A backend that cannot serve at all scores each candidate in a fresh import; `say` hears
+  it once.
 The capture of the script's call (evolve/problem/gepa_capture.py) and every other format go
 to the backend unchanged.
 """

@@ -56,8 +56,8 @@ def test_the_cli_names_the_flag() -> None:
 
 def test_a_node_without_namespaces_refuses_unless_allowed() -> None:
     with pytest.raises(ray_node.UnisolatedNode, match=FLAG):
-        ray_node._make(NodeOptions(sandbox="local", isolate=False), str(DIRECT))
-    allowed = ray_node._make(
+        ray_node.node_sandbox(NodeOptions(sandbox="local", isolate=False), str(DIRECT))
+    allowed = ray_node.node_sandbox(
         NodeOptions(sandbox="local", isolate=False, allow_unisolated=True), str(DIRECT)
     )
     allowed.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from evaluators.machine import machine_sandbox
 from evaluators.ray.bundle import relocate, unpack
@@ -43,6 +43,7 @@ class UnisolatedNode(RuntimeError):
 class NodeReply:
     result: EvalResult
     node: str  # host name and Ray node id: where it ran
+    said: list[str] = field(default_factory=list)  # the node's sandbox's notices, for the log
 
 
 _sandboxes: dict[tuple, Sandbox] = {}
@@ -55,20 +56,33 @@ def evaluate_on_node(
     roots: tuple[tuple[str, str], ...],
     opts: NodeOptions,
 ) -> NodeReply:
+    req, cpus = arrived(req, bundle, digest, roots)
+    key = sandbox_key(opts, req, cpus)
+    sandbox = _sandboxes.get(key)
+    if sandbox is None:
+        sandbox = _sandboxes[key] = node_sandbox(opts, req.problem_dir, req.tools, cpus)
+    return NodeReply(sandbox.evaluate(req), node_name())
+
+
+def arrived(
+    req: EvalRequest, bundle: bytes, digest: str, roots: tuple[tuple[str, str], ...]
+) -> tuple[EvalRequest, float]:
+    """The request as this node runs it (its folders unpacked here, the GPUs Ray gave this
+    worker), and the CPUs Ray reserved for it."""
     where = unpack(bundle, digest)
     req = relocate(req, roots, where)
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
     if gpus is not None:  # the GPUs Ray gave this task, and no others
         req = replace(req, env={**req.env, "CUDA_VISIBLE_DEVICES": gpus})
-    cpus = _assigned_cpus()
-    key = (opts, req.problem_dir if opts.sandbox != "local" else None, cpus)
-    sandbox = _sandboxes.get(key)
-    if sandbox is None:
-        sandbox = _sandboxes[key] = _make(opts, req.problem_dir, req.tools, cpus)
-    return NodeReply(sandbox.evaluate(req), _node_name())
+    return req, _assigned_cpus()
 
 
-def _node_name() -> str:
+def sandbox_key(opts: NodeOptions, req: EvalRequest, cpus: float) -> tuple:
+    """What one of the node's sandboxes serves: a Docker one is built for its problem."""
+    return (opts, req.problem_dir if opts.sandbox != "local" else None, cpus)
+
+
+def node_name() -> str:
     import ray
 
     return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
@@ -82,9 +96,10 @@ def _assigned_cpus() -> float:
     return max(1.0, float(ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)))
 
 
-def _make(
+def node_sandbox(
     opts: NodeOptions, problem_dir: str, tools: tuple[str, ...] = (), cpus: float = 1.0
 ) -> Sandbox:
+    """This node's own sandbox, as the controller's `--sandbox` would have made it here."""
     # the same choice of backend as `--sandbox auto|docker|local` makes on the controller
     sandbox = machine_sandbox(
         opts.sandbox,

@@ -130,6 +130,11 @@ class RaySandbox:
         self.placements: Counter[str] = Counter()  # node -> evaluations finished there
         self.infra_failures = 0  # task attempts lost to the infrastructure
 
+    @property
+    def ray(self) -> Any:
+        """The `ray` module this sandbox drives (imported on the loopback terms above)."""
+        return self._ray
+
     def _check_resources(self) -> None:
         total = self._ray.cluster_resources()
         o = self.options
@@ -146,10 +151,10 @@ class RaySandbox:
     def evaluate(self, request: EvalRequest) -> EvalResult:
         t0 = time.monotonic()
         try:
-            bundle, ref = self._bundle(request)
+            bundle, ref = self.bundle(request)
         except BundleError as e:
             return EvalResult(Status.SANDBOX_ERROR, artifacts={"error": str(e)})
-        guard = request.limits.timeout_s * 2 + GRACE_S
+        guard = guard_s(request)
         why, attempts = "", 0
         while attempts <= self.options.retries:
             if self._closed:
@@ -172,30 +177,29 @@ class RaySandbox:
             try:
                 reply = self._ray.get(task, timeout=guard)
             except Exception as e:  # the task, its worker or its node failed: not the candidate
-                why = _one_line(e)
+                why = one_line(e)
                 if isinstance(e, self._ray.exceptions.GetTimeoutError):
                     self._ray.cancel(task, force=True)
                     why = f"no answer within {guard:g} s"
-                if not self._closed:
-                    with self._lock:
-                        self.infra_failures += 1
+                self.record(None)
                 continue
             finally:
                 with self._lock:
                     self._inflight.discard(task)
-            with self._lock:
-                self.placements[reply.node] += 1
+            self.record(reply.node)
             return reply.result
-        return EvalResult(
-            Status.SANDBOX_ERROR,
-            artifacts={
-                "error": f"ray: infrastructure failure, not the candidate's: {why}",
-                "attempts": str(attempts),
-            },
-            eval_s=time.monotonic() - t0,
-        )
+        return infra_failed(why, attempts, t0)
 
-    def _bundle(self, req: EvalRequest) -> tuple[Bundle, Any]:
+    def record(self, node: str | None) -> None:
+        """An attempt that finished on `node`, or that the infrastructure lost (None: unless
+        the run is stopping, when a lost attempt is no failure): for the summary."""
+        with self._lock:
+            if node is not None:
+                self.placements[node] += 1
+            elif not self._closed:
+                self.infra_failures += 1
+
+    def bundle(self, req: EvalRequest) -> tuple[Bundle, Any]:
         """The problem's files, packed and put in the object store once per run."""
         key = (req.problem_dir, req.data_dir, req.includes, req.crates)
         with self._lock:
@@ -228,10 +232,27 @@ class RaySandbox:
         return line
 
 
-def _one_line(e: BaseException) -> str:
+def guard_s(req: EvalRequest) -> float:
+    """How long an attempt may go unanswered before it is lost (a hung node, a stuck task)."""
+    return req.limits.timeout_s * 2 + GRACE_S
+
+
+def infra_failed(why: str, attempts: int, t0: float) -> EvalResult:
+    """The result of an evaluation the infrastructure lost on every attempt."""
+    return EvalResult(
+        Status.SANDBOX_ERROR,
+        artifacts={
+            "error": f"ray: infrastructure failure, not the candidate's: {why}",
+            "attempts": str(attempts),
+        },
+        eval_s=time.monotonic() - t0,
+    )
+
+
+def one_line(e: BaseException) -> str:
     cause = getattr(e, "cause", None)  # RayTaskError: what our code raised on the node
     if isinstance(cause, BaseException):
-        return _one_line(cause)
+        return one_line(cause)
     text = str(e).strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__

@@ -21,9 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-from evaluators.backends import make_sandbox, ray_options
+from evaluators.backends import keep_state, make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
-from evaluators.stateful import StatefulSandbox
 from evolve.pipeline.gepa_state import OptState
 from evolve.pipeline.redaction import Redactor, folder_keys
 from evolve.problem.crates import crates_dir
@@ -220,4 +219,4 @@ def problem_sandbox(
             allow_unisolated=s.allow_unisolated_ray_nodes,
         ),
     )
-    return StatefulSandbox(box, parallel, say) if problem.fmt == "gepa" else box
+    return keep_state(box, parallel, say) if problem.fmt == "gepa" else box
