@@ -32,7 +32,7 @@ from evolve.pipeline.proposal import NoParent
 
 async def command_iteration(ctl: Host, it: int) -> None:
     """Fill slot `it` with what the command leaves in its workspace."""
-    stored = ctl.archive.agent_calls(ctl.run_id, it)
+    stored = ctl.archive.agent_turns(ctl.run_id, it)
     if stored:
         call = stored[-1]
         parent = ctl._program(call.parent_id or "")

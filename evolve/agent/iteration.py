@@ -50,7 +50,7 @@ def reserve_turns(ctl: Host, it: int, stored: list[LlmCall] | None = None) -> No
     controller's loop asks whether another session may start only after this. `stored`: the
     slot's answered turns, when the caller has read them."""
     if stored is None:
-        stored = ctl.archive.agent_calls(ctl.run_id, it)
+        stored = ctl.archive.agent_turns(ctl.run_id, it)
     turns = ctl.cfg.agent_turns
     if stored:
         turns = promised_turns(stored[0].prompt) or turns
@@ -63,7 +63,7 @@ async def agent_iteration(ctl: Host, it: int) -> None:
     """Fill slot `it` with what an agent's session submits (evolve/agent/): its turns
     stored as they are answered, its evaluations on the train cascade only, its
     candidate checked, evaluated and re-scored like a single call's."""
-    stored = ctl.archive.agent_calls(ctl.run_id, it)
+    stored = ctl.archive.agent_turns(ctl.run_id, it)
     if it not in ctl.reserved.turns:
         reserve_turns(ctl, it, stored)
     try:

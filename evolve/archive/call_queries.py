@@ -5,8 +5,8 @@ decisions. Read-only, like every query of the reader (evolve/archive/readonly.py
 
 from __future__ import annotations
 
-from evolve.archive import notes
-from evolve.archive.readonly import ReadOnlyArchive, columns, has_table, v4_cols
+from evolve.archive import queries
+from evolve.archive.readonly import ReadOnlyArchive, columns, v4_cols
 from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, Status, member, row_to_call
 from evolve.archive.summaries import AnsweredCall, CallCounts, MetaNote, ModelUse, SearchDecision
 
@@ -53,12 +53,12 @@ class CallQueries(ReadOnlyArchive):
     def meta_notes(self, run_id: str) -> list[MetaNote]:
         """A run's meta-notes in the order they were written."""
         with self._db() as db:
-            return notes.meta_notes(db, run_id) if has_table(db, "meta_notes") else []
+            return queries.meta_notes(db, run_id)
 
     def decisions(self, run_id: str) -> list[SearchDecision]:
         """A run's search decisions (stagnation bursts, island restarts) in order."""
         with self._db() as db:
-            return notes.decisions(db, run_id) if has_table(db, "decisions") else []
+            return queries.decisions(db, run_id)
 
     def call_counts(self, run_id: str) -> CallCounts:
         """What became of a run's LLM calls, and how many programs repairs made."""
@@ -222,17 +222,9 @@ class CallQueries(ReadOnlyArchive):
         return int(r[0])
 
     def agent_turns(self, run_id: str, iteration: int) -> list[LlmCall]:
-        """The answered turns of an agent iteration (purpose `agent`), with prompts and
-        replies, in order: the session's own (Archive.agent_calls), read-only."""
+        """The answered turns of an agent iteration, in order (queries.agent_turns)."""
         with self._db() as db:
-            if "purpose" not in columns(db, "llm_calls"):
-                return []
-            rows = db.execute(
-                "SELECT * FROM llm_calls WHERE run_id = ? AND iteration = ? AND purpose = 'agent'"
-                " AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id",
-                (run_id, iteration),
-            ).fetchall()
-        return [row_to_call(r) for r in rows]
+            return queries.agent_turns(db, run_id, iteration)
 
     def run_agent_turns(self, run_id: str) -> dict[int, list[LlmCall]]:
         """Every agent iteration's answered turns of a run, by iteration, in order."""
