@@ -168,3 +168,18 @@ def test_features_bin_code_length_and_diversity():
     assert f.cell(same) != f.cell(v)
     g = Features(SEED, ("bins_used",), 4)
     assert g.cell(g.values(SEED, {"bins_used": 100.0})) == "3"
+
+
+def test_the_archive_vocabulary_is_the_strings_it_always_stored():
+    """ProgramKind, EditFormat and CallPurpose are StrEnums: each member is the string the
+    archive stored before they existed, so an old archive reads as it is."""
+    from evolve.archive.rows import PURPOSES
+    from evolve.archive.vocab import CallPurpose, EditFormat, ProgramKind
+    from evolve.search.prompts import EDIT_FORMATS
+    from evolve.search.tune import KIND
+
+    assert list(ProgramKind) == ["seed", "mutation", "crossover", "repair", "tune"]
+    assert EDIT_FORMATS == tuple(EditFormat) == ("diff", "block", "full")
+    assert PURPOSES == ("mutation", "crossover", "repair", "resample", "meta", "agent")
+    assert PURPOSES == tuple(CallPurpose) and KIND == "tune"
+    assert json.dumps([ProgramKind.SEED, CallPurpose.META]) == '["seed", "meta"]'

@@ -15,6 +15,7 @@ from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
 from evolve.agent.tools import Workspace, outcome_text
 from evolve.agent.window import session_window
 from evolve.archive import LlmCall, ProgramRow, Status
+from evolve.archive.vocab import CallPurpose
 from evolve.edits import normalized_hash
 from evolve.edits.bounds import reply_limit
 from evolve.llm import LLMError
@@ -109,7 +110,18 @@ async def _agent_iteration(ctl: Host, it: int, turns: int, stored: list[LlmCall]
                 raise TurnsStopped()
             ctl.reserved.asked(it)
             seed = ctl.cfg.seed * 100003 + it * 16 + turn % 15
-            a = Ask(it, island, parent.program_id, second, fmt, "agent", msgs, choice, seed, tools)
+            a = Ask(
+                it,
+                island,
+                parent.program_id,
+                second,
+                fmt,
+                CallPurpose.AGENT,
+                msgs,
+                choice,
+                seed,
+                tools,
+            )
             call = await ctl.asker.ask(a)
         if probe and (said := auto_protocol.verdict(call)) is not None:
             why = "a tool was called" if said == "native" else "an ACTION line, no tool call"

@@ -9,6 +9,7 @@ from evolve.archive import queries
 from evolve.archive.readonly import ReadOnlyArchive, columns, v4_cols
 from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, Status, member, row_to_call
 from evolve.archive.summaries import AnsweredCall, CallCounts, MetaNote, ModelUse, SearchDecision
+from evolve.archive.vocab import CallPurpose, ProgramKind
 
 
 class CallQueries(ReadOnlyArchive):
@@ -148,7 +149,7 @@ class CallQueries(ReadOnlyArchive):
             "purpose": call.purpose if call else None,
             "temperature": call.temperature if call else None,
             "decision": call.decision if call else None,
-            "repair_of": p.parent_id if p.kind == "repair" else None,
+            "repair_of": p.parent_id if p.kind == ProgramKind.REPAIR else None,
             "rejected_calls": [
                 {
                     "call_id": c.call_id,
@@ -232,9 +233,9 @@ class CallQueries(ReadOnlyArchive):
             if "purpose" not in columns(db, "llm_calls"):
                 return {}
             rows = db.execute(
-                "SELECT * FROM llm_calls WHERE run_id = ? AND purpose = 'agent'"
+                "SELECT * FROM llm_calls WHERE run_id = ? AND purpose = ?"
                 " AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id",
-                (run_id,),
+                (run_id, CallPurpose.AGENT),
             ).fetchall()
         out: dict[int, list[LlmCall]] = {}
         for r in rows:

@@ -15,6 +15,7 @@ from evolve.archive.readonly import columns, has_table, list_cols
 from evolve.archive.rows import LlmCall, ProgramRow, Status, row_to_call
 from evolve.archive.summaries import MetaNote, SearchDecision
 from evolve.archive.trees import load
+from evolve.archive.vocab import CallPurpose
 
 
 # ---- programs ----------------------------------------------------------------------------
@@ -110,8 +111,8 @@ def agent_turns(db: sqlite3.Connection, run_id: str, iteration: int) -> list[Llm
     if "purpose" not in columns(db, "llm_calls"):
         return []
     rows = db.execute(
-        "SELECT * FROM llm_calls WHERE run_id = ? AND iteration = ? AND purpose = 'agent'"
+        "SELECT * FROM llm_calls WHERE run_id = ? AND iteration = ? AND purpose = ?"
         " AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id",
-        (run_id, iteration),
+        (run_id, iteration, CallPurpose.AGENT),
     ).fetchall()
     return [row_to_call(r) for r in rows]

@@ -40,6 +40,7 @@ from evolve.archive.rows import (
 from evolve.archive.schema import SCHEMA_VERSION, refuse_newer, upgrade, user_version
 from evolve.archive.summaries import MetaNote, SearchDecision
 from evolve.archive.trees import store
+from evolve.archive.vocab import CallPurpose, ProgramKind
 
 
 class Archive(BoardStore):
@@ -280,15 +281,15 @@ class Archive(BoardStore):
         child) no longer pending."""
         r = self.db.execute(
             "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!=?"
-            " AND kind!='tune'",
-            (run_id, Status.PENDING),
+            " AND kind!=?",
+            (run_id, Status.PENDING, ProgramKind.TUNE),
         ).fetchone()
         return int(r[0])
 
     def tuned_count(self, run_id: str) -> int:
         """The run's tuned children (evolve/search/tune.py), evaluated or not."""
         r = self.db.execute(
-            "SELECT COUNT(*) FROM programs WHERE run_id=? AND kind='tune'", (run_id,)
+            "SELECT COUNT(*) FROM programs WHERE run_id=? AND kind=?", (run_id, ProgramKind.TUNE)
         ).fetchone()
         return int(r[0])
 
@@ -347,8 +348,8 @@ class Archive(BoardStore):
     def repair_parents(self, run_id: str) -> set[str]:
         """The failed programs a repair call was made for (answered or not)."""
         rows = self.db.execute(
-            "SELECT DISTINCT parent_id FROM llm_calls WHERE run_id=? AND purpose='repair'",
-            (run_id,),
+            "SELECT DISTINCT parent_id FROM llm_calls WHERE run_id=? AND purpose=?",
+            (run_id, CallPurpose.REPAIR),
         ).fetchall()
         return {r[0] for r in rows}
 
@@ -357,12 +358,12 @@ class Archive(BoardStore):
         reply or a meta-note is not an iteration's reply)."""
         rows = self.db.execute(
             """SELECT c.* FROM llm_calls c WHERE c.run_id=? AND c.reply IS NOT NULL
-               AND c.outcome IS NULL AND COALESCE(c.purpose, '') != 'meta'
+               AND c.outcome IS NULL AND COALESCE(c.purpose, '') != ?
                AND NOT EXISTS (SELECT 1 FROM programs p WHERE p.run_id=c.run_id AND p.iteration=c.iteration)
                AND c.call_id = (SELECT MAX(call_id) FROM llm_calls c2 WHERE c2.run_id=c.run_id
                                 AND c2.iteration=c.iteration AND c2.reply IS NOT NULL)
                ORDER BY c.iteration""",
-            (run_id,),
+            (run_id, CallPurpose.META),
         ).fetchall()
         return [row_to_call(r) for r in rows]
 
@@ -376,9 +377,9 @@ class Archive(BoardStore):
         rows = self.db.execute(
             """SELECT c.call_id, c.reply, n.text FROM llm_calls c
                LEFT JOIN meta_notes n ON n.call_id = c.call_id
-               WHERE c.run_id=? AND c.purpose='meta' AND c.reply IS NOT NULL
+               WHERE c.run_id=? AND c.purpose=? AND c.reply IS NOT NULL
                ORDER BY c.call_id""",
-            (run_id,),
+            (run_id, CallPurpose.META),
         ).fetchall()
         return [dict(r) for r in rows]
 

@@ -19,6 +19,7 @@ from evolve.agent.command_iteration import command_iteration
 from evolve.agent.iteration import agent_iteration, reserve_turns
 from evolve.agent.reservations import Reservations
 from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus, Status
+from evolve.archive.vocab import CallPurpose, ProgramKind
 from evolve.edits import normalized_hash, unified_diff
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
@@ -127,7 +128,9 @@ class Controller:
             return
         self.observer.note("evaluating the seed program")
         out = await asyncio.to_thread(self.evaluator.evaluate, self.problem.seed_code)
-        row = new_row(self.run_id, self.problem, 0, 0, self.problem.seed_code, kind="seed", diff="")
+        row = new_row(
+            self.run_id, self.problem, 0, 0, self.problem.seed_code, kind=ProgramKind.SEED, diff=""
+        )
         await self._apply_outcome(row, out)
         self.archive.insert_program(row)
         if row.status != Status.OK:
@@ -439,13 +442,13 @@ class Controller:
                 raise RunAborted(str(e)) from None
         fmt = proposal.edit_format
         purpose = (
-            "repair"
+            CallPurpose.REPAIR
             if fmt == "repair"
-            else "resample"
+            else CallPurpose.RESAMPLE
             if resample
-            else "crossover"
+            else CallPurpose.CROSSOVER
             if fmt == "crossover"
-            else "mutation"
+            else CallPurpose.MUTATION
         )
         choice = self.search.choose(resample)
         second = proposal.second.program_id if proposal.second else None
@@ -490,7 +493,7 @@ class Controller:
                 None,
                 None,
                 "meta",
-                "meta",
+                CallPurpose.META,
                 messages,
                 self.search.choose(),
                 self.cfg.seed * 100003 + it * 16 + 15,
@@ -559,7 +562,7 @@ class Controller:
     def _depth(self, row: ProgramRow) -> int:
         """Repairs in a row that led to row."""
         depth, p = 0, row
-        while p.kind == "repair" and p.parent_id:
+        while p.kind == ProgramKind.REPAIR and p.parent_id:
             depth += 1
             parent = self.archive.program(p.parent_id)
             if parent is None:
@@ -699,4 +702,6 @@ def _origin(row: ProgramRow) -> str:
         return f"{row.program_id}, {row.parent_id}'s numbers tuned (no call)"
     if row.iteration == 0:
         return f"{row.program_id}, the seed"
-    return f"{row.program_id}, the model's" + (f" ({row.kind})" if row.kind != "mutation" else "")
+    return f"{row.program_id}, the model's" + (
+        f" ({row.kind})" if row.kind != ProgramKind.MUTATION else ""
+    )
