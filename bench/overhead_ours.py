@@ -53,7 +53,7 @@ def fill_archive(runs_dir: str, run_id: str, total: int, synthetic: list[dict], 
         cfg = RunConfig.from_json(run["config"])
         problem = load_problem(run["problem_dir"])
         features = Features(problem.seed_code, problem.feature_dims, problem.feature_bins)
-        existing = archive.programs(run_id)
+        existing = archive.programs(run_id, code=True)
         need = total - len(existing)
         if need > len(synthetic):
             raise ValueError(f"need {need} synthetic programs, got {len(synthetic)}")

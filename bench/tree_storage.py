@@ -93,7 +93,7 @@ def write(runs: Path, rows: list[ProgramRow], by_content: bool) -> int:
             else:
                 with a.tx() as db:
                     db.execute(*insert_statement(p, p.code, 0))
-        back = a.programs("b")
+        back = a.programs("b", code=True)
         assert [p.code for p in back] == [p.code for p in rows], "read back differs"
         stored = a.db.execute("SELECT SUM(code_files > 0) FROM programs").fetchone()[0]
         assert stored == (len(rows) if by_content else 0)

@@ -253,7 +253,7 @@ def test_a_program_of_several_files_is_listed_read_and_edited_by_path(tmp_path):
     assert "def choose(ranked, capacity):" in said(requests[2])[-1]
     archive = Archive(tmp_path / "runs")  # a tree's files are stored apart: read it back
     try:
-        child = archive.get_program("ag:1")
+        child = archive.program("ag:1")
     finally:
         archive.close()
     assert child is not None and child.code is not None and child.diff is not None

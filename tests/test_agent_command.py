@@ -117,7 +117,7 @@ def test_a_program_of_several_files_evolves_but_its_fixed_file_may_not_change(tm
     assert summary.status == "finished"
     archive = Archive(tmp_path / "runs")  # a tree's files are stored apart: read it back
     try:
-        program = archive.get_program("cmd:1")
+        program = archive.program("cmd:1")
     finally:
         archive.close()
     assert program is not None and program.status == "ok" and program.code is not None

@@ -87,7 +87,7 @@ def test_a_program_of_several_files_is_edited_by_the_agent_on_the_cluster(cluste
     assert ray_evaluations(r) >= 3  # seed, the agent's evaluation, the child
     archive = Archive(tmp_path / "runs")
     try:
-        child = archive.get_program("ag:1")
+        child = archive.program("ag:1")
     finally:
         archive.close()
     assert child is not None and child.status == "ok" and child.code is not None

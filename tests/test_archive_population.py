@@ -35,7 +35,7 @@ def test_wal_best_across_runs_and_failed_never_best(tmp_path):
     a.insert_program(_row("r2", 0, 1.0))
     a.insert_program(_row("r2", 1, None, status="runtime_error"))
     a.insert_program(_row("r2", 2, 3.0, parent="r2:0"))
-    assert a.best("r2").program_id == "r2:2" and a.finished("r2") == 2
+    assert a.best("r2").program_id == "r2:2" and a.finished_count("r2") == 2
     reader = ArchiveReader(tmp_path)  # every look from outside the loop
     assert reader.best(problem="p").program_id == "r1:1"
     assert reader.best(run_id="r2").program_id == "r2:2"
@@ -52,10 +52,10 @@ def test_statuses_and_calls_are_stored_as_they_always_were_and_read_back_typed(t
     a.insert_program(_row("r", 1, None, status=Status.PENDING))
     assert [p.iteration for p in a.programs("r", pending=True)] == [1]
     assert [p.iteration for p in a.programs("r", pending=False)] == [0]
-    assert a.finished("r") == 0  # the seed is no iteration; a pending one is not done
+    assert a.finished_count("r") == 0  # the seed is no iteration; a pending one is not done
     rows = a.db.execute("SELECT status, typeof(status) FROM programs ORDER BY iteration")
     assert [tuple(r) for r in rows] == [("ok", "text"), ("pending", "text")]
-    assert a.get_program("r:0").status is Status.OK and json.dumps([Status.OK]) == '["ok"]'
+    assert a.program("r:0").status is Status.OK and json.dumps([Status.OK]) == '["ok"]'
     call = LlmCall(run_id="r", iteration=1, island=0, model="m", edit_format="diff",
                    prompt=[{"role": "user", "content": "hi"}], reply="x", prompt_tokens=3,
                    parent_id="r:0", purpose="mutation", temperature=0.5)  # fmt: skip
@@ -168,3 +168,18 @@ def test_features_bin_code_length_and_diversity():
     assert f.cell(same) != f.cell(v)
     g = Features(SEED, ("bins_used",), 4)
     assert g.cell(g.values(SEED, {"bins_used": 100.0})) == "3"
+
+
+def test_the_archive_vocabulary_is_the_strings_it_always_stored():
+    """ProgramKind, EditFormat and CallPurpose are StrEnums: each member is the string the
+    archive stored before they existed, so an old archive reads as it is."""
+    from evolve.archive.rows import PURPOSES
+    from evolve.archive.vocab import CallPurpose, EditFormat, ProgramKind
+    from evolve.search.prompts import EDIT_FORMATS
+    from evolve.search.tune import KIND
+
+    assert list(ProgramKind) == ["seed", "mutation", "crossover", "repair", "tune"]
+    assert EDIT_FORMATS == tuple(EditFormat) == ("diff", "block", "full")
+    assert PURPOSES == ("mutation", "crossover", "repair", "resample", "meta", "agent")
+    assert PURPOSES == tuple(CallPurpose) and KIND == "tune"
+    assert json.dumps([ProgramKind.SEED, CallPurpose.META]) == '["seed", "meta"]'

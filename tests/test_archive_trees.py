@@ -84,9 +84,9 @@ def test_every_reader_gets_the_tree_back_exactly(lineage_archive):
     runs, codes = lineage_archive
     a = Archive(runs)
     try:
-        assert [p.code for p in a.programs("r")] == [*codes, None]
-        assert [p.code for p in a.programs("r", pending=False)] == [*codes, None]
-        assert a.get_program("r:2").code == codes[2]
+        assert [p.code for p in a.programs("r", code=True)] == [*codes, None]
+        assert [p.code for p in a.programs("r", code=True, pending=False)] == [*codes, None]
+        assert a.program("r:2").code == codes[2]
         assert a.best("r").program_id == "r:4" and a.best("r").code == codes[4]
     finally:
         a.close()
@@ -113,7 +113,7 @@ def test_a_text_that_would_not_come_back_from_its_files_is_stored_whole(tmp_path
     a.create_run("r", "p", "/nowhere", {}, 5)
     for it, code in enumerate(odd):
         a.insert_program(row(it, code))
-    assert [p.code for p in a.programs("r")] == odd
+    assert [p.code for p in a.programs("r", code=True)] == odd
     files = [n for (n,) in a.db.execute("SELECT code_files FROM programs ORDER BY iteration")]
     assert files == [0, 0, 0, 0, 1]
     a.close()
@@ -139,7 +139,7 @@ def test_any_tree_and_any_text_come_back_exactly(tmp_path_factory, paths, texts,
     a.create_run("r", "p", "/nowhere", {}, 2)
     a.insert_program(row(0, code))
     a.insert_program(row(1, plain))
-    assert [p.code for p in a.programs("r")] == [code, plain]
+    assert [p.code for p in a.programs("r", code=True)] == [code, plain]
     a.close()
 
 
@@ -191,12 +191,12 @@ def test_a_schema_6_archive_reads_as_it_is_and_migrates_its_trees(lineage_archiv
         stored = a.db.execute("SELECT code, code_files FROM programs ORDER BY iteration")
         assert [tuple(r) for r in stored] == [(None, 4)] * 4 + [("x = 1\n", 0), (None, 0)]
         assert a.db.execute("SELECT COUNT(*) FROM blobs").fetchone()[0] == 7
-        assert [p.code for p in a.programs("r")] == [*codes, None]
+        assert [p.code for p in a.programs("r", code=True)] == [*codes, None]
         assert a.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         # the run goes on under the new schema: a new child stores only its new file
         child = tree.encode(changed(dict(tree.decode(codes[3], "")), FILES[0], 9))
         a.insert_program(row(6, child, "r:3"))
-        assert a.get_program("r:6").code == child
+        assert a.program("r:6").code == child
         assert a.db.execute("SELECT COUNT(*) FROM blobs").fetchone()[0] == 8
     finally:
         a.close()

@@ -241,7 +241,7 @@ def test_when_no_program_can_be_a_parent_the_run_fails_with_one_line(tmp_path):
     assert summary.reason.startswith("no program can be a parent: every program that scored (1)")
     assert "\n" not in summary.reason and "r:0: the prompt needs about" in summary.reason
     assert archive.get_run("r")["status"] == "failed"
-    seed = archive.get_program("r:0")
+    seed = archive.program("r:0")
     assert seed is not None and seed.skip_reason and "4096-token window" in seed.skip_reason
 
 
@@ -320,9 +320,9 @@ def test_a_skip_recorded_in_the_archive_is_read_back_on_rebuild(tmp_path):
     archive.insert_program(_row(1, 2.0))
     archive.skip_parent("r:1", "too long")
     pop = Population(1, SelectionPolicy(), seed=0)
-    for p in archive.programs("r"):
+    for p in archive.programs("r", code=True):
         pop.add(p)
-    assert archive.get_program("r:1").skip_reason == "too long"
+    assert archive.program("r:1").skip_reason == "too long"
     assert pop.islands[0].elites["0"].program_id == "r:0" and pop.skipped == {"r:1"}
     assert pop.best().program_id == "r:1"
 
@@ -346,7 +346,7 @@ def test_an_archive_of_schema_2_gains_the_skip_column(tmp_path):
     archive = Archive(runs)
     archive.create_run("r", "toy", "/nowhere", {}, 3)
     archive.insert_program(_row(0, 1.0, skip="why"))
-    assert archive.get_program("r:0").skip_reason == "why"
+    assert archive.program("r:0").skip_reason == "why"
     assert archive.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert archive.meta_notes("r") == [] and archive.decisions("r") == []
 

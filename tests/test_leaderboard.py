@@ -263,7 +263,9 @@ def test_programs_of_runs_before_the_leaderboard_are_shown_unranked(tmp_path):
 
 def test_one_leaderboard_seed_per_problem_drawn_once(tmp_path):
     a = Archive(tmp_path / "runs")
-    first = a.leaderboard_seed("p", 5)
-    assert first == 5 and a.leaderboard_seed("p", 6) == 5 and a.leaderboard_seed("q", 7) == 7
+    first = a.draw_leaderboard_seed("p", 5)
+    assert (
+        first == 5 and a.draw_leaderboard_seed("p", 6) == 5 and a.draw_leaderboard_seed("q", 7) == 7
+    )
     a.close()
-    assert Archive(tmp_path / "runs").leaderboard_seed("p", 8) == 5
+    assert Archive(tmp_path / "runs").draw_leaderboard_seed("p", 8) == 5

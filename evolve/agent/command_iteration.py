@@ -25,6 +25,7 @@ from evolve.agent.host import Host
 from evolve.agent.iteration import evaluate_on_train, parent_code
 from evolve.agent.tools import cut, outcome_text
 from evolve.archive import LlmCall, ProgramRow, Status
+from evolve.archive.vocab import CallPurpose
 from evolve.pipeline.candidates import agent_row
 from evolve.pipeline.errors import CallsSpent, RunAborted
 from evolve.pipeline.proposal import NoParent
@@ -32,7 +33,7 @@ from evolve.pipeline.proposal import NoParent
 
 async def command_iteration(ctl: Host, it: int) -> None:
     """Fill slot `it` with what the command leaves in its workspace."""
-    stored = ctl.archive.agent_calls(ctl.run_id, it)
+    stored = ctl.archive.agent_turns(ctl.run_id, it)
     if stored:
         call = stored[-1]
         parent = ctl._program(call.parent_id or "")
@@ -176,7 +177,7 @@ def _store(
         edit_format=ctl.cfg.edit_format, prompt=[{"role": "user", "content": task}],
         reply=json.dumps(outcome), prompt_tokens=usage.prompt_tokens,
         completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
-        latency_s=run.seconds, parent_id=parent_id, purpose="agent",
+        latency_s=run.seconds, parent_id=parent_id, purpose=CallPurpose.AGENT,
         decision=f"--proposer command: {(command_argv(ctl.cfg.proposer) or ['?'])[0][:100]}",
     )  # fmt: skip
     ctl.archive.insert_llm_call(call)

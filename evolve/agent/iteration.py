@@ -15,6 +15,7 @@ from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
 from evolve.agent.tools import Workspace, outcome_text
 from evolve.agent.window import session_window
 from evolve.archive import LlmCall, ProgramRow, Status
+from evolve.archive.vocab import CallPurpose
 from evolve.edits import normalized_hash
 from evolve.edits.bounds import reply_limit
 from evolve.llm import LLMError
@@ -50,7 +51,7 @@ def reserve_turns(ctl: Host, it: int, stored: list[LlmCall] | None = None) -> No
     controller's loop asks whether another session may start only after this. `stored`: the
     slot's answered turns, when the caller has read them."""
     if stored is None:
-        stored = ctl.archive.agent_calls(ctl.run_id, it)
+        stored = ctl.archive.agent_turns(ctl.run_id, it)
     turns = ctl.cfg.agent_turns
     if stored:
         turns = promised_turns(stored[0].prompt) or turns
@@ -63,7 +64,7 @@ async def agent_iteration(ctl: Host, it: int) -> None:
     """Fill slot `it` with what an agent's session submits (evolve/agent/): its turns
     stored as they are answered, its evaluations on the train cascade only, its
     candidate checked, evaluated and re-scored like a single call's."""
-    stored = ctl.archive.agent_calls(ctl.run_id, it)
+    stored = ctl.archive.agent_turns(ctl.run_id, it)
     if it not in ctl.reserved.turns:
         reserve_turns(ctl, it, stored)
     try:
@@ -109,7 +110,18 @@ async def _agent_iteration(ctl: Host, it: int, turns: int, stored: list[LlmCall]
                 raise TurnsStopped()
             ctl.reserved.asked(it)
             seed = ctl.cfg.seed * 100003 + it * 16 + turn % 15
-            a = Ask(it, island, parent.program_id, second, fmt, "agent", msgs, choice, seed, tools)
+            a = Ask(
+                it,
+                island,
+                parent.program_id,
+                second,
+                fmt,
+                CallPurpose.AGENT,
+                msgs,
+                choice,
+                seed,
+                tools,
+            )
             call = await ctl.asker.ask(a)
         if probe and (said := auto_protocol.verdict(call)) is not None:
             why = "a tool was called" if said == "native" else "an ACTION line, no tool call"

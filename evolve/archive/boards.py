@@ -69,7 +69,7 @@ class BoardStore:
     """The loop's writes to the leaderboard tables (a mixin of Archive): each is one
     committed transaction, so a kill never leaves a score half written or a seed drawn twice."""
 
-    def leaderboard_seed(self: _Writable, problem: str, fresh: int) -> int:
+    def draw_leaderboard_seed(self: _Writable, problem: str, fresh: int) -> int:
         """The problem's leaderboard seed: `fresh` if it has none yet (the first run of the
         problem in this archive draws it), else the one drawn before, for good."""
         with self.tx() as db:

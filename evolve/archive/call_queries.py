@@ -5,10 +5,11 @@ decisions. Read-only, like every query of the reader (evolve/archive/readonly.py
 
 from __future__ import annotations
 
-from evolve.archive import notes
-from evolve.archive.readonly import ReadOnlyArchive, columns, has_table, v4_cols
+from evolve.archive import queries
+from evolve.archive.readonly import ReadOnlyArchive, columns, v4_cols
 from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, Status, member, row_to_call
 from evolve.archive.summaries import AnsweredCall, CallCounts, MetaNote, ModelUse, SearchDecision
+from evolve.archive.vocab import CallPurpose, ProgramKind
 
 
 class CallQueries(ReadOnlyArchive):
@@ -53,12 +54,12 @@ class CallQueries(ReadOnlyArchive):
     def meta_notes(self, run_id: str) -> list[MetaNote]:
         """A run's meta-notes in the order they were written."""
         with self._db() as db:
-            return notes.meta_notes(db, run_id) if has_table(db, "meta_notes") else []
+            return queries.meta_notes(db, run_id)
 
     def decisions(self, run_id: str) -> list[SearchDecision]:
         """A run's search decisions (stagnation bursts, island restarts) in order."""
         with self._db() as db:
-            return notes.decisions(db, run_id) if has_table(db, "decisions") else []
+            return queries.decisions(db, run_id)
 
     def call_counts(self, run_id: str) -> CallCounts:
         """What became of a run's LLM calls, and how many programs repairs made."""
@@ -148,7 +149,7 @@ class CallQueries(ReadOnlyArchive):
             "purpose": call.purpose if call else None,
             "temperature": call.temperature if call else None,
             "decision": call.decision if call else None,
-            "repair_of": p.parent_id if p.kind == "repair" else None,
+            "repair_of": p.parent_id if p.kind == ProgramKind.REPAIR else None,
             "rejected_calls": [
                 {
                     "call_id": c.call_id,
@@ -222,17 +223,9 @@ class CallQueries(ReadOnlyArchive):
         return int(r[0])
 
     def agent_turns(self, run_id: str, iteration: int) -> list[LlmCall]:
-        """The answered turns of an agent iteration (purpose `agent`), with prompts and
-        replies, in order: the session's own (Archive.agent_calls), read-only."""
+        """The answered turns of an agent iteration, in order (queries.agent_turns)."""
         with self._db() as db:
-            if "purpose" not in columns(db, "llm_calls"):
-                return []
-            rows = db.execute(
-                "SELECT * FROM llm_calls WHERE run_id = ? AND iteration = ? AND purpose = 'agent'"
-                " AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id",
-                (run_id, iteration),
-            ).fetchall()
-        return [row_to_call(r) for r in rows]
+            return queries.agent_turns(db, run_id, iteration)
 
     def run_agent_turns(self, run_id: str) -> dict[int, list[LlmCall]]:
         """Every agent iteration's answered turns of a run, by iteration, in order."""
@@ -240,9 +233,9 @@ class CallQueries(ReadOnlyArchive):
             if "purpose" not in columns(db, "llm_calls"):
                 return {}
             rows = db.execute(
-                "SELECT * FROM llm_calls WHERE run_id = ? AND purpose = 'agent'"
+                "SELECT * FROM llm_calls WHERE run_id = ? AND purpose = ?"
                 " AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id",
-                (run_id,),
+                (run_id, CallPurpose.AGENT),
             ).fetchall()
         out: dict[int, list[LlmCall]] = {}
         for r in rows:

@@ -3,9 +3,9 @@
 The web view, the exports and the report read through this, never through Archive: an
 SQLite `mode=ro` connection cannot write, so looking at a run can never change it, even
 while its controller is still writing (WAL readers see the last committed state). The
-connection and the schema-tolerant column lists are in readonly.py, the queries over LLM
-calls in call_queries.py, those over the leaderboard in board_queries.py; the runs, programs
-and benchmarks are here.
+connection and the schema-tolerant column lists are in readonly.py, the queries the writer
+answers too in queries.py, those over LLM calls in call_queries.py, those over the
+leaderboard in board_queries.py; the runs, programs and benchmarks are here.
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from evolve.archive import ids
+from evolve.archive import ids, queries
 from evolve.archive.board_queries import BoardQueries
 from evolve.archive.call_queries import CallQueries
 from evolve.archive.lease import is_locked, lock_file, owner_holds_lock
 from evolve.archive.readonly import has_table, list_cols, or_null
 from evolve.archive.rows import ProgramRow, RunStatus, Status, member, row_to_program
 from evolve.archive.summaries import BenchRun, BenchSummary, RunSummary
-from evolve.archive.trees import load
 
 # The owner (schema 2) and data seed (schema 5) of each run.
 _RUN_COLS = ("owner_pid", "owner_host", "data_seed")
@@ -128,23 +127,20 @@ class ArchiveReader(CallQueries, BoardQueries):
 
     # ---- programs -------------------------------------------------------------
     def programs(
-        self, run_id: str, after_iteration: int = -1, code: bool = False
+        self,
+        run_id: str,
+        after_iteration: int = -1,
+        code: bool = False,
+        pending: bool | None = None,
     ) -> list[ProgramRow]:
-        """A run's programs by iteration (those after `after_iteration`); without code,
-        diffs and artifacts unless `code`, so listing 10,000 of them stays cheap."""
+        """A run's programs by iteration (queries.programs)."""
         with self._db() as db:
-            cols = "*" if code else list_cols(db)
-            rows = db.execute(
-                f"SELECT {cols} FROM programs WHERE run_id = ? AND iteration > ?"
-                " ORDER BY iteration",
-                (run_id, after_iteration),
-            ).fetchall()
-            return load(db, rows)
+            return queries.programs(db, run_id, after_iteration, code, pending)
 
     def program(self, program_id: str) -> ProgramRow | None:
+        """The program with exactly this id (queries.program)."""
         with self._db() as db:
-            r = db.execute("SELECT * FROM programs WHERE program_id = ?", (program_id,)).fetchone()
-            return load(db, [r])[0] if r is not None else None
+            return queries.program(db, program_id)
 
     def resolve_program(self, text: str) -> ProgramRow | None:
         """The program `text` names, as a person types it (ids.resolve_program)."""
@@ -152,19 +148,10 @@ class ArchiveReader(CallQueries, BoardQueries):
             program_id = ids.resolve_program(db, text)
         return self.program(program_id) if program_id is not None else None
 
-    def best(self, problem: str | None = None, run_id: str | None = None) -> ProgramRow | None:
-        """The best evaluated program of a problem or a run (the earliest of equals)."""
-        sql = "SELECT * FROM programs WHERE status = ? AND score IS NOT NULL"
-        args: list[str] = [Status.OK]
-        if problem:
-            sql += " AND problem = ?"
-            args.append(problem)
-        if run_id:
-            sql += " AND run_id = ?"
-            args.append(run_id)
+    def best(self, run_id: str | None = None, problem: str | None = None) -> ProgramRow | None:
+        """The best evaluated program of a run or a problem (queries.best)."""
         with self._db() as db:
-            r = db.execute(sql + " ORDER BY score DESC, created_at LIMIT 1", args).fetchone()
-            return load(db, [r])[0] if r else None
+            return queries.best(db, run_id, problem)
 
     def children(self, program_id: str) -> list[ProgramRow]:
         with self._db() as db:
@@ -236,9 +223,4 @@ class ArchiveReader(CallQueries, BoardQueries):
 
     def migrations(self, run_id: str) -> list[tuple[str, int, int]]:
         with self._db() as db:
-            rows = db.execute(
-                "SELECT program_id, to_island, at_iteration FROM migrations WHERE run_id = ?"
-                " ORDER BY at_iteration",
-                (run_id,),
-            ).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
+            return queries.migrations(db, run_id)

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import TypeVar
 
 from evaluators.sandbox import Status
+from evolve.archive.vocab import CallPurpose, ProgramKind
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -51,7 +52,7 @@ class ProgramRow:
     code: str | None = None
     parent_id: str | None = None
     second_parent_id: str | None = None
-    kind: str = "mutation"
+    kind: str = ProgramKind.MUTATION
     edit_kind: str | None = None
     model: str | None = None
     code_hash: str | None = None
@@ -167,7 +168,7 @@ def public_dict(p: ProgramRow, code: bool = True) -> dict:
 
 
 # What an LLM call can be for (llm_calls.purpose), and every category a call is shown as.
-PURPOSES = ("mutation", "crossover", "repair", "resample", "meta", "agent")
+PURPOSES = tuple(CallPurpose)
 CALL_CATEGORIES = (
     *PURPOSES,
     "rejected duplicate",

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from evolve.archive import ids, notes
+from evolve.archive import ids, queries
 from evolve.archive.boards import BoardStore
 from evolve.archive.faults import ArchiveError, RunBusy, check_runs_dir, describe_fault
 from evolve.archive.lease import RunLease, is_locked, lock_file, owner_holds_lock, try_lock
@@ -39,7 +39,8 @@ from evolve.archive.rows import (
 )
 from evolve.archive.schema import SCHEMA_VERSION, refuse_newer, upgrade, user_version
 from evolve.archive.summaries import MetaNote, SearchDecision
-from evolve.archive.trees import load, store
+from evolve.archive.trees import store
+from evolve.archive.vocab import CallPurpose, ProgramKind
 
 
 class Archive(BoardStore):
@@ -265,29 +266,30 @@ class Archive(BoardStore):
                 (score, json.dumps(metrics), program_id),
             )
 
-    def programs(self, run_id: str, pending: bool | None = None) -> list[ProgramRow]:
-        """A run's programs by iteration: all, or only the pending (True) or finished ones."""
-        sql, args = "SELECT * FROM programs WHERE run_id=?", [run_id]
-        if pending is not None:
-            sql += " AND status=?" if pending else " AND status!=?"
-            args.append(Status.PENDING)
-        rows = self.db.execute(sql + " ORDER BY iteration", args).fetchall()
-        return load(self.db, rows)
+    def programs(
+        self,
+        run_id: str,
+        after_iteration: int = -1,
+        code: bool = False,
+        pending: bool | None = None,
+    ) -> list[ProgramRow]:
+        """A run's programs by iteration (queries.programs)."""
+        return queries.programs(self.db, run_id, after_iteration, code, pending)
 
-    def finished(self, run_id: str) -> int:
+    def finished_count(self, run_id: str) -> int:
         """The run's iterations done: the model's candidates (not the seed, not a tuned
         child) no longer pending."""
         r = self.db.execute(
             "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!=?"
-            " AND kind!='tune'",
-            (run_id, Status.PENDING),
+            " AND kind!=?",
+            (run_id, Status.PENDING, ProgramKind.TUNE),
         ).fetchone()
         return int(r[0])
 
-    def tuned(self, run_id: str) -> int:
+    def tuned_count(self, run_id: str) -> int:
         """The run's tuned children (evolve/search/tune.py), evaluated or not."""
         r = self.db.execute(
-            "SELECT COUNT(*) FROM programs WHERE run_id=? AND kind='tune'", (run_id,)
+            "SELECT COUNT(*) FROM programs WHERE run_id=? AND kind=?", (run_id, ProgramKind.TUNE)
         ).fetchone()
         return int(r[0])
 
@@ -297,10 +299,9 @@ class Archive(BoardStore):
             for r in self.db.execute("SELECT iteration FROM programs WHERE run_id=?", (run_id,))
         }
 
-    def get_program(self, program_id: str) -> ProgramRow | None:
-        """The program with exactly this id."""
-        r = self.db.execute("SELECT * FROM programs WHERE program_id=?", (program_id,)).fetchone()
-        return load(self.db, [r])[0] if r is not None else None
+    def program(self, program_id: str) -> ProgramRow | None:
+        """The program with exactly this id (queries.program)."""
+        return queries.program(self.db, program_id)
 
     def hash_seen(self, run_id: str, code_hash: str) -> str | None:
         r = self.db.execute(
@@ -309,14 +310,9 @@ class Archive(BoardStore):
         ).fetchone()
         return r[0] if r else None
 
-    def best(self, run_id: str) -> ProgramRow | None:
-        """The run's best evaluated program (the earliest of equals)."""
-        r = self.db.execute(
-            "SELECT * FROM programs WHERE status=? AND score IS NOT NULL AND run_id=?"
-            " ORDER BY score DESC, created_at LIMIT 1",
-            (Status.OK, run_id),
-        ).fetchone()
-        return load(self.db, [r])[0] if r else None
+    def best(self, run_id: str | None = None, problem: str | None = None) -> ProgramRow | None:
+        """The best evaluated program of a run or a problem (queries.best)."""
+        return queries.best(self.db, run_id, problem)
 
     # ---- LLM calls and migrations ------------------------------------------
     def insert_llm_call(self, call: LlmCall) -> int:
@@ -352,8 +348,8 @@ class Archive(BoardStore):
     def repair_parents(self, run_id: str) -> set[str]:
         """The failed programs a repair call was made for (answered or not)."""
         rows = self.db.execute(
-            "SELECT DISTINCT parent_id FROM llm_calls WHERE run_id=? AND purpose='repair'",
-            (run_id,),
+            "SELECT DISTINCT parent_id FROM llm_calls WHERE run_id=? AND purpose=?",
+            (run_id, CallPurpose.REPAIR),
         ).fetchall()
         return {r[0] for r in rows}
 
@@ -362,23 +358,18 @@ class Archive(BoardStore):
         reply or a meta-note is not an iteration's reply)."""
         rows = self.db.execute(
             """SELECT c.* FROM llm_calls c WHERE c.run_id=? AND c.reply IS NOT NULL
-               AND c.outcome IS NULL AND COALESCE(c.purpose, '') != 'meta'
+               AND c.outcome IS NULL AND COALESCE(c.purpose, '') != ?
                AND NOT EXISTS (SELECT 1 FROM programs p WHERE p.run_id=c.run_id AND p.iteration=c.iteration)
                AND c.call_id = (SELECT MAX(call_id) FROM llm_calls c2 WHERE c2.run_id=c.run_id
                                 AND c2.iteration=c.iteration AND c2.reply IS NOT NULL)
                ORDER BY c.iteration""",
-            (run_id,),
+            (run_id, CallPurpose.META),
         ).fetchall()
         return [row_to_call(r) for r in rows]
 
-    def agent_calls(self, run_id: str, iteration: int) -> list[LlmCall]:
-        """The answered turns of an agent iteration (purpose `agent`), in order."""
-        rows = self.db.execute(
-            """SELECT * FROM llm_calls WHERE run_id=? AND iteration=? AND purpose='agent'
-               AND reply IS NOT NULL AND outcome IS NULL ORDER BY call_id""",
-            (run_id, iteration),
-        ).fetchall()
-        return [row_to_call(r) for r in rows]
+    def agent_turns(self, run_id: str, iteration: int) -> list[LlmCall]:
+        """The answered turns of an agent iteration, in order (queries.agent_turns)."""
+        return queries.agent_turns(self.db, run_id, iteration)
 
     # ---- meta-notes and search decisions -------------------------------------
     def meta_calls(self, run_id: str) -> list[dict]:
@@ -386,9 +377,9 @@ class Archive(BoardStore):
         rows = self.db.execute(
             """SELECT c.call_id, c.reply, n.text FROM llm_calls c
                LEFT JOIN meta_notes n ON n.call_id = c.call_id
-               WHERE c.run_id=? AND c.purpose='meta' AND c.reply IS NOT NULL
+               WHERE c.run_id=? AND c.purpose=? AND c.reply IS NOT NULL
                ORDER BY c.call_id""",
-            (run_id,),
+            (run_id, CallPurpose.META),
         ).fetchall()
         return [dict(r) for r in rows]
 
@@ -401,7 +392,7 @@ class Archive(BoardStore):
             )
 
     def meta_notes(self, run_id: str) -> list[MetaNote]:
-        return notes.meta_notes(self.db, run_id)
+        return queries.meta_notes(self.db, run_id)
 
     def add_decision(self, run_id: str, at_done: int, kind: str, detail: dict) -> None:
         with self.tx() as db:
@@ -412,7 +403,7 @@ class Archive(BoardStore):
             )
 
     def decisions(self, run_id: str) -> list[SearchDecision]:
-        return notes.decisions(self.db, run_id)
+        return queries.decisions(self.db, run_id)
 
     def usage(self, run_id: str) -> dict:
         r = self.db.execute(
@@ -434,12 +425,7 @@ class Archive(BoardStore):
             )
 
     def migrations(self, run_id: str) -> list[tuple[str, int, int]]:
-        rows = self.db.execute(
-            "SELECT program_id, to_island, at_iteration FROM migrations WHERE run_id=?"
-            " ORDER BY at_iteration",
-            (run_id,),
-        ).fetchall()
-        return [tuple(r) for r in rows]
+        return queries.migrations(self.db, run_id)
 
     # ---- benchmarks (`evolve bench`) ------------------------------------------
     def add_bench_run(

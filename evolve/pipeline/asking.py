@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from evolve.archive import Archive, LlmCall
+from evolve.archive.vocab import CallPurpose
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.answer import stored_tool_reply
 from evolve.llm.client import FailedAttempt
@@ -30,7 +31,7 @@ class Ask:
     parent_id: str | None
     second_id: str | None
     edit_format: str  # block | diff | full | crossover | funsearch | repair | meta
-    purpose: str  # mutation | crossover | resample | repair | meta | agent
+    purpose: CallPurpose
     messages: list[dict]
     choice: Choice
     seed: int  # the request's sampling seed

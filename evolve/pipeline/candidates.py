@@ -12,6 +12,7 @@ from __future__ import annotations
 from evaluators import tree
 from evaluators.sandbox import Status
 from evolve.archive import LlmCall, ProgramRow
+from evolve.archive.vocab import ProgramKind
 from evolve.edits import EditOutcome, apply_reply, normalized_hash, unified_diff
 from evolve.edits.bounds import reply_limit, text_bytes
 from evolve.edits.files import Layout, apply_tree_reply, layout, tree_diff
@@ -20,7 +21,7 @@ from evolve.problem.size_cap import oversized, refused, size_reason
 from evolve.search.versions import block_functions, unversioned
 
 ASKED = {"crossover": "block", "funsearch": "block", "repair": "block"}  # what to parse
-KIND = {"crossover": "crossover", "repair": "repair"}  # programs.kind; others: mutation
+KIND = {"crossover": ProgramKind.CROSSOVER, "repair": ProgramKind.REPAIR}  # others: mutation
 
 
 def program_id(run_id: str, iteration: int) -> str:
@@ -82,7 +83,7 @@ def reply_to_row(call: LlmCall, parent: ProgramRow, run_id: str, problem: Proble
         edit.code if keep else None,
         parent_id=parent.program_id,
         second_id=call.second_parent_id,
-        kind=KIND.get(fmt, "mutation"),
+        kind=KIND.get(fmt, ProgramKind.MUTATION),
         edit_kind=edit.kind,
         model=call.model,
         diff=edit.diff if keep else None,
@@ -124,7 +125,7 @@ def agent_row(
         code if keep else None,
         parent_id=parent.program_id,
         second_id=call.second_parent_id,
-        kind=KIND.get(call.edit_format, "mutation"),
+        kind=KIND.get(call.edit_format, ProgramKind.MUTATION),
         edit_kind="agent",
         model=call.model,
         diff=diff,

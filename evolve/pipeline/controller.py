@@ -19,6 +19,7 @@ from evolve.agent.command_iteration import command_iteration
 from evolve.agent.iteration import agent_iteration, reserve_turns
 from evolve.agent.reservations import Reservations
 from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus, Status
+from evolve.archive.vocab import CallPurpose, ProgramKind
 from evolve.edits import normalized_hash, unified_diff
 from evolve.llm import LLMClient, LLMError
 from evolve.llm.pricing import UnpricedModel, require_prices
@@ -123,11 +124,13 @@ class Controller:
 
     # ---- setup -------------------------------------------------------------
     async def ensure_seed(self) -> None:
-        if self.archive.get_program(program_id(self.run_id, 0)) is not None:
+        if self.archive.program(program_id(self.run_id, 0)) is not None:
             return
         self.observer.note("evaluating the seed program")
         out = await asyncio.to_thread(self.evaluator.evaluate, self.problem.seed_code)
-        row = new_row(self.run_id, self.problem, 0, 0, self.problem.seed_code, kind="seed", diff="")
+        row = new_row(
+            self.run_id, self.problem, 0, 0, self.problem.seed_code, kind=ProgramKind.SEED, diff=""
+        )
         await self._apply_outcome(row, out)
         self.archive.insert_program(row)
         if row.status != Status.OK:
@@ -151,7 +154,7 @@ class Controller:
 
     async def resume_scores(self) -> None:
         """What a kill left unscored on the leaderboard: the seed (now), the best (queued)."""
-        seed = self.archive.get_program(program_id(self.run_id, 0))
+        seed = self.archive.program(program_id(self.run_id, 0))
         if seed is not None:
             await self.board.score(seed)
         best = self.archive.best(run_id=self.run_id)
@@ -164,7 +167,7 @@ class Controller:
         resets = [d for d in self.archive.decisions(self.run_id) if d.kind == "stagnation"]
         added = 0
         self.replaying = True
-        for p in self.archive.programs(self.run_id, pending=False):
+        for p in self.archive.programs(self.run_id, code=True, pending=False):
             while resets and resets[0].at_done <= added:
                 self._replay_reset(resets.pop(0).detail)
             self._add(p)
@@ -225,12 +228,12 @@ class Controller:
             self.parsing.shutdown(wait=False)
         self.archive.set_run_status(self.run_id, status, reason)
         best = self.archive.best(run_id=self.run_id)
-        seed = self.archive.get_program(program_id(self.run_id, 0))
+        seed = self.archive.program(program_id(self.run_id, 0))
         return RunOutcome(
             self.run_id,
             status,
             reason,
-            self.archive.finished(self.run_id),
+            self.archive.finished_count(self.run_id),
             best.score if best else None,
             seed.score if seed else None,
         )
@@ -275,14 +278,14 @@ class Controller:
     def _final_status(self) -> tuple[RunStatus, str | None]:
         reason = self._stop_reason()
         spent = self.cfg.max_calls is not None and self.stats.calls >= self.cfg.max_calls
-        if self.archive.finished(self.run_id) >= self.cfg.iterations or spent:
+        if self.archive.finished_count(self.run_id) >= self.cfg.iterations or spent:
             return RunStatus.FINISHED, None
         return RunStatus.STOPPED, reason
 
     async def _loop(self) -> None:
         tasks: set[asyncio.Task] = set()
         # Work left over from a killed controller comes first.
-        for prow in self.archive.programs(self.run_id, pending=True):
+        for prow in self.archive.programs(self.run_id, code=True, pending=True):
             tasks.add(asyncio.create_task(self._evaluate_candidate(prow)))
         replies = self.archive.unconsumed_replies(self.run_id)
         iteration_of: dict[asyncio.Task, int] = {}  # the tasks that ask the LLM
@@ -295,7 +298,7 @@ class Controller:
         # (asked, never stored, or only clones rejected) are filled first.
         taken = self.archive.iterations(self.run_id) | {c.iteration for c in replies}
         top = max(taken | {0})
-        to_ask = self.cfg.iterations - (len(taken - {0}) - self.archive.tuned(self.run_id))
+        to_ask = self.cfg.iterations - (len(taken - {0}) - self.archive.tuned_count(self.run_id))
         free = [i for i in range(1, top + 1) if i not in taken][: max(to_ask, 0)]
         to_ask -= len(free)
         self.next_slot = top + 1
@@ -439,13 +442,13 @@ class Controller:
                 raise RunAborted(str(e)) from None
         fmt = proposal.edit_format
         purpose = (
-            "repair"
+            CallPurpose.REPAIR
             if fmt == "repair"
-            else "resample"
+            else CallPurpose.RESAMPLE
             if resample
-            else "crossover"
+            else CallPurpose.CROSSOVER
             if fmt == "crossover"
-            else "mutation"
+            else CallPurpose.MUTATION
         )
         choice = self.search.choose(resample)
         second = proposal.second.program_id if proposal.second else None
@@ -473,7 +476,7 @@ class Controller:
             left = self._calls_left()
             if self.stats.calls < (written + 1) * every or (left is not None and left <= 1):
                 return
-            programs = self.archive.programs(self.run_id, pending=False)
+            programs = self.archive.programs(self.run_id, code=True, pending=False)
             children = [p for p in programs if p.iteration > 0]
             scores = {p.program_id: p.score for p in programs}
             best = self.pop.best()
@@ -490,7 +493,7 @@ class Controller:
                 None,
                 None,
                 "meta",
-                "meta",
+                CallPurpose.META,
                 messages,
                 self.search.choose(),
                 self.cfg.seed * 100003 + it * 16 + 15,
@@ -559,9 +562,9 @@ class Controller:
     def _depth(self, row: ProgramRow) -> int:
         """Repairs in a row that led to row."""
         depth, p = 0, row
-        while p.kind == "repair" and p.parent_id:
+        while p.kind == ProgramKind.REPAIR and p.parent_id:
             depth += 1
-            parent = self.archive.get_program(p.parent_id)
+            parent = self.archive.program(p.parent_id)
             if parent is None:
                 break
             p = parent
@@ -680,7 +683,7 @@ class Controller:
 
     def _program(self, pid: str) -> ProgramRow:
         """A program the population or a stored reply names: it is in the archive."""
-        p = self.archive.get_program(pid)
+        p = self.archive.program(pid)
         if p is None:
             raise RunAborted(f"program {pid} is not in the archive")
         return p
@@ -699,4 +702,6 @@ def _origin(row: ProgramRow) -> str:
         return f"{row.program_id}, {row.parent_id}'s numbers tuned (no call)"
     if row.iteration == 0:
         return f"{row.program_id}, the seed"
-    return f"{row.program_id}, the model's" + (f" ({row.kind})" if row.kind != "mutation" else "")
+    return f"{row.program_id}, the model's" + (
+        f" ({row.kind})" if row.kind != ProgramKind.MUTATION else ""
+    )

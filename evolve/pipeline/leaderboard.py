@@ -34,7 +34,7 @@ class Leaderboard:
     def __init__(self, archive: Archive, evaluator: CandidateEvaluator):
         self.archive = archive
         self.problem = evaluator.problem
-        self.seed = archive.leaderboard_seed(self.problem.name, data_seed.draw())
+        self.seed = archive.draw_leaderboard_seed(self.problem.name, data_seed.draw())
         self.evaluator = evaluator.under(self.seed)
 
     def measure(self, code: str) -> BoardScore:

@@ -118,7 +118,7 @@ def _execute_with(
         keys=[llm_cfg.api_key, *(m.api_key for m in llm_cfg.models)],
     )
     if evaluator.opt_state is not None:  # a GEPA script's: what a resumed run evaluated already
-        evaluator.opt_state.restore(archive.programs(run_id, pending=False))
+        evaluator.opt_state.restore(archive.programs(run_id, code=True, pending=False))
     ctl = Controller(
         archive,
         run_id,
@@ -161,12 +161,12 @@ def _run_data_seed(archive: Archive, run_id: str) -> int | None:
 def _summary(archive: Archive, run_id: str, status: RunStatus, reason: str) -> RunOutcome:
     """What the archive holds of a run the controller did not get to summarise."""
     best = archive.best(run_id)
-    seed = archive.get_program(program_id(run_id, 0))
+    seed = archive.program(program_id(run_id, 0))
     return RunOutcome(
         run_id,
         status,
         reason,
-        archive.finished(run_id),
+        archive.finished_count(run_id),
         best.score if best else None,
         seed.score if seed else None,
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import jinja2
 
+from evolve.archive.vocab import EditFormat
 from evolve.edits.blocks import find_blocks, split_lines
 from evolve.inert import strip_controls
 from evolve.llm.context_budget import PromptTooLong, TokenBudget, estimate_tokens, messages_tokens
@@ -24,7 +25,7 @@ from evolve.prompt_templates import TEMPLATES_DIR  # package data: the generic t
 from evolve.search.population import Attempt
 from evolve.search.prompt_files import cut_to_signatures, files_view, per_file
 
-EDIT_FORMATS = ("diff", "block", "full")
+EDIT_FORMATS = tuple(EditFormat)  # the formats a run may ask for
 PROMPT_STYLES = ("full", "short", "funsearch")
 ARTIFACT_STEPS = (
     600,

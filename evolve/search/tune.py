@@ -24,11 +24,12 @@ from itertools import zip_longest
 
 from evaluators.tree import TreeError, decode, encode, is_tree
 from evolve.archive import ProgramRow, Status
+from evolve.archive.vocab import ProgramKind
 from evolve.edits.blocks import find_blocks, split_lines
 from evolve.edits.bounds import parse_python
 from evolve.edits.tidy import unread
 
-KIND = "tune"  # programs.kind of a tuned child
+KIND = ProgramKind.TUNE  # programs.kind of a tuned child
 FACTORS = (2.0, 0.5)
 MAX_LITERALS = 8  # the first ones in the blocks; a long program's tail is left alone
 # A root whose first tuned children all scored exactly as their base has numbers that decide
