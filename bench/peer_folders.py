@@ -14,7 +14,7 @@ CARGO_HOME, so nothing cached on this machine helps it. Per folder:
   (bench/openevolve_compat.py's driver); ShinkaEvolve 0.0.7: `python evaluate.py
   --program_path P --results_dir D`, correct.json and metrics.json's combined_score; LEVI:
   levi/utils/evaluation.py's evaluate_code on SEED_PROGRAM and score_fn, loaded by path.
-  Run twice; where the two differ the cell shows the spread.
+  Run --peer-runs times (2); where they differ the cell shows the spread.
 - check: `evolve check FOLDER --sandbox local` (--run-sandbox): ok, else its error line.
 - local / docker: `evolve eval FOLDER PROGRAM --json --sandbox local|docker`.
 - run3: `evolve run FOLDER --iterations 3 --sandbox local` (--run-sandbox) against evolve/testing/scripted_llm.py
@@ -327,7 +327,7 @@ class Bench:
         print(f"{spec.name} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
         earlier = self.earlier(spec.name)
-        refs = [Cell(**c) for c in earlier] if earlier else [self.peer(spec) for _ in range(2)]
+        refs = [Cell(**c) for c in earlier] if earlier else [self.peer(spec) for _ in range(self.args.peer_runs)]
         docker = Cell(skipped="--no-docker") if self.args.no_docker else self.eval(spec, "docker")
         ours = {"local": self.eval(spec, "local"), "docker": docker}
         v, why = verdict(refs, ours, spec.peer)
@@ -394,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-docker", action="store_true", help="leave the Docker column out")
     p.add_argument("--run-sandbox", default="local", choices=("local", "docker", "auto"),
                    help="the sandbox of the check and run3 columns")  # fmt: skip
+    p.add_argument("--peer-runs", type=int, default=2,
+                   help="peer runs per folder (more where the score counts seconds)")  # fmt: skip
     p.add_argument("--peer-from", help="a previous results JSON: take the peer's cells from it")
     p.add_argument("--timeout", type=float, default=600, help="per peer/check/eval call")
     p.add_argument("--run-timeout", type=float, default=900, help="per three-iteration run")
