@@ -27,6 +27,8 @@ With --plain, DIR is SkyDiscover's first release (@948f448), whose folders hold
 that release's own Evaluator (skydiscover.evaluation, run with the folder's config.yaml's
 evaluator settings, cascade included) in --peer-python, which needs `pip install --no-deps
 DIR` beside the folders' requirements; --every then takes each benchmarks/**/evaluator.py.
+A current folder that has both evaluator.py and evaluator/ (math/circle_packing) is scored
+the same way, as SkyDiscover's quick start runs it.
 
 Writes bench/results/skydiscover_folders.json and prints a markdown table. Exit 1 when a
 row DIFFERs (an evolve score outside the peer's)."""
@@ -84,7 +86,10 @@ class Bench:
         return run([sys.executable, "-m", "evolve.cli", *argv], self.clone, env, timeout)
 
     def peer(self, rel: str) -> Cell:
-        return self.plain_peer(rel) if self.args.plain else self.script_peer(rel)
+        """A folder with both layouts runs evaluator.py in SkyDiscover's quick start
+        (`skydiscover-run SEED evaluator.py`), as in evolve: its Evaluator scores it."""
+        plain = self.args.plain or (self.src / rel / "evaluator.py").is_file()
+        return self.plain_peer(rel) if plain else self.script_peer(rel)
 
     def plain_peer(self, rel: str) -> Cell:
         """The first release's Evaluator on the seed, as its runner scores a program."""
