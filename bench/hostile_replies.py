@@ -54,7 +54,7 @@ sys.path.insert(0, str(ARGS.repo.resolve()))
 HOSTILE = _load("hostile_replies", HERE / "evolve" / "testing" / "hostile_replies.py")
 TOY = _load("toy_problem", HERE / "evolve" / "testing" / "toy_problem.py")
 
-from evolve.archive import LlmCall, Status  # noqa: E402
+from evolve.archive import LlmCall, ProgramStatus  # noqa: E402
 from evolve.pipeline.candidates import new_row, reply_to_row  # noqa: E402
 from evolve.pipeline.proposal import shown  # noqa: E402
 from evolve.problem.load import Problem, load_problem  # noqa: E402
@@ -77,7 +77,7 @@ def handle(problem: Problem, features: Features, prompts: PromptBuilder, h: Host
         reply=h.text, parent_id=parent.program_id, call_id=1,
     )  # fmt: skip
     row = reply_to_row(call, parent, "r", problem)
-    if row.status == Status.PENDING and row.code is not None:
+    if row.status == ProgramStatus.PENDING and row.code is not None:
         features.values(row.code, {})
         variants(row.code)
         row.score = 1.0

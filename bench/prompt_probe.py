@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 import openai  # noqa: E402
 from harness import result_path  # noqa: E402
 
-from evaluators.sandbox import Status  # noqa: E402
+from evolve.archive import ProgramStatus  # noqa: E402
 from evolve.edits import apply_reply, normalized_hash  # noqa: E402
 from evolve.llm import local_model as lm  # noqa: E402
 from evolve.llm.context_budget import TokenBudget  # noqa: E402
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     seed_code = (a.problem / problem.entry).read_text()
     seed_eval = score_code(seed_code, 0)
     seed = new_row("probe", problem, 0, 0, seed_code)
-    seed.status, seed.score = Status.OK, seed_eval["score"]
+    seed.status, seed.score = ProgramStatus.OK, seed_eval["score"]
     with_feedback = replace(
         seed, artifacts={"hint": seed_eval["hint"]} if seed_eval["hint"] else {}
     )
@@ -147,12 +147,12 @@ def main(argv: list[str] | None = None) -> int:
             if not edit.ok or edit.code is None:
                 counts["unapplied"] += 1
                 error = "" if extra == "status" else edit.error or ""
-                attempts.append(Attempt(k, Status.INVALID_EDIT, None, error))
+                attempts.append(Attempt(k, ProgramStatus.INVALID_EDIT, None, error))
                 continue
             h = normalized_hash(edit.code, problem.language)
             if h in seen:
                 counts["clone"] += 1
-                attempts.append(Attempt(k, Status.DUPLICATE, None, REPEATED))
+                attempts.append(Attempt(k, ProgramStatus.DUPLICATE, None, REPEATED))
                 continue
             seen.add(h)
             counts["new"] += 1
@@ -162,8 +162,12 @@ def main(argv: list[str] | None = None) -> int:
             same = res["score"] == seed.score
             error = "" if extra == "status" else (res["error"].strip().splitlines() or [""])[-1]
             summary = SAME_AS_PARENT if same else error
-            status = res["status"] if res["status"] in set(Status) else Status.SANDBOX_ERROR
-            attempts.append(Attempt(k, Status(status), res["score"], summary[:200]))
+            status = (
+                res["status"]
+                if res["status"] in set(ProgramStatus)
+                else ProgramStatus.SANDBOX_ERROR
+            )
+            attempts.append(Attempt(k, ProgramStatus(status), res["score"], summary[:200]))
             if res["status"] == "ok" and res["score"] is not None:
                 counts["valid"] += 1
                 key = f"{res['score']:.12g}"

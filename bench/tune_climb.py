@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from harness import result_path  # noqa: E402
 from prompt_probe import score  # noqa: E402
 
-from evolve.archive import ProgramRow, Status  # noqa: E402
+from evolve.archive import ProgramRow, ProgramStatus  # noqa: E402
 from evolve.edits import normalized_hash, unified_diff  # noqa: E402
 from evolve.edits.blocks import replace_block  # noqa: E402
 from evolve.search.tune import KIND, Tuner  # noqa: E402
@@ -43,7 +43,7 @@ def climb(problem: Path, seed_code: str, code: str, budget: int, work: Path) -> 
 
     tuner = Tuner(budget)
     root = ProgramRow(program_id="b:1", run_id="b", problem="p", iteration=1, island=0,
-                      status=Status.OK, code=code, score=train(code, 1), kind="mutation")
+                      status=ProgramStatus.OK, code=code, score=train(code, 1), kind="mutation")
     seed_score = train(seed_code, 0)
     tuner.finished(root, seed_score, novel=root.score != seed_score)
     seen, best = {normalized_hash(code)}, root
@@ -55,7 +55,7 @@ def climb(problem: Path, seed_code: str, code: str, budget: int, work: Path) -> 
         seen.add(normalized_hash(v.code))
         s = train(v.code, n)
         row = ProgramRow(program_id=f"b:{n}", run_id="b", problem="p", iteration=n, island=0,
-                         status=Status.OK if s is not None else Status.RUNTIME_ERROR,
+                         status=ProgramStatus.OK if s is not None else ProgramStatus.RUNTIME_ERROR,
                          code=v.code, score=s, parent_id=v.parent_id, kind=KIND)
         tuner.finished(row, scores[v.parent_id], novel=s is not None and s not in behaviours)
         behaviours.add(s)

@@ -15,24 +15,18 @@ from typing import Protocol
 
 
 class Status(StrEnum):
-    """What became of one candidate program: an EvalResult's status, stored as is in the
-    archive (programs.status) and in JSON (a StrEnum is its string). Here, at the protocol,
-    so the backends, the loop and the archive share one vocabulary without an import cycle;
-    the harness inside a sandbox writes the same strings and the host reads them back
-    (harness_result.py) as members."""
+    """What a sandbox reports of one candidate program: an EvalResult's status. Here, at the
+    protocol, so the backends and the loop share one vocabulary; the harness inside a sandbox
+    writes the same strings and the host reads them back (harness_result.py) as members. The
+    archive's programs.status (evolve/archive/vocab.py's ProgramStatus) holds these strings
+    and the loop's own (pending, invalid_edit, duplicate, rejected)."""
 
-    # What a sandbox can report.
     OK = "ok"
     INVALID = "invalid"  # ran, but the evaluator rejected its outputs (shapes, feasibility)
     SYNTAX_ERROR = "syntax_error"
     RUNTIME_ERROR = "runtime_error"
     TIMEOUT = "timeout"
     SANDBOX_ERROR = "sandbox_error"  # our fault, not the candidate's (harness crashed, no result)
-    # What the controller records of a program no sandbox scored (yet).
-    PENDING = "pending"  # stored, its evaluation not finished (a resume finishes it)
-    INVALID_EDIT = "invalid_edit"  # the reply could not be applied to its parent
-    DUPLICATE = "duplicate"  # the same program (normalised) was already evaluated in the run
-    REJECTED = "rejected"  # under a cascade stage's threshold: later stages were not run
 
 
 # Metrics and artifacts named with this prefix are stored but never shown to the model
@@ -134,9 +128,10 @@ class EvalRequest:
 
 @dataclass
 class EvalResult:
-    """What the trusted side learned about one evaluation: one stage in a sandbox, or a
-    whole cascade (evolve/pipeline/evaluation.py). The archive stores these fields under the same
-    names (a ProgramRow's status, score, scores, metrics, artifacts, eval_s).
+    """What the trusted side learned about one evaluation in a sandbox (one cascade stage; a
+    whole cascade's is evolve/pipeline/evaluation.py's CascadeResult, the same fields). The
+    archive stores these fields under the same names (a ProgramRow's status, score, scores,
+    metrics, artifacts, eval_s).
 
     `score` is None unless status is OK: failed candidates never compete.
     """

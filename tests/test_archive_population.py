@@ -3,7 +3,7 @@
 import json
 from dataclasses import replace
 
-from evolve.archive import Archive, ArchiveReader, CallOutcome, LlmCall, ProgramRow, Status
+from evolve.archive import Archive, ArchiveReader, CallOutcome, LlmCall, ProgramRow, ProgramStatus
 from evolve.search.population import Features, Population, SelectionPolicy
 
 SEED = "import math\n# EVOLVE-BLOCK-START\ndef f(x):\n    return x\n# EVOLVE-BLOCK-END\n"
@@ -49,13 +49,15 @@ def test_statuses_and_calls_are_stored_as_they_always_were_and_read_back_typed(t
     a = Archive(tmp_path)
     a.create_run("r", "p", "/x", {}, 3)
     a.insert_program(_row("r", 0, 1.0))
-    a.insert_program(_row("r", 1, None, status=Status.PENDING))
+    a.insert_program(_row("r", 1, None, status=ProgramStatus.PENDING))
     assert [p.iteration for p in a.programs("r", pending=True)] == [1]
     assert [p.iteration for p in a.programs("r", pending=False)] == [0]
     assert a.finished_count("r") == 0  # the seed is no iteration; a pending one is not done
     rows = a.db.execute("SELECT status, typeof(status) FROM programs ORDER BY iteration")
     assert [tuple(r) for r in rows] == [("ok", "text"), ("pending", "text")]
-    assert a.program("r:0").status is Status.OK and json.dumps([Status.OK]) == '["ok"]'
+    assert (
+        a.program("r:0").status is ProgramStatus.OK and json.dumps([ProgramStatus.OK]) == '["ok"]'
+    )
     call = LlmCall(run_id="r", iteration=1, island=0, model="m", edit_format="diff",
                    prompt=[{"role": "user", "content": "hi"}], reply="x", prompt_tokens=3,
                    parent_id="r:0", purpose="mutation", temperature=0.5)  # fmt: skip

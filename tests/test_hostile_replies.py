@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.inside.languages import by_suffix
-from evolve.archive import LlmCall, ProgramRow, Status
+from evolve.archive import LlmCall, ProgramRow, ProgramStatus
 from evolve.edits import find_blocks, normalized_hash, unified_diff
 from evolve.edits.bounds import MAX_AST_DEPTH, parse_python, reply_limit, text_bytes
 from evolve.edits.replies import clean_reply
@@ -46,7 +46,7 @@ from evolve.testing.toy_problem import toy_problem
 
 CORPUS = corpus()
 BY_NAME = {h.name: h for h in CORPUS}
-FAILED = {Status.INVALID_EDIT, Status.INVALID}
+FAILED = {ProgramStatus.INVALID_EDIT, ProgramStatus.INVALID}
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +87,8 @@ def test_the_corpus_is_what_it_says():
 @pytest.mark.parametrize("name", sorted(BY_NAME))
 def test_each_reply_is_a_recorded_failure_or_a_bounded_candidate(problem, name):
     row = _row(problem, BY_NAME[name])
-    assert row.status in FAILED | {Status.PENDING}, row.status
-    if row.status == Status.PENDING:
+    assert row.status in FAILED | {ProgramStatus.PENDING}, row.status
+    if row.status == ProgramStatus.PENDING:
         assert row.code is not None and text_bytes(row.code) <= problem.max_code_bytes
         row.code.encode("utf-8")  # no lone surrogate reaches a file or a sandbox
         assert len(find_blocks(row.code)) == 1 and row.diff and row.code_hash
@@ -101,20 +101,20 @@ def test_each_reply_is_a_recorded_failure_or_a_bounded_candidate(problem, name):
 def test_the_breach_replies_are_recorded_as_the_issue_expects(problem):
     """The ~3k-term expression of issue 37 is a candidate (the sandbox compiles it); what
     cannot be parsed or is too big says so."""
-    assert _row(problem, BY_NAME["deep_sum_2950"]).status == Status.PENDING
+    assert _row(problem, BY_NAME["deep_sum_2950"]).status == ProgramStatus.PENDING
     over = _row(problem, BY_NAME["huge_over_limit"])
     assert (
-        over.status == Status.INVALID_EDIT
+        over.status == ProgramStatus.INVALID_EDIT
         and "at most 1,048,576 are parsed" in over.artifacts["error"]
     )
     big = _row(problem, BY_NAME["huge_program"])
-    assert big.status == Status.INVALID and "max_code_kb" in big.artifacts["error"]
+    assert big.status == ProgramStatus.INVALID and "max_code_kb" in big.artifacts["error"]
     many = _row(problem, BY_NAME["sr_thousands_of_blocks"])
     assert "5,242 SEARCH/REPLACE blocks; at most 100 are applied" in many.artifacts["error"]
     grown = _row(problem, BY_NAME["sr_growing"])
-    assert grown.status == Status.INVALID and "max_code_kb" in grown.artifacts["error"]
+    assert grown.status == ProgramStatus.INVALID and "max_code_kb" in grown.artifacts["error"]
     lone = _row(problem, BY_NAME["enc_surrogate_code"])
-    assert lone.status == Status.INVALID_EDIT and "U+D800" in lone.artifacts["error"]
+    assert lone.status == ProgramStatus.INVALID_EDIT and "U+D800" in lone.artifacts["error"]
 
 
 def _paths(problem: Problem, code: str, reply: str) -> dict[str, object]:
@@ -156,7 +156,7 @@ def test_a_deep_expression_is_never_walked_and_never_tuned(problem):
     assert parse_python(program) is None  # 2,950 levels: refused, whatever the stack
     assert parse_python(f_returning("+".join(["1"] * 50) + "+x").split("```python\n")[1][:-4])
     row = new_row("r", problem, 5, 0, program, parent_id="r:0")
-    row.status, row.score = Status.OK, 2952.0
+    row.status, row.score = ProgramStatus.OK, 2952.0
     tuner = Tuner(4)
     deep_stack(lambda: tuner.finished(row, 3.0, True), 600)
     assert tuner.pending == [] and literals(program) == []
@@ -169,7 +169,7 @@ def test_think_and_fences_are_read_as_before(problem):
     assert clean_reply("plan</think>code") == "code"
     assert clean_reply("a<think>open") == "aopen"
     assert clean_reply("x<think>a</think>y</think>z<think>") == "z"
-    assert _row(problem, BY_NAME["re_think_flood"]).status == Status.PENDING
+    assert _row(problem, BY_NAME["re_think_flood"]).status == ProgramStatus.PENDING
     assert _row(
         problem, Hostile("tag", "~~~ python   \ndef f(x):\n    return x + 1\n~~~  \n", "block")
     ).code
@@ -270,7 +270,7 @@ def replayed(runs: Path, run_id: str, problem: Problem) -> int:
         if r["status"] in ("invalid_edit", "invalid"):
             assert (row.status, row.artifacts) == (r["status"], json.loads(r["artifacts"]))
         else:
-            assert (row.status, row.code_hash) == (Status.PENDING, r["hash"])
+            assert (row.status, row.code_hash) == (ProgramStatus.PENDING, r["hash"])
     return len(rows)
 
 

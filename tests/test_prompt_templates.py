@@ -45,12 +45,16 @@ def test_a_problems_own_template_overrides_the_packaged_one(tmp_path):
 
 
 def test_the_short_prompt_names_a_failed_siblings_status_not_its_error():
-    from evaluators.sandbox import Status
+    from evolve.archive import ProgramStatus
     from evolve.search.population import Attempt
 
     attempts = [
-        Attempt(1, Status.RUNTIME_ERROR, None, "NameError: name 'scipy_thing' is not defined"),
-        Attempt(2, Status.DUPLICATE, None, "repeated an earlier program: write a different one"),
+        Attempt(
+            1, ProgramStatus.RUNTIME_ERROR, None, "NameError: name 'scipy_thing' is not defined"
+        ),
+        Attempt(
+            2, ProgramStatus.DUPLICATE, None, "repeated an earlier program: write a different one"
+        ),
     ]
     ctx = replace(_ctx("block"), attempts=attempts)
     short = PromptBuilder(PROBLEM, style="short").render(ctx)[1]["content"]

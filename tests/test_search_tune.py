@@ -3,7 +3,7 @@ which tuned child comes next (evolve/search/tune.py). The loop's use is in test_
 
 from __future__ import annotations
 
-from evolve.archive import ProgramRow, Status
+from evolve.archive import ProgramRow, ProgramStatus
 from evolve.search.tune import INERT_STOP, Tuner, literals, variants
 
 PROGRAM = """import numpy as np
@@ -99,7 +99,7 @@ def _row(pid: str, kind: str, score: float | None, parent: str | None, code: str
         problem="p",
         iteration=int(pid.split(":")[1]),
         island=0,
-        status=Status.OK if score is not None else Status.RUNTIME_ERROR,
+        status=ProgramStatus.OK if score is not None else ProgramStatus.RUNTIME_ERROR,
         code=code,
         score=score,
         parent_id=parent,

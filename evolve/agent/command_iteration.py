@@ -24,7 +24,7 @@ from evolve.agent.command_workspace import Harvest, harvest, lay_out, parent_fil
 from evolve.agent.host import Host
 from evolve.agent.iteration import evaluate_on_train, parent_code
 from evolve.agent.tools import cut, outcome_text
-from evolve.archive import LlmCall, ProgramRow, Status
+from evolve.archive import LlmCall, ProgramRow, ProgramStatus
 from evolve.archive.vocab import CallPurpose
 from evolve.pipeline.candidates import agent_row
 from evolve.pipeline.errors import CallsSpent, RunAborted
@@ -46,10 +46,10 @@ async def command_iteration(ctl: Host, it: int) -> None:
     except (ValueError, AttributeError):
         code, reason = None, "the stored outcome of the command could not be read"
     row = agent_row(call, code, reason, parent, ctl.run_id, ctl.problem)
-    if row.status == Status.INVALID_EDIT:
+    if row.status == ProgramStatus.INVALID_EDIT:
         ctl.observer.note(f"iteration {it} recorded invalid, unevaluated: {reason[:200]}")
     ctl._mark_duplicate(row)
-    if row.status != Status.PENDING:
+    if row.status != ProgramStatus.PENDING:
         return ctl._finish_now(row)
     ctl.archive.insert_program(row)
     await ctl._evaluate_candidate(row)

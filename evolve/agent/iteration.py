@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from evaluators.sandbox import EvalResult
 from evolve.agent import auto_protocol
 from evolve.agent.host import Host
 from evolve.agent.protocol import agent_messages
@@ -14,7 +13,7 @@ from evolve.agent.reservations import promised_turns
 from evolve.agent.session import AgentLimits, AgentSession, TurnsStopped
 from evolve.agent.tools import Workspace, outcome_text
 from evolve.agent.window import session_window
-from evolve.archive import LlmCall, ProgramRow, Status
+from evolve.archive import LlmCall, ProgramRow, ProgramStatus
 from evolve.archive.vocab import CallPurpose
 from evolve.edits import normalized_hash
 from evolve.edits.bounds import reply_limit
@@ -23,6 +22,7 @@ from evolve.llm.context_budget import TokenBudget
 from evolve.pipeline.asking import Ask
 from evolve.pipeline.candidates import agent_row
 from evolve.pipeline.errors import CallsSpent, RunAborted
+from evolve.pipeline.evaluation import CascadeResult
 from evolve.pipeline.proposal import NoParent
 from evolve.search.bandit import Choice
 
@@ -34,7 +34,7 @@ def parent_code(p: ProgramRow) -> str:
     return p.code
 
 
-async def evaluate_on_train(ctl: Host, code: str) -> EvalResult:
+async def evaluate_on_train(ctl: Host, code: str) -> CascadeResult:
     """An agent's evaluation of its work: the train cascade (never the held-out split), in
     one of the run's evaluation slots."""
     async with ctl.eval_sem:
@@ -128,7 +128,7 @@ async def _agent_iteration(ctl: Host, it: int, turns: int, stored: list[LlmCall]
             auto_protocol.decide(ctl.archive, ctl.run_id, ctl.observer, it, said, why)
         return call
 
-    async def evaluate(code: str) -> EvalResult:
+    async def evaluate(code: str) -> CascadeResult:
         return await evaluate_on_train(ctl, code)
 
     async def offload(edit: Callable[[str], str], text: str) -> str:
@@ -175,10 +175,10 @@ async def _agent_iteration(ctl: Host, it: int, turns: int, stored: list[LlmCall]
         raise CallsSpent() from None
     assert end.last_call is not None  # a session ends after at least one answered turn
     row = agent_row(end.last_call, end.code, end.reason, parent, ctl.run_id, ctl.problem)
-    if row.status == Status.INVALID_EDIT:
+    if row.status == ProgramStatus.INVALID_EDIT:
         ctl.observer.note(f"iteration {it} recorded invalid, unevaluated: {end.reason}")
     ctl._mark_duplicate(row)
-    if row.status != Status.PENDING:
+    if row.status != ProgramStatus.PENDING:
         return ctl._finish_now(row)
     ctl.archive.insert_program(row)
     await ctl._evaluate_candidate(row)

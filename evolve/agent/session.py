@@ -20,14 +20,14 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from evaluators.sandbox import EvalResult
 from evolve.agent.protocol import TOOLS, Action, Turn, parse_turn, turn_messages
 from evolve.agent.tools import Workspace, outcome_text
 from evolve.archive import LlmCall
 from evolve.llm.context_budget import estimate_tokens, messages_tokens
+from evolve.pipeline.evaluation import CascadeResult
 
 AskTurn = Callable[[list[dict], int, list[dict] | None], Awaitable[LlmCall]]
-Evaluate = Callable[[str], Awaitable[EvalResult]]
+Evaluate = Callable[[str], Awaitable[CascadeResult]]
 Seen = Callable[[str], str | None]  # a program of the run with this code, if any
 # Runs an edit off the event loop (the controller's parsing thread); default: a thread.
 Offload = Callable[[Callable[[str], str], str], Awaitable[str]]

@@ -1,8 +1,8 @@
 """The SQLite archive: the single source of truth for every run.
 
 schema: the tables and their migrations; rows: ProgramRow, LlmCall and the statuses
-(Status, RunStatus, CallOutcome) they hold; vocab: the words a row holds as StrEnums
-(ProgramKind, EditFormat, CallPurpose); faults: one-line errors naming the path;
+(RunStatus, CallOutcome) they hold; vocab: the words a row holds as StrEnums
+(ProgramStatus, ProgramKind, EditFormat, CallPurpose); faults: one-line errors naming the path;
 lease: the per-run lock that says who owns a run; ids: how a person names a run or a
 program; trees: programs of several files stored by content, each file's text once; store: the Archive, the loop's, whose every state change is one committed
 transaction; reader: the ArchiveReader, read-only, for everything else (the command line's
@@ -18,11 +18,11 @@ from evolve.archive.boards import BOARD_CAPTION, BoardScore, Ranked
 from evolve.archive.faults import AmbiguousId, ArchiveError, RunBusy, describe_fault
 from evolve.archive.lease import LOCK_DIR, RunLease
 from evolve.archive.reader import ArchiveReader
-from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, RunStatus, Status
+from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, RunStatus
 from evolve.archive.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 from evolve.archive.store import Archive
 from evolve.archive.summaries import RunSummary
-from evolve.archive.vocab import CallPurpose, EditFormat, ProgramKind
+from evolve.archive.vocab import CallPurpose, EditFormat, ProgramKind, ProgramStatus
 
 __all__ = [
     "BOARD_CAPTION",
@@ -46,6 +46,6 @@ __all__ = [
     "RunLease",
     "RunStatus",
     "RunSummary",
-    "Status",
+    "ProgramStatus",
     "describe_fault",
 ]

@@ -14,7 +14,7 @@ import sqlite3
 
 from evolve.archive.boards import BoardScore, Ranked, board_from
 from evolve.archive.readonly import ReadOnlyArchive, has_table, list_cols
-from evolve.archive.rows import ProgramRow, Status, row_to_program
+from evolve.archive.rows import ProgramRow, ProgramStatus, row_to_program
 
 _BOARD_COLS = ("status", "score", "test_score", "metrics_json", "test_metrics_json", "created_at")
 
@@ -66,7 +66,7 @@ class BoardQueries(ReadOnlyArchive):
                       WHERE b.problem = :problem AND b.status = :ok AND b.score IS NOT NULL) r
                     JOIN programs p ON p.program_id = r.program_id
                     WHERE r.rank_ = 1 ORDER BY r.score DESC, p.created_at LIMIT :limit""",
-                {"problem": problem, "ok": Status.OK, "limit": limit},
+                {"problem": problem, "ok": ProgramStatus.OK, "limit": limit},
             ).fetchall()
         return [_split(r) for r in rows]
 
@@ -94,7 +94,7 @@ class BoardQueries(ReadOnlyArchive):
                       WHERE p.problem = :problem AND p.status = :ok AND p.score IS NOT NULL
                       {where})
                     WHERE rank_ = 1 ORDER BY score DESC, created_at LIMIT :limit""",
-                {"problem": problem, "ok": Status.OK, "limit": limit},
+                {"problem": problem, "ok": ProgramStatus.OK, "limit": limit},
             ).fetchall()
         return [_split(_without_rank(r)) for r in rows]
 

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from evolve.archive.rows import ProgramRow, Status, member
+from evolve.archive.rows import ProgramRow, ProgramStatus, member
 
 # How every cross-run view names the data its numbers are measured on.
 BOARD_DATA = "this archive's leaderboard data (seed private)"
@@ -30,7 +30,7 @@ class BoardScore:
     """A program scored on its problem's leaderboard data: the train cascade (as a run
     scores) and the held-out split, under the leaderboard seed."""
 
-    status: Status | str
+    status: ProgramStatus | str
     score: float | None = None  # train; None unless status is ok
     test_score: float | None = None
     metrics: dict = field(default_factory=dict)
@@ -50,7 +50,7 @@ class Ranked:
 def board_from(d: dict, prefix: str = "") -> BoardScore:
     """A BoardScore from a row's columns (`prefix` + status, score, ...)."""
     return BoardScore(
-        member(Status, d[prefix + "status"]),
+        member(ProgramStatus, d[prefix + "status"]),
         d[prefix + "score"],
         d[prefix + "test_score"],
         json.loads(d.get(prefix + "metrics_json") or "{}"),
@@ -121,6 +121,6 @@ class BoardStore:
             "SELECT b.* FROM leaderboard_scores b JOIN programs p ON p.program_id = b.program_id"
             " WHERE b.problem=? AND b.data_seed=? AND b.status=? AND p.code_hash=?"
             " ORDER BY b.created_at LIMIT 1",
-            (problem, seed, Status.OK, code_hash),
+            (problem, seed, ProgramStatus.OK, code_hash),
         ).fetchone()
         return board_from(dict(r)) if r is not None else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from evolve.archive import queries
 from evolve.archive.readonly import ReadOnlyArchive, columns, v4_cols
-from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, Status, member, row_to_call
+from evolve.archive.rows import CallOutcome, LlmCall, ProgramRow, ProgramStatus, member, row_to_call
 from evolve.archive.summaries import AnsweredCall, CallCounts, MetaNote, ModelUse, SearchDecision
 from evolve.archive.vocab import CallPurpose, ProgramKind
 
@@ -76,7 +76,7 @@ class CallQueries(ReadOnlyArchive):
             rep = db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(status = ?), 0) FROM programs"
                 " WHERE run_id = ? AND kind = 'repair'",
-                (Status.OK, run_id),
+                (ProgramStatus.OK, run_id),
             ).fetchone()
         by_purpose: dict[str, int] = {}
         by_outcome: dict[str, int] = {}
@@ -119,7 +119,7 @@ class CallQueries(ReadOnlyArchive):
                          AND c.score IS NOT NULL AND p.score IS NOT NULL AND c.score > p.score
                          AND c.model IS NOT NULL
                        GROUP BY c.model""",
-                    (run_id, Status.OK),
+                    (run_id, ProgramStatus.OK),
                 ).fetchall()
             )
         total = sum(int(r["calls"]) for r in rows)
@@ -206,7 +206,7 @@ class CallQueries(ReadOnlyArchive):
                 **{
                     **dict(r),
                     "outcome": r["outcome"] and member(CallOutcome, r["outcome"]),
-                    "status": r["status"] and member(Status, r["status"]),
+                    "status": r["status"] and member(ProgramStatus, r["status"]),
                 }
             )
             for r in rows

@@ -12,7 +12,7 @@ import json
 import sqlite3
 
 from evolve.archive.readonly import columns, has_table, list_cols
-from evolve.archive.rows import LlmCall, ProgramRow, Status, row_to_call
+from evolve.archive.rows import LlmCall, ProgramRow, ProgramStatus, row_to_call
 from evolve.archive.summaries import MetaNote, SearchDecision
 from evolve.archive.trees import load
 from evolve.archive.vocab import CallPurpose
@@ -32,7 +32,7 @@ def programs(
     sql, args = "WHERE run_id = ? AND iteration > ?", [run_id, after_iteration]
     if pending is not None:
         sql += " AND status = ?" if pending else " AND status != ?"
-        args.append(Status.PENDING)
+        args.append(ProgramStatus.PENDING)
     cols = "*" if code else list_cols(db)
     rows = db.execute(f"SELECT {cols} FROM programs {sql} ORDER BY iteration", args).fetchall()
     return load(db, rows)
@@ -49,7 +49,7 @@ def best(
 ) -> ProgramRow | None:
     """The best evaluated program of a run, of a problem or of both (the earliest of equals)."""
     sql = "SELECT * FROM programs WHERE status = ? AND score IS NOT NULL"
-    args: list[str] = [Status.OK]
+    args: list[str] = [ProgramStatus.OK]
     if problem:
         sql += " AND problem = ?"
         args.append(problem)

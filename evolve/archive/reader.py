@@ -18,7 +18,7 @@ from evolve.archive.board_queries import BoardQueries
 from evolve.archive.call_queries import CallQueries
 from evolve.archive.lease import is_locked, lock_file, owner_holds_lock
 from evolve.archive.readonly import has_table, list_cols, or_null
-from evolve.archive.rows import ProgramRow, RunStatus, Status, member, row_to_program
+from evolve.archive.rows import ProgramRow, ProgramStatus, RunStatus, member, row_to_program
 from evolve.archive.summaries import BenchRun, BenchSummary, RunSummary
 
 # The owner (schema 2) and data seed (schema 5) of each run.
@@ -48,7 +48,7 @@ LEFT JOIN (SELECT run_id, SUM(prompt_tokens) AS prompt_tokens,
                   COUNT(*) AS calls, SUM(error IS NULL) AS answered
            FROM llm_calls GROUP BY run_id) c ON c.run_id = r.run_id
 """
-_RUNS_ARGS = {"ok": Status.OK, "pending": Status.PENDING}  # _RUNS_SQL's parameters
+_RUNS_ARGS = {"ok": ProgramStatus.OK, "pending": ProgramStatus.PENDING}  # _RUNS_SQL's parameters
 
 # `evolve archive runs` (its --json is these rows as they are); a dead owner's run is
 # `interrupted`, as in RunSummary.

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeVar
 
-from evaluators.sandbox import Status
-from evolve.archive.vocab import CallPurpose, ProgramKind
+from evolve.archive.vocab import CallPurpose, ProgramKind, ProgramStatus
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -48,7 +47,7 @@ class ProgramRow:
     problem: str
     iteration: int
     island: int
-    status: Status
+    status: ProgramStatus
     code: str | None = None
     parent_id: str | None = None
     second_parent_id: str | None = None
@@ -109,7 +108,7 @@ def row_to_program(r: sqlite3.Row | dict) -> ProgramRow:
     d = dict(r)
     for attr, col in JSON_COLS.items():
         d[attr] = json.loads(d.pop(col, None) or "{}")
-    d["status"] = member(Status, d["status"])
+    d["status"] = member(ProgramStatus, d["status"])
     return ProgramRow(**d)
 
 

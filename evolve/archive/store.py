@@ -31,8 +31,8 @@ from evolve.archive.rows import (
     CallOutcome,
     LlmCall,
     ProgramRow,
+    ProgramStatus,
     RunStatus,
-    Status,
     call_insert,
     insert_statement,
     row_to_call,
@@ -282,7 +282,7 @@ class Archive(BoardStore):
         r = self.db.execute(
             "SELECT COUNT(*) FROM programs WHERE run_id=? AND iteration>0 AND status!=?"
             " AND kind!=?",
-            (run_id, Status.PENDING, ProgramKind.TUNE),
+            (run_id, ProgramStatus.PENDING, ProgramKind.TUNE),
         ).fetchone()
         return int(r[0])
 
@@ -306,7 +306,7 @@ class Archive(BoardStore):
     def hash_seen(self, run_id: str, code_hash: str) -> str | None:
         r = self.db.execute(
             "SELECT program_id FROM programs WHERE run_id=? AND code_hash=? AND status!=? LIMIT 1",
-            (run_id, code_hash, Status.DUPLICATE),
+            (run_id, code_hash, ProgramStatus.DUPLICATE),
         ).fetchone()
         return r[0] if r else None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from evolve.archive.rows import CallOutcome, RunStatus, Status
+from evolve.archive.rows import CallOutcome, ProgramStatus, RunStatus
 
 
 @dataclass
@@ -122,7 +122,7 @@ class AnsweredCall:
     call_id: int
     outcome: CallOutcome | None  # None: used (archives before v4: always None)
     tokens: int
-    status: Status | None
+    status: ProgramStatus | None
     code_hash: str | None
     score: float | None
     test_score: float | None

@@ -22,13 +22,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from evolve.agent import transcript
-from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Status
+from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, ProgramStatus
 from evolve.benchmark.curve import Candidate, best_so_far
 from evolve.benchmark.normalise import References
 from evolve.search.tune import KIND as TUNED
 
 # A candidate with one of these was never run on train
-NOT_EVALUATED = (Status.PENDING, Status.INVALID_EDIT, Status.DUPLICATE)
+NOT_EVALUATED = (ProgramStatus.PENDING, ProgramStatus.INVALID_EDIT, ProgramStatus.DUPLICATE)
 # Train scores equal to this many significant digits are the same behaviour.
 DIGITS = 12
 
@@ -109,7 +109,7 @@ def measure(
     if seed_row is not None:
         if seed_row.code_hash:
             seen_hashes.add(seed_row.code_hash)
-        if seed_row.status == Status.OK and seed_row.score is not None:
+        if seed_row.status == ProgramStatus.OK and seed_row.score is not None:
             seen_scores.add(score_key(seed_row.score))
             seed_cand = Candidate(seed_row.score, seed_row.test_score, seed_row.created_at)
     per_call: list[Candidate | None] = []
@@ -121,13 +121,13 @@ def measure(
     for c in reader.answered_calls(run_id):
         out.calls += 1
         cand = None
-        clone = c.outcome == CallOutcome.REJECTED_DUPLICATE or c.status == Status.DUPLICATE
+        clone = c.outcome == CallOutcome.REJECTED_DUPLICATE or c.status == ProgramStatus.DUPLICATE
         if c.code_hash is not None and not clone:
             clone = c.code_hash in seen_hashes
             out.new_programs += not clone
             seen_hashes.add(c.code_hash)
         out.duplicates += clone
-        if c.status == Status.OK and c.score is not None:
+        if c.status == ProgramStatus.OK and c.score is not None:
             out.valid += 1
             key = score_key(c.score)
             out.behaviourally_new += key not in seen_scores
@@ -135,7 +135,7 @@ def measure(
             cand = Candidate(c.score, c.test_score, c.created_at or 0.0)
         for t in tuned.get(c.call_id, []):
             out.tuned += 1
-            if t.status == Status.OK and t.score is not None:
+            if t.status == ProgramStatus.OK and t.score is not None:
                 key = score_key(t.score)
                 out.tuned_new += key not in seen_scores
                 seen_scores.add(key)

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from evolve.archive import Status
+from evolve.archive import ProgramStatus
 from evolve.problem.baselines import baseline_files, scored
 
 
@@ -80,7 +80,7 @@ def references(
     programs = _best(root, published, sandbox, data_seed, "reference/")
     best = max((b for b in (baselines, programs) if b), default=None)
     return References(
-        seed.test_score if seed.status == Status.OK else None,
+        seed.test_score if seed.status == ProgramStatus.OK else None,
         best[0] if best else None,
         best[1] if best else None,
     )
@@ -95,7 +95,7 @@ def _best(
         b = scored(root, f, sandbox, data_seed=data_seed)
         t = b.test_score
         if (
-            b.status == Status.OK
+            b.status == ProgramStatus.OK
             and t is not None
             and math.isfinite(t)
             and (best is None or t > best[0])

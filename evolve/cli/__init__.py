@@ -191,7 +191,7 @@ def cmd_eval(args) -> int:
     --split names another split (held-out data) or --stage one stage alone."""
     from dataclasses import asdict
 
-    from evolve.archive import Status
+    from evolve.archive import ProgramStatus
     from evolve.cli.common import given
     from evolve.pipeline import api
     from evolve.settings.flags import EVALUATE
@@ -209,7 +209,7 @@ def cmd_eval(args) -> int:
         print(json.dumps(out))
     else:
         _print_eval(out)
-    return 0 if out["status"] == Status.OK else 1
+    return 0 if out["status"] == ProgramStatus.OK else 1
 
 
 def _print_eval(out: dict) -> None:

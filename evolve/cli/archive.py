@@ -19,7 +19,7 @@ from rich.text import Text
 
 from evolve.agent import transcript
 from evolve.answers import problem_best, program_dict
-from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, Ranked, Status
+from evolve.archive import ArchiveReader, CallOutcome, ProgramRow, ProgramStatus, Ranked
 from evolve.archive.rows import public_dict
 from evolve.cli import program_view as view
 from evolve.cli.agent_view import print_transcript
@@ -390,7 +390,7 @@ def _show(
         t.add_row("not a parent", safe_rich(p.skip_reason))
     proposal = proposal or {}
     if proposal.get("repair_of"):
-        fixed = " and fixed it" if p.status == Status.OK else f"; still failing ({p.status})"
+        fixed = " and fixed it" if p.status == ProgramStatus.OK else f"; still failing ({p.status})"
         t.add_row("repair of", safe_rich(f"{proposal['repair_of']}: shown its error{fixed}"))
     if proposal.get("call_id") is not None:
         t.add_row("purpose", safe_rich(proposal["purpose"] or "not recorded"))

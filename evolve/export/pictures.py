@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from evolve.archive import ArchiveReader, LlmCall, ProgramRow, Status  # noqa: E402
+from evolve.archive import ArchiveReader, LlmCall, ProgramRow, ProgramStatus  # noqa: E402
 from evolve.web.charts import STATUS_COLORS, best_so_far, score_range  # noqa: E402
 
 # Above this many points a scatter is embedded in SVG as one bitmap, not one node a point.
@@ -52,7 +52,7 @@ def write_run_pictures(reader: ArchiveReader, run_id: str) -> list[Path]:
 
 
 def valid(progs: Sequence[ProgramRow]) -> list[ProgramRow]:
-    return [p for p in progs if p.status == Status.OK and p.score is not None]
+    return [p for p in progs if p.status == ProgramStatus.OK and p.score is not None]
 
 
 def save_png(fig: Figure, path: Path) -> Path:
@@ -102,16 +102,16 @@ def score_figure(progs: Sequence[ProgramRow], title: str | None = None) -> Figur
     ok = valid(progs)
     fig, ax = _axes(title, "iteration", "score (higher is better)")
     low, high = score_range(list(progs))  # an outlier far below: drawn at the bottom edge
-    by_status: dict[Status, list[ProgramRow]] = {}
+    by_status: dict[ProgramStatus, list[ProgramRow]] = {}
     for p in progs:
         by_status.setdefault(p.status, []).append(p)
     many = len(progs) > _RASTER_OVER
-    for status in sorted(by_status, key=lambda s: (s != Status.OK, s)):
+    for status in sorted(by_status, key=lambda s: (s != ProgramStatus.OK, s)):
         ps = by_status[status]
         inside = [p for p in ps if p.score is None or p.score >= low]
         outside = [p for p in ps if p.score is not None and p.score < low]
         for group, marker, label in (
-            (inside, "o" if status == Status.OK else "x", f"{status} ({len(ps)})"),
+            (inside, "o" if status == ProgramStatus.OK else "x", f"{status} ({len(ps)})"),
             (outside, "v", f"{status} below the axis ({len(outside)})"),
         ):
             if not group:
@@ -119,7 +119,7 @@ def score_figure(progs: Sequence[ProgramRow], title: str | None = None) -> Figur
             ax.scatter(
                 [p.iteration for p in group],
                 [low if p.score is None else max(p.score, low) for p in group],
-                s=14 if status == Status.OK else 18,
+                s=14 if status == ProgramStatus.OK else 18,
                 marker=marker,
                 color=STATUS_COLORS.get(status, "#444444"),
                 alpha=0.6,

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluators.sandbox import Sandbox
-from evolve.pipeline.evaluation import CandidateEvaluator, problem_sandbox
+from evaluators.sandbox import EvalResult, Sandbox
+from evolve.pipeline.evaluation import CandidateEvaluator, CascadeResult, problem_sandbox
 from evolve.pipeline.state import RunHooks, RunObserver
 from evolve.problem.check import WHOLE_FILE, CheckReport, check_seed, describe
 from evolve.problem.load import Overrides, Problem, ProblemError, load_problem, require_blocks
@@ -234,6 +234,7 @@ def evaluate(
                 code = complete_from_seed(path.read_text(), problem.seed_code)
         except ValueError as e:
             raise UsageError(str(e) if problem.files else f"{program}: {e}") from None
+        r: EvalResult | CascadeResult  # one stage or split, or the whole cascade
         if stage or (split and split != problem.train_split):
             r = ev.run_stage(code, stage) if stage else ev.run_split(code, split or "")
             scores = r.scores or ({stage: r.score} if stage and r.score is not None else {})

@@ -10,9 +10,8 @@ the same way when a resumed run makes the row again from the stored reply."""
 from __future__ import annotations
 
 from evaluators import tree
-from evaluators.sandbox import Status
 from evolve.archive import LlmCall, ProgramRow
-from evolve.archive.vocab import ProgramKind
+from evolve.archive.vocab import ProgramKind, ProgramStatus
 from evolve.edits import EditOutcome, apply_reply, normalized_hash, unified_diff
 from evolve.edits.bounds import reply_limit, text_bytes
 from evolve.edits.files import Layout, apply_tree_reply, layout, tree_diff
@@ -48,7 +47,7 @@ def new_row(
         problem=problem.name,
         iteration=iteration,
         island=island,
-        status=Status.PENDING,
+        status=ProgramStatus.PENDING,
         code=code,
         parent_id=parent_id,
         second_parent_id=second_id,
@@ -90,9 +89,9 @@ def reply_to_row(call: LlmCall, parent: ProgramRow, run_id: str, problem: Proble
     )
     row.llm_call_id = call.call_id
     if refusal is not None:  # unevaluated: its status and error only
-        row.status, row.artifacts = refusal.status, refusal.artifacts
+        row.status, row.artifacts = ProgramStatus(refusal.status), refusal.artifacts
     elif not edit.ok or edit.code is None:
-        row.status = Status.INVALID_EDIT
+        row.status = ProgramStatus.INVALID_EDIT
         row.artifacts = {"error": f"the reply could not be applied: {edit.error}"}
     return row
 
@@ -132,9 +131,9 @@ def agent_row(
     )
     row.llm_call_id = call.call_id
     if refusal is not None:
-        row.status, row.artifacts = refusal.status, refusal.artifacts
+        row.status, row.artifacts = ProgramStatus(refusal.status), refusal.artifacts
     elif code is None:
-        row.status = Status.INVALID_EDIT
+        row.status = ProgramStatus.INVALID_EDIT
         row.artifacts = {"error": reason}
     return row
 

@@ -14,11 +14,10 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from evaluators.sandbox import EvalResult
 from evolve.agent.command_iteration import command_iteration
 from evolve.agent.iteration import agent_iteration, reserve_turns
 from evolve.agent.reservations import Reservations
-from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, RunStatus, Status
+from evolve.archive import Archive, CallOutcome, LlmCall, ProgramRow, ProgramStatus, RunStatus
 from evolve.archive.vocab import CallPurpose, ProgramKind
 from evolve.edits import normalized_hash, unified_diff
 from evolve.llm import LLMClient, LLMError
@@ -27,7 +26,7 @@ from evolve.pipeline.asking import Ask, Asker
 from evolve.pipeline.candidates import new_row, program_id, reply_to_row
 from evolve.pipeline.config import RunConfig
 from evolve.pipeline.errors import CallsSpent, RunAborted
-from evolve.pipeline.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator, CascadeResult
 from evolve.pipeline.leaderboard import BestScorer, Leaderboard
 from evolve.pipeline.proposal import NoParent, Proposer
 from evolve.pipeline.state import NullObserver, RunObserver, RunStats
@@ -133,7 +132,7 @@ class Controller:
         )
         await self._apply_outcome(row, out)
         self.archive.insert_program(row)
-        if row.status != Status.OK:
+        if row.status != ProgramStatus.OK:
             detail = (
                 row.artifacts.get("error")
                 or row.artifacts.get("traceback")
@@ -365,7 +364,7 @@ class Controller:
                 call = await self._ask(it, resample)
             row = await self._candidate(call)
             if (
-                row.status == Status.DUPLICATE
+                row.status == ProgramStatus.DUPLICATE
                 and resample < self.cfg.max_resamples
                 and self._stop_reason() is None
             ):
@@ -376,7 +375,7 @@ class Controller:
                 resample += 1
                 continue
             break
-        if row.status != Status.PENDING:
+        if row.status != ProgramStatus.PENDING:
             return self._finish_now(row)
         self.archive.insert_program(row)
         await self._evaluate_candidate(row)
@@ -513,7 +512,7 @@ class Controller:
         row = await loop.run_in_executor(
             self.parsing, reply_to_row, call, parent, self.run_id, self.problem
         )
-        if row.status == Status.INVALID:
+        if row.status == ProgramStatus.INVALID:
             self.observer.note(
                 f"iteration {row.iteration} recorded invalid, unevaluated: {row.artifacts['error']}"
             )
@@ -522,12 +521,12 @@ class Controller:
 
     def _mark_duplicate(self, row: ProgramRow) -> None:
         """A pending candidate that repeats a program of the run is a duplicate."""
-        if row.status != Status.PENDING:
+        if row.status != ProgramStatus.PENDING:
             return
         assert row.code_hash is not None  # new_row hashes the code it keeps
         dup = self._seen(row.code_hash)
         if dup:
-            row.status = Status.DUPLICATE
+            row.status = ProgramStatus.DUPLICATE
             row.artifacts = {
                 "error": f"duplicate of {dup}: the program was already evaluated in this run"
             }
@@ -545,7 +544,7 @@ class Controller:
         self.pop.add(row)
         self._count(row)
         best = (
-            row.status == Status.OK
+            row.status == ProgramStatus.OK
             and row.score is not None
             and (prev_best is None or row.score > prev_best.score)
         )
@@ -619,22 +618,22 @@ class Controller:
             self.board.offer(row)  # on the leaderboard's data, in the background
 
     # ---- helpers -------------------------------------------------------------
-    async def _apply_outcome(self, row: ProgramRow, out: EvalResult) -> None:
+    async def _apply_outcome(self, row: ProgramRow, out: CascadeResult) -> None:
         row.status, row.score, row.scores = out.status, out.score, out.scores
         row.metrics, row.artifacts, row.eval_s = out.metrics, out.artifacts, out.eval_s
-        if row.status == Status.OK:  # off the loop: a big program's features take a while
+        if row.status == ProgramStatus.OK:  # off the loop: a big program's features take a while
             row.features = await asyncio.to_thread(self.features.values, _code(row), row.metrics)
             row.cell = self.features.cell(row.features)
 
     async def _rescore_test(self, row: ProgramRow) -> None:
         """Held-out score for a new best; it is stored, never shown to the model."""
         split = self.problem.test_split
-        if not split or row.status != Status.OK:
+        if not split or row.status != ProgramStatus.OK:
             return
         async with self.eval_sem:
             res = await asyncio.to_thread(self.evaluator.run_split, _code(row), split)
         metrics: dict[str, object] = dict(res.metrics)
-        if res.status != Status.OK:
+        if res.status != ProgramStatus.OK:
             metrics["status"] = res.status
         self.archive.set_test_result(row.program_id, res.score, metrics)
         best = self.pop.best()
@@ -670,9 +669,9 @@ class Controller:
             self.stats.tuned += 1
         else:
             self.stats.done += 1
-            self.stats.ok += p.status == Status.OK
+            self.stats.ok += p.status == ProgramStatus.OK
         if (
-            p.status == Status.OK
+            p.status == ProgramStatus.OK
             and p.score is not None
             and (self.stats.best is None or p.score > self.stats.best)
         ):

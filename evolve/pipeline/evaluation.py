@@ -7,8 +7,9 @@ OpenEvolve-format problems get OpenEvolve's own cascade, run by the harness in
 one sandbox process (evaluators/inside/openevolve_run.py): stage metrics merge, and a
 program under a threshold keeps the score it has so far. A candidate over the
 problem's size cap is `invalid` before any sandbox sees it (evolve/problem/size_cap.py).
-Every path gives the sandbox's own EvalResult, whose fields the archive stores as they are,
-after the run's secrets are redacted from its texts (evolve/pipeline/redaction.py): this is the one
+Every stage gives the sandbox's own EvalResult; the whole cascade is a CascadeResult, its
+status the archive's (a sandbox's outcome, or `rejected`), whose fields the archive stores as
+they are, after the run's secrets are redacted from its texts (evolve/pipeline/redaction.py): this is the one
 place an evaluation's text enters the run.
 """
 
@@ -17,12 +18,13 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from evaluators.backends import keep_state, make_sandbox, ray_options
 from evaluators.sandbox import EvalRequest, EvalResult, Limits, Sandbox, Status
+from evolve.archive.vocab import ProgramStatus
 from evolve.pipeline.gepa_state import OptState
 from evolve.pipeline.redaction import Redactor, folder_keys
 from evolve.problem.crates import crates_dir
@@ -36,6 +38,26 @@ def openevolve_thresholds(problem: Problem) -> tuple[float, ...] | None:
     if not problem.cascade_evaluation:
         return None
     return tuple(s.threshold for s in problem.cascade if s.threshold is not None)
+
+
+@dataclass
+class CascadeResult:
+    """A whole cascade's result: an EvalResult's fields, its status the archive's (a sandbox's
+    outcome, or REJECTED: under a stage's threshold, later stages not run)."""
+
+    status: ProgramStatus
+    score: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    eval_s: float = 0.0  # wall-clock seconds
+    scores: dict[str, float] = field(default_factory=dict)  # score after each cascade stage
+
+    @classmethod
+    def of(cls, res: EvalResult) -> CascadeResult:
+        """One sandbox evaluation as the cascade's result (its outcome, as is)."""
+        return cls(
+            ProgramStatus(res.status), res.score, res.metrics, res.artifacts, res.eval_s, res.scores
+        )
 
 
 class CandidateEvaluator:
@@ -146,29 +168,31 @@ class CandidateEvaluator:
             return self._run(self.request(code, self.problem.train_split, stage))
         return self.run_split(code, stage)
 
-    def evaluate(self, code: str) -> EvalResult:
+    def evaluate(self, code: str) -> CascadeResult:
         """The whole cascade; `scores` holds each stage's score, `eval_s` the time it took."""
         refused = oversized(self.problem, code)
         if refused is not None:
-            return refused
+            return CascadeResult.of(refused)
         if self.problem.fmt == "openevolve":  # the harness runs OpenEvolve's cascade
-            return self._run(self.request(code, self.problem.train_split))
+            return CascadeResult.of(self._run(self.request(code, self.problem.train_split)))
         t0 = time.monotonic()
-        out = EvalResult(Status.OK)
+        out = CascadeResult(ProgramStatus.OK)
         for i, stage in enumerate(self.problem.cascade):
             name = stage.function or stage.split
             res = self._run(self.request(code, stage.split, stage.function))
             out.metrics.update(res.metrics)
             out.artifacts.update(res.artifacts)
             if res.status != Status.OK or res.score is None:
-                out.status = res.status if res.status != Status.OK else Status.SANDBOX_ERROR
+                out.status = ProgramStatus(
+                    res.status if res.status != Status.OK else Status.SANDBOX_ERROR
+                )
                 out.artifacts.setdefault("stage", name)
                 out.score = None
                 break
             out.scores[name] = res.score
             last = i == len(self.problem.cascade) - 1
             if not last and stage.threshold is not None and res.score < stage.threshold:
-                out.status = Status.REJECTED
+                out.status = ProgramStatus.REJECTED
                 out.artifacts["cascade"] = (
                     f"stage '{name}' scored {res.score:.6g}, below its threshold {stage.threshold:.6g}; "
                     "later stages were not run"

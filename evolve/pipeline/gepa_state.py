@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from evaluators.inside import gepa_score
 from evaluators.sandbox import EvalResult, Status
 from evolve.archive.rows import ProgramRow
+from evolve.archive.vocab import ProgramStatus
 
 TOP_K = 5  # GEPA keeps 30; a request's environment must stay small
 MAX_CHARS = 64 * 1024  # the variable's size: the worst entries go first beyond it
@@ -59,9 +60,9 @@ class OptState:
 
     def restore(self, rows: Iterable[ProgramRow]) -> None:
         """What a run's archive holds already (`resume`): its evaluated programs, in order."""
-        for row in rows:
-            if row.code is not None:
-                self.record(EvalResult(row.status, row.score, artifacts=row.artifacts), row.code)
+        for row in rows:  # record keeps only scored results: a row that is not `ok` adds nothing
+            if row.code is not None and row.status == ProgramStatus.OK:
+                self.record(EvalResult(Status.OK, row.score, artifacts=row.artifacts), row.code)
 
     def env(self) -> dict[str, str]:
         """The variable the next request carries ({} before any result)."""

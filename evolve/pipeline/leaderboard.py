@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from evolve.archive import Archive, BoardScore, ProgramRow, Status
+from evolve.archive import Archive, BoardScore, ProgramRow, ProgramStatus
 from evolve.pipeline.evaluation import CandidateEvaluator
 from evolve.problem import data_seed
 
@@ -42,17 +42,17 @@ class Leaderboard:
         train = self.evaluator.evaluate(code)
         out = BoardScore(train.status, train.score, metrics=dict(train.metrics))
         split = self.problem.test_split
-        if split and train.status == Status.OK:
+        if split and train.status == ProgramStatus.OK:
             test = self.evaluator.run_split(code, split)
-            out.test_score = test.score if test.status == Status.OK else None
+            out.test_score = test.score if test.status == ProgramStatus.OK else None
             out.test_metrics = dict(test.metrics)
-            if test.status != Status.OK:
+            if test.status != ProgramStatus.OK:
                 out.test_metrics["status"] = test.status
         return out
 
     def needs(self, row: ProgramRow) -> bool:
         """A valid program not yet scored here (one scored before a kill is never again)."""
-        return row.status == Status.OK and self.archive.board_score(row.program_id) is None
+        return row.status == ProgramStatus.OK and self.archive.board_score(row.program_id) is None
 
     def known(self, row: ProgramRow) -> BoardScore | None:
         """The score of the same code already measured here, if any."""

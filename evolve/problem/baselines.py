@@ -100,7 +100,7 @@ def score_program(
     or a folder for a program of several files);
     a failure is a row with its status and first line, never an exception."""
     from evaluators.backends import make_sandbox
-    from evolve.archive import Status
+    from evolve.archive import ProgramStatus
     from evolve.pipeline.evaluation import CandidateEvaluator
     from evolve.problem.load import load_problem
     from evolve.problem.program_input import program_code
@@ -119,12 +119,16 @@ def score_program(
         ev = CandidateEvaluator(problem, sandbox, data_seed=data_seed)
         train = ev.evaluate(code)
         test_split = problem.test_split
-        test = ev.run_split(code, test_split) if test_split and train.status == Status.OK else None
+        test = (
+            ev.run_split(code, test_split)
+            if test_split and train.status == ProgramStatus.OK
+            else None
+        )
         return BaselineScore(
             program.name,
             train.status,
             train.score,
-            test.score if test is not None and test.status == Status.OK else None,
+            test.score if test is not None and test.status == ProgramStatus.OK else None,
             problem.train_split,
             test_split,
         )

@@ -18,8 +18,9 @@ from pathlib import Path
 from evaluators.sandbox import EvalResult, Sandbox, Status
 from evaluators.toolchain import missing_line
 from evaluators.tree import decode
+from evolve.archive.vocab import ProgramStatus
 from evolve.edits.blocks import find_blocks
-from evolve.pipeline.evaluation import CandidateEvaluator
+from evolve.pipeline.evaluation import CandidateEvaluator, CascadeResult
 from evolve.problem.imports import missing_lines
 from evolve.problem.load import Problem
 
@@ -33,7 +34,7 @@ class CheckReport:
 
     problem: Problem
     lines: list[str] = field(default_factory=list)
-    seed: EvalResult | None = None  # on the train split, through the whole cascade
+    seed: CascadeResult | None = None  # on the train split, through the whole cascade
     held_out: EvalResult | None = None  # on the held-out split, when the seed passed train
     errors: list[str] = field(default_factory=list)  # what the folder says and the seed belies
 
@@ -42,7 +43,7 @@ class CheckReport:
         return (
             not self.errors
             and self.seed is not None
-            and self.seed.status == Status.OK
+            and self.seed.status == ProgramStatus.OK
             and (self.held_out is None or self.held_out.status == Status.OK)
         )
 
@@ -73,14 +74,14 @@ def check_seed(
         + (f" (stages: {stages})" if stages else "")
         + f", metrics {o.metrics}"
     )
-    if o.status != Status.OK:
+    if o.status != ProgramStatus.OK:
         for k, v in o.artifacts.items():
             line(f"    {k}: {str(v).strip()[-600:]}")
     elif "cascade" in o.artifacts:
         line(f"  warning: {o.artifacts['cascade']}")
     headline = problem.metric != "score"  # the default: the score itself
     if (
-        o.status == Status.OK
+        o.status == ProgramStatus.OK
         and problem.fmt == "native"
         and headline
         and problem.metric not in o.metrics
@@ -90,7 +91,7 @@ def check_seed(
             f"(it returns: {', '.join(sorted(o.metrics)) or 'none'})"
         )
         line(f"  error: {report.errors[-1]}")
-    if problem.test_split and o.status == Status.OK:
+    if problem.test_split and o.status == ProgramStatus.OK:
         r = report.held_out = ev.run_split(problem.seed_code, problem.test_split)
         line(
             f"  seed on {problem.test_split} (held out): {r.status}, score {r.score}, {r.eval_s:.2f} s"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from evolve.archive import ProgramRow, Status
+from evolve.archive import ProgramRow, ProgramStatus
 from evolve.edits.replies import clean_reply
 
 MAX_LINES = 10
@@ -33,7 +33,7 @@ def summaries(children: list[ProgramRow], parent_scores: dict[str, float | None]
     out = []
     for p in children[-RECENT:]:
         before = parent_scores.get(p.parent_id or "")
-        if p.status == Status.OK and p.score is not None:
+        if p.status == ProgramStatus.OK and p.score is not None:
             delta = "" if before is None else f" ({p.score - before:+.4g} vs its parent)"
             what = f"scored {p.score:.6g}{delta}"
         else:

@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from evolve.archive import ProgramRow, Status
+from evolve.archive import ProgramRow, ProgramStatus
 from evolve.edits.blocks import evolvable_text
 from evolve.search.behaviour import signature
 from evolve.search.tune import KIND as TUNED
@@ -66,7 +66,7 @@ class Attempt:
     """What became of one child of a parent: fed back into the next prompt."""
 
     iteration: int
-    status: Status
+    status: ProgramStatus
     score: float | None
     summary: str
 
@@ -145,10 +145,10 @@ class Population:
     # ---- building ----------------------------------------------------------
     def add(self, p: ProgramRow, island: int | None = None) -> bool:
         """Offer a finished program to its island; True if it became an elite."""
-        sig = signature(p.score, p.metrics) if p.status == Status.OK else None
+        sig = signature(p.score, p.metrics) if p.status == ProgramStatus.OK else None
         if p.parent_id and p.kind != TUNED:  # what the model's changes did (a prompt shows it)
             self.children[p.parent_id].append(self._attempt(p, sig))
-        if p.status != Status.OK or p.score is None or p.cell is None or sig is None:
+        if p.status != ProgramStatus.OK or p.score is None or p.cell is None or sig is None:
             return False
         m = Member(p.program_id, p.score, p.cell, p.iteration)
         self.members[p.program_id] = m
@@ -172,7 +172,7 @@ class Population:
 
     def novel(self, p: ProgramRow) -> bool:
         """Does p (evaluated, not yet added) behave unlike every program so far?"""
-        sig = signature(p.score, p.metrics) if p.status == Status.OK else None
+        sig = signature(p.score, p.metrics) if p.status == ProgramStatus.OK else None
         return sig is not None and sig not in self.clusters
 
     def _attempt(self, p: ProgramRow, sig: str | None) -> Attempt:
@@ -180,7 +180,7 @@ class Population:
         repeated or behaved exactly like its parent (small models then try elsewhere)."""
         error = p.artifacts.get("error") or p.artifacts.get("traceback", "")
         summary = (error.strip().splitlines() or [""])[-1][:200] if error else ""
-        if p.status == Status.DUPLICATE:
+        if p.status == ProgramStatus.DUPLICATE:
             summary = REPEATED
         elif sig is not None and sig == self.signature_of.get(p.parent_id or ""):
             summary = SAME_AS_PARENT

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from evolve.archive import ProgramRow, Status
+from evolve.archive import ProgramRow, ProgramStatus
 from evolve.search.bandit import IMPROVED, NOVEL, Choice, ModelBandit
 from evolve.search.tune import KIND as TUNED
 
 # An error the model can read and fix.
-REPAIRABLE = (Status.SYNTAX_ERROR, Status.RUNTIME_ERROR, Status.INVALID)
+REPAIRABLE = (ProgramStatus.SYNTAX_ERROR, ProgramStatus.RUNTIME_ERROR, ProgramStatus.INVALID)
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class SearchState:
         if row.iteration == 0:
             return
         improved = (
-            row.status == Status.OK
+            row.status == ProgramStatus.OK
             and row.score is not None
             and parent_score is not None
             and row.score > parent_score

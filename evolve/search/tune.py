@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 
 from evaluators.tree import TreeError, decode, encode, is_tree
-from evolve.archive import ProgramRow, Status
+from evolve.archive import ProgramRow, ProgramStatus
 from evolve.archive.vocab import ProgramKind
 from evolve.edits.blocks import find_blocks, split_lines
 from evolve.edits.bounds import parse_python
@@ -225,14 +225,14 @@ class Tuner:
             else:
                 self.moved.add(root)
             base = (
-                row.status == Status.OK
+                row.status == ProgramStatus.OK
                 and row.score is not None
                 and parent_score is not None
                 and row.score > parent_score
             )
         else:  # the model's, if it changed what its parent does (a monotone rewrite does not)
             root = row.program_id
-            base = row.status == Status.OK and row.score != parent_score
+            base = row.status == ProgramStatus.OK and row.score != parent_score
         if base and novel and row.score is not None:
             for c in variants(row.code, self.fixed):
                 key = (-row.score, self.queued)

@@ -13,20 +13,20 @@ import re
 import statistics
 from collections import Counter, defaultdict
 
-from evolve.archive import LlmCall, ProgramRow, RunStatus, Status
+from evolve.archive import LlmCall, ProgramRow, ProgramStatus, RunStatus
 from evolve.archive.rows import CALL_CATEGORIES
 
-STATUS_COLORS: dict[str, str] = {  # by status (a Status is its string)
-    Status.OK: "#2a9d8f",
-    Status.PENDING: "#adb5bd",
-    Status.INVALID_EDIT: "#e9c46a",
-    Status.SYNTAX_ERROR: "#f4a261",
-    Status.RUNTIME_ERROR: "#e76f51",
-    Status.TIMEOUT: "#9b5de5",
-    Status.INVALID: "#d62828",
-    Status.DUPLICATE: "#8d99ae",
-    Status.REJECTED: "#6c757d",
-    Status.SANDBOX_ERROR: "#000000",
+STATUS_COLORS: dict[str, str] = {  # by status (a ProgramStatus is its string)
+    ProgramStatus.OK: "#2a9d8f",
+    ProgramStatus.PENDING: "#adb5bd",
+    ProgramStatus.INVALID_EDIT: "#e9c46a",
+    ProgramStatus.SYNTAX_ERROR: "#f4a261",
+    ProgramStatus.RUNTIME_ERROR: "#e76f51",
+    ProgramStatus.TIMEOUT: "#9b5de5",
+    ProgramStatus.INVALID: "#d62828",
+    ProgramStatus.DUPLICATE: "#8d99ae",
+    ProgramStatus.REJECTED: "#6c757d",
+    ProgramStatus.SANDBOX_ERROR: "#000000",
 }
 
 # Past this many points a scatter is drawn with WebGL (SVG slows down); below, SVG is
@@ -64,13 +64,13 @@ def _layout(title: str, x: str, y: str, **extra) -> dict:
 def score_figure(progs: list[ProgramRow]) -> dict:
     """Every candidate over iterations coloured by status (failures at the floor of the
     axis), the best-so-far line, and held-out scores of the bests."""
-    ok = [p for p in progs if p.status == Status.OK and p.score is not None]
+    ok = [p for p in progs if p.status == ProgramStatus.OK and p.score is not None]
     low, high = score_range(progs)
     traces: list[dict] = []
     by_status: dict[str, list[ProgramRow]] = defaultdict(list)
     for p in progs:
         by_status[p.status].append(p)
-    for status, ps in sorted(by_status.items(), key=lambda kv: kv[0] != Status.OK):
+    for status, ps in sorted(by_status.items(), key=lambda kv: kv[0] != ProgramStatus.OK):
         traces.append(
             {
                 "type": "scattergl" if len(progs) > GL_OVER else "scatter",
@@ -81,7 +81,7 @@ def score_figure(progs: list[ProgramRow]) -> dict:
                 "customdata": [p.program_id for p in ps],
                 "text": ["-" if p.score is None else f"{p.score:.6g}" for p in ps],
                 "marker": {
-                    "size": 6 if status == Status.OK else 5,
+                    "size": 6 if status == ProgramStatus.OK else 5,
                     "color": STATUS_COLORS.get(status, "#444"),
                     "opacity": 0.75,
                     "symbol": [_symbol(status, p.score, low) for p in ps],
@@ -127,7 +127,7 @@ _SIDE_LEGEND = {"orientation": "v", "x": 1.02, "y": 1, "yanchor": "top", "font":
 
 def _symbol(status: str, score: float | None, low: float) -> str:
     """A failure's cross; an outlier drawn at the bottom edge points down, off the axis."""
-    if status != Status.OK:
+    if status != ProgramStatus.OK:
         return "x"
     return "triangle-down" if score is not None and score < low else "circle"
 
@@ -136,7 +136,7 @@ def score_range(progs: list[ProgramRow]) -> tuple[float, float]:
     """The score axis: every best so far and the bulk of the valid scores. A score far
     below the rest (one candidate at -47 among scores near -1) would flatten the progress
     into a line: it is drawn at the bottom edge instead, as are candidates with no score."""
-    scores = sorted(p.score for p in progs if p.status == Status.OK and p.score is not None)
+    scores = sorted(p.score for p in progs if p.status == ProgramStatus.OK and p.score is not None)
     if not scores:
         return (-1.0, 1.0)
     low = scores[0]
@@ -152,7 +152,11 @@ def best_so_far(progs: list[ProgramRow]) -> tuple[list[int], list[float]]:
     best: float | None = None
     xs, ys = [], []
     for p in sorted(progs, key=lambda p: p.iteration):
-        if p.status == Status.OK and p.score is not None and (best is None or p.score > best):
+        if (
+            p.status == ProgramStatus.OK
+            and p.score is not None
+            and (best is None or p.score > best)
+        ):
             best = p.score
         if best is not None:
             xs.append(p.iteration)
@@ -166,7 +170,7 @@ def grid_figures(progs: list[ProgramRow], dims: list[str]) -> list[dict]:
     cells: dict[int, dict[tuple[int, int], float]] = defaultdict(dict)
     size = [1, 1]
     for p in progs:
-        if p.status != Status.OK or p.score is None or not p.cell:
+        if p.status != ProgramStatus.OK or p.score is None or not p.cell:
             continue
         idx = [int(x) for x in re.split(r"[-,]", p.cell) if x.strip().isdigit()]
         if not idx:

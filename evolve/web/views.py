@@ -14,9 +14,9 @@ from evolve.archive import (
     ArchiveReader,
     CallOutcome,
     ProgramRow,
+    ProgramStatus,
     Ranked,
     RunSummary,
-    Status,
 )
 from evolve.archive.rows import public_dict
 from evolve.archive.summaries import BenchSummary
@@ -116,7 +116,7 @@ def run_search(reader: ArchiveReader, run: RunSummary) -> dict:
 def run_tables(progs: list[ProgramRow]) -> dict:
     """The run page's two tables: its best programs and its latest candidates."""
     ok = sorted(
-        (p for p in progs if p.status == Status.OK and p.score is not None),
+        (p for p in progs if p.status == ProgramStatus.OK and p.score is not None),
         key=lambda p: (-(p.score or 0.0), p.iteration),
     )
     return {"best": ok[:25], "recent": list(reversed(progs[-50:])), "count": len(progs)}
