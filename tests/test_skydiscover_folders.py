@@ -116,6 +116,10 @@ def test_candidates_score_and_fail_by_the_scripts_status(code, status, error, tm
     "script, error",
     [
         ("exit 3", "evaluate.sh exited with code 3"),
+        (
+            "echo \"ModuleNotFoundError: No module named 'scipy'\" >&2; exit 1",
+            "evaluate.sh exited with code 1: ModuleNotFoundError: No module named 'scipy'",
+        ),
         ("echo 'score: 1.0'", "evaluate.sh printed no JSON object on stdout (got 'score: 1.0')"),
         (
             'echo \'{"status": "success", "metrics": {}}\'',

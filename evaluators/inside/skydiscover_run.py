@@ -115,7 +115,10 @@ def to_result(out: Outcome, ok: str, runtime_error: str, timeout: str) -> dict:
     result: dict[str, object] = {"status": runtime_error, "score": None, "metrics": {}}
     result["artifacts"] = artifacts
     if out.returncode != 0:
-        artifacts["error"] = f"evaluate.sh exited with code {out.returncode}"
+        last = [ln.strip() for ln in out.stderr.splitlines() if ln.strip()][-1:]
+        artifacts["error"] = f"evaluate.sh exited with code {out.returncode}" + "".join(
+            f": {ln[:300]}" for ln in last
+        )  # its last stderr line names why (ModuleNotFoundError: No module named 'scipy')
         if out.stderr:
             artifacts["traceback"] = out.stderr[-CRASH_TAIL:]
         return result
