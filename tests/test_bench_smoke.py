@@ -167,6 +167,13 @@ def test_every_bench_script_is_in_the_table():
     assert sorted((SCRIPTS.keys() | HELPERS.keys()) - on_disk) == [], "a script was removed"
 
 
+def test_every_bench_script_is_in_the_readme_index():
+    """bench/README.md opens with one table row per script: what it measures, how long."""
+    readme = (BENCH / "README.md").read_text()
+    rows = set(re.findall(r"^\| `([\w.]+\.py)` \|", readme, flags=re.M))
+    assert sorted(SCRIPTS.keys() - rows) == [], "add a row to bench/README.md's index"
+
+
 def test_a_script_run_only_in_part_says_why():
     partial = [n for n, s in SCRIPTS.items() if "--help" in s.args and not s.offline]
     assert partial == []
