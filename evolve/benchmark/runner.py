@@ -145,7 +145,8 @@ def shared_local_server(model: str, log: Callable[[str], None]) -> Iterator[None
     if not is_local(model):
         yield
         return
-    from evolve.llm.local_model import LocalModelError, start_server
+    from evolve.llm.local_model import start_server
+    from evolve.llm.local_weights import LocalModelError
 
     try:  # the window `evolve run` asks for, so the runs find this very server
         server = start_server(model, profile_for_models([model]).context_window or 4096, log)
