@@ -4,7 +4,7 @@ process with the same budget of LLM calls, measured from the archive when it end
 Runs go one after another (the seeds must not compete for the machine, or the wall times
 mean nothing), as child processes of the `evolve` entry point: a run is exactly what a user
 would start by hand, and its log is kept beside the benchmark's picture. With `--model
-local` the bench starts the model's server once; each run joins it (evolve/llm/local_model.py
+local` the bench starts the model's server once; each run joins it (evolve/llm/local_server.py
 reuses a live server of the same model and window) and the bench stops it at the end.
 """
 
