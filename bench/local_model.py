@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 from harness import result_path  # noqa: E402
 
 from evolve.llm import local_model as lm  # noqa: E402
+from evolve.llm.local_server import LocalServer, default_threads  # noqa: E402
+from evolve.llm.local_weights import DEFAULT_WEIGHTS, WEIGHTS  # noqa: E402
 from evolve.llm.profiles import LOCAL_SMALL  # noqa: E402
 from evolve.problem.load import load_problem  # noqa: E402
 
@@ -282,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     path = lm.prepare(lm.parse_local("local"))
     # evolve's `--model local` joins this server: same file, alias and window
-    server = lm.LocalServer(path, "local", LOCAL_SMALL.context_window).start()
+    server = LocalServer(path, "local", LOCAL_SMALL.context_window).start()
     proxy = CountingProxy(server.port)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     rows: list[dict] = []
@@ -304,11 +306,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _save(out: str, rows: list[dict], model: Path) -> None:
     info = {
-        "model": str(model), "model_sha256": lm.WEIGHTS[lm.DEFAULT_WEIGHTS].sha256,
+        "model": str(model), "model_sha256": WEIGHTS[DEFAULT_WEIGHTS].sha256,
         "context_window": LOCAL_SMALL.context_window, "max_tokens": LOCAL_SMALL.max_tokens,
         "python": platform.python_version(), "cpus": os.cpu_count(), "machine": platform.machine(),
         "llama_cpp_python": _version("llama-cpp-python"), "openevolve": OPENEVOLVE_VERSION,
-        "server_threads": lm.default_threads(), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "server_threads": default_threads(), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps({"info": info, "runs": rows}, indent=2) + "\n")

@@ -48,6 +48,7 @@ from bench.race import evolve_side, levi, openevolve, report, shinka  # noqa: E4
 from bench.race.common import Ctx, RunResult  # noqa: E402
 from evolve.benchmark.normalise import references  # noqa: E402
 from evolve.llm import local_model as lm  # noqa: E402
+from evolve.llm.local_server import default_threads  # noqa: E402
 from evolve.llm.profiles import is_local, profile_for  # noqa: E402
 from evolve.problem import data_seed  # noqa: E402
 from evolve.problem.baselines import scored  # noqa: E402
@@ -127,7 +128,7 @@ def machine_info(a: argparse.Namespace, max_calls: bool) -> dict:
             "sandbox": a.sandbox, "context_window": profile.context_window,
             "max_tokens": profile.max_tokens, "evolve_max_calls_flag": max_calls,
             "python": platform.python_version(), "cpus": os.cpu_count(),
-            "server_threads": lm.default_threads(), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "server_threads": default_threads(), "when": time.strftime("%Y-%m-%d %H:%M:%S"),
             "versions": {name: mod.REQUIREMENT for name, mod in PEERS.items()}}
 
 

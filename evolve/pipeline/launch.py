@@ -16,7 +16,8 @@ from evolve.agent.confine import Unconfinable
 from evolve.agent.confine import check as confine_check
 from evolve.agent.window import session_window
 from evolve.llm import ModelSpec
-from evolve.llm.local_model import LocalModelError, LocalServer
+from evolve.llm.local_server import LocalServer
+from evolve.llm.local_weights import LocalModelError
 from evolve.llm.pricing import PriceTable, require_prices
 from evolve.llm.profiles import ModelProfile, is_local, profile_for_models
 from evolve.pipeline.config import RunConfig

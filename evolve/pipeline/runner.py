@@ -18,7 +18,7 @@ from dataclasses import replace
 from evaluators.sandbox import Sandbox
 from evolve.archive import Archive, RunStatus
 from evolve.llm import LLMClient
-from evolve.llm.local_model import LocalServer
+from evolve.llm.local_server import LocalServer
 from evolve.pipeline.candidates import program_id
 from evolve.pipeline.config import RunConfig
 from evolve.pipeline.controller import Controller, RunOutcome
